@@ -1,0 +1,107 @@
+package wal
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Append commits events to the spool in one transaction, with consecutive
+// sequence numbers, and returns the sequence number of the last one. When it
+// returns nil the events are durable (fsync'd, unless Options.NoSync).
+//
+// Concurrent Appends are grouped into one transaction and one fsync. When the
+// spool is full, Options.OnFull decides: DropOldest removes the oldest events
+// (counted), DropNewest refuses these events with ErrFull (counted), Block
+// waits for Ack to free space until ctx ends. An event that could never fit is
+// refused with ErrTooLarge. The events are copied; the caller keeps them.
+func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
+	if w.closed.Load() {
+		return 0, ErrClosed
+	}
+	if len(events) == 0 {
+		return 0, nil
+	}
+	req := &appendReq{events: events}
+	for _, e := range events {
+		req.cost += int64(len(e)) + entryOverhead
+	}
+	if w.opts.OnFull == Block {
+		if err := w.reserve(ctx, req); err != nil {
+			return 0, err
+		}
+	}
+	w.group.run(req, w.commit)
+	return req.last, req.err
+}
+
+// reserve waits until req fits beside what is stored and what is queued.
+func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
+	g := &w.group
+	for {
+		g.mu.Lock()
+		budget := w.currentBudget()
+		if req.cost > budget {
+			g.mu.Unlock()
+			return errTooLarge(req.cost, budget)
+		}
+		if w.cost.Load()+g.reserved+req.cost <= budget {
+			g.reserved += req.cost
+			req.reserved = true
+			g.mu.Unlock()
+			return nil
+		}
+		space := g.space
+		g.mu.Unlock()
+		select {
+		case <-space:
+		case <-g.closed:
+			return ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waited for space until %w", ErrFull, ctx.Err())
+		}
+	}
+}
+
+func (w *WAL) currentBudget() int64 {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.budget
+}
+
+// commit writes a batch of requests in one transaction. On failure the
+// in-memory state is left as it was and every request gets the error.
+func (w *WAL) commit(batch []*appendReq) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if w.closed.Load() {
+		setErr(batch, ErrClosed)
+		return
+	}
+	w.dbmu.RLock()
+	st := w.snapshot()
+	now := w.opts.Now().UnixNano()
+	err := guard(w.path, func() error {
+		return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
+	})
+	w.dbmu.RUnlock()
+	if err != nil {
+		setErr(batch, fmt.Errorf("wal: commit to %s: %w", w.path, err))
+		w.stats.commitErrors++
+		return
+	}
+	w.restore(st)
+	w.stats.commits++
+	w.cost.Store(st.cost())
+	if st.dropped {
+		w.group.freed()
+	}
+	w.enforceCap()
+}
+
+func setErr(batch []*appendReq, err error) {
+	for _, r := range batch {
+		r.err, r.last = err, 0
+	}
+}

@@ -1,0 +1,175 @@
+package wal
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+const (
+	// reclaimMinFile is the file size below which Ack does not bother to
+	// give space back.
+	reclaimMinFile = 2 << 20
+	// copyChunk bounds the dirty pages one copy transaction holds in memory.
+	copyChunk = 4 << 20
+)
+
+// Compact copies the pending entries into a fresh file and renames it over
+// the spool, giving back the space a drained backlog left behind (bbolt never
+// shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
+// itself once the pending entries take less than a quarter of a file larger
+// than 2 MiB; call it directly only to force it.
+func (w *WAL) Compact() error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.compactLocked()
+}
+
+func (w *WAL) maybeReclaim() {
+	size := w.fileSize()
+	if size > reclaimMinFile && w.cost.Load() < size/4 {
+		w.compactOrCount()
+	}
+}
+
+// enforceCap runs after each commit: if the file outgrew the cap (bbolt could
+// not reuse freed pages, say for a large event needing contiguous pages),
+// compact it, and if that is not enough, lower the budget so the next appends
+// drop (or wait, or are refused) sooner.
+func (w *WAL) enforceCap() {
+	if w.fileSize() <= w.opts.MaxBytes {
+		return
+	}
+	w.compactOrCount()
+	if w.fileSize() > w.opts.MaxBytes && w.budget > w.opts.MaxBytes/2 {
+		w.budget -= w.opts.MaxBytes / 16
+	}
+}
+
+func (w *WAL) compactOrCount() {
+	if err := w.compactLocked(); err != nil {
+		w.stats.compactErrors++
+	}
+}
+
+// compactLocked needs wmu held: no write transaction runs meanwhile. Reads go
+// on during the copy and wait only for the swap.
+func (w *WAL) compactLocked() error {
+	tmp := w.path + ".compact"
+	_ = os.Remove(tmp)
+	w.dbmu.RLock()
+	err := w.copyTo(tmp)
+	w.dbmu.RUnlock()
+	if err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("wal: compact %s: %w", w.path, err)
+	}
+	w.dbmu.Lock()
+	defer w.dbmu.Unlock()
+	if err := w.db.Close(); err != nil {
+		return fmt.Errorf("wal: compact: close %s: %w", w.path, err)
+	}
+	renameErr := os.Rename(tmp, w.path)
+	if renameErr == nil {
+		renameErr = syncDir(w.dir)
+	}
+	db, err := w.openBolt(w.path)
+	if err != nil {
+		// The old file is still in place if the rename failed; either way
+		// the spool cannot go on without a database.
+		w.closed.Store(true)
+		return fmt.Errorf("wal: compact: reopen %s: %w", w.path, err)
+	}
+	w.db = db
+	if renameErr != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("wal: compact: %w", renameErr)
+	}
+	w.stats.compactions++
+	return nil
+}
+
+// copyTo writes the meta and the pending entries into a new file at path and
+// syncs it. Entries are copied in chunks so memory stays bounded.
+func (w *WAL) copyTo(path string) error {
+	dst, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	dst.AllocSize = allocSize(w.opts.MaxBytes)
+	if err := dst.Update(func(tx *bolt.Tx) error {
+		if _, err := tx.CreateBucket(eventsBucket); err != nil {
+			return err
+		}
+		mb, err := tx.CreateBucket(metaBucket)
+		if err != nil {
+			return err
+		}
+		return w.meta.store(mb)
+	}); err != nil {
+		return err
+	}
+	err = w.db.View(func(src *bolt.Tx) error {
+		var chunk []Entry
+		size := 0
+		flush := func() error {
+			err := dst.Update(func(tx *bolt.Tx) error { return putEntries(tx, chunk) })
+			chunk, size = chunk[:0], 0
+			return err
+		}
+		c := src.Bucket(eventsBucket).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			seq, _ := keySeq(k)
+			ts, data, err := decodeRecord(k, v)
+			if err != nil {
+				return &CorruptionError{Path: w.path, Seq: seq, Err: err}
+			}
+			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
+			if size += len(data); size >= copyChunk {
+				if err := flush(); err != nil {
+					return err
+				}
+			}
+		}
+		return flush()
+	})
+	if err != nil {
+		return err
+	}
+	return dst.Sync()
+}
+
+func putEntries(tx *bolt.Tx, entries []Entry) error {
+	eb := tx.Bucket(eventsBucket)
+	eb.FillPercent = 1.0
+	for _, e := range entries {
+		key := seqKey(e.Seq)
+		if err := eb.Put(key, encodeRecord(key, e.Time.UnixNano(), e.Data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *WAL) fileSize() int64 {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

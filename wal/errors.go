@@ -1,0 +1,58 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by every method called after Close.
+	ErrClosed = errors.New("wal: spool is closed")
+
+	// ErrFull is returned by Append when the spool is at its size cap and the
+	// policy is DropNewest (the events were refused and counted as dropped), or
+	// the policy is Block and the context ended before space was freed.
+	ErrFull = errors.New("wal: spool is full")
+
+	// ErrTooLarge is returned by Append for an event that could never fit in
+	// the spool, whatever was dropped to make room: raise Options.MaxBytes or
+	// send smaller events.
+	ErrTooLarge = errors.New("wal: event larger than the spool can hold")
+
+	// ErrLocked is returned by Open when another process holds the spool.
+	ErrLocked = errors.New("wal: spool is in use by another process")
+
+	// ErrUnsafeDir is returned by Open when the spool directory can be written
+	// by other users: a symlink planted there could redirect the spool's writes.
+	ErrUnsafeDir = errors.New("wal: spool directory is writable by other users")
+
+	// ErrCorrupt is matched (errors.Is) by every *CorruptionError.
+	ErrCorrupt = errors.New("wal: spool file is damaged")
+)
+
+// CorruptionError reports damage found in the spool file: a record whose
+// checksum does not match, a key of the wrong shape, a page bbolt cannot read,
+// or a panic raised by bbolt while reading the file.
+type CorruptionError struct {
+	Path string // the damaged file
+	Seq  uint64 // sequence number of the damaged record, 0 when not known
+	Err  error  // what was seen
+}
+
+func (e *CorruptionError) Error() string {
+	if e.Seq != 0 {
+		return fmt.Sprintf("wal: spool file %s is damaged at sequence %d: %v", e.Path, e.Seq, e.Err)
+	}
+	return fmt.Sprintf("wal: spool file %s is damaged: %v", e.Path, e.Err)
+}
+
+// Unwrap returns the underlying cause.
+func (e *CorruptionError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrCorrupt.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
+
+func errTooLarge(cost, budget int64) error {
+	return fmt.Errorf("%w: the events need %d bytes of spool (event bytes plus %d per event) and at most %d fit: raise the spool's size cap or send smaller events",
+		ErrTooLarge, cost, entryOverhead, budget)
+}

@@ -1,0 +1,122 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"runtime/debug"
+	"syscall"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// load creates the buckets of a new spool and, for an existing one, checks
+// every record and recomputes the counts from what is really there.
+func (w *WAL) load(db *bolt.DB) error {
+	if err := guard(w.path, func() error {
+		return db.Update(func(tx *bolt.Tx) error {
+			if _, err := tx.CreateBucketIfNotExists(eventsBucket); err != nil {
+				return err
+			}
+			mb, err := tx.CreateBucketIfNotExists(metaBucket)
+			if err != nil {
+				return err
+			}
+			if mb.Get(keyNextSeq) == nil {
+				m := meta{nextSeq: 1}
+				return m.store(mb)
+			}
+			return nil
+		})
+	}); err != nil {
+		if isDamage(err) {
+			return err
+		}
+		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
+	}
+	return guard(w.path, func() error {
+		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
+	})
+}
+
+// scan reads the whole spool once: every record's checksum is verified, so
+// damage is found at Open rather than by the drainer at some later hour.
+func (w *WAL) scan(tx *bolt.Tx) error {
+	var m meta
+	m.load(tx.Bucket(metaBucket))
+	var pending, payload, first uint64
+	var firstAt int64
+	eb := tx.Bucket(eventsBucket)
+	if eb == nil {
+		return &CorruptionError{Path: w.path, Err: errors.New("events bucket missing")}
+	}
+	c := eb.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		seq, err := keySeq(k)
+		if err != nil {
+			return &CorruptionError{Path: w.path, Err: err}
+		}
+		ts, data, err := decodeRecord(k, v)
+		if err != nil {
+			return &CorruptionError{Path: w.path, Seq: seq, Err: err}
+		}
+		if first == 0 {
+			first, firstAt = seq, ts
+		}
+		pending++
+		payload += uint64(len(data))
+		m.nextSeq = max(m.nextSeq, seq+1)
+	}
+	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = m, pending, payload, first, firstAt
+	w.budget = initialBudget(w.opts.MaxBytes)
+	w.cost.Store(int64(payload + pending*entryOverhead))
+	return nil
+}
+
+// initialBudget is the cost the entries may take under a cap of maxBytes. The
+// rest is for what bbolt needs beside the leaves: meta and freelist pages,
+// branch pages, pages freed by the last commits that cannot be reused yet,
+// and the last growth step.
+func initialBudget(maxBytes int64) int64 {
+	return maxBytes - maxBytes/8 - 2*int64(allocSize(maxBytes))
+}
+
+// guard runs fn, turning a panic or a memory fault in it (bbolt reads the
+// file through mmap; a page past the end of a truncated file faults) into a
+// *CorruptionError.
+func guard(path string, fn func() error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if r := recover(); r != nil {
+			err = &CorruptionError{Path: path, Err: fmt.Errorf("bbolt panicked: %v", r)}
+		}
+	}()
+	return fn()
+}
+
+// isDamage tells whether an error from opening a spool means the file is
+// damaged (to be salvaged) rather than, say, unreadable for lack of permission.
+func isDamage(err error) bool {
+	return errors.Is(err, ErrCorrupt)
+}
+
+// classifyOpenErr sorts bbolt.Open's errors: the OS refusing the path (no
+// permission, no space) and a lock timeout are reported as they are; anything
+// else bbolt says about the file's contents means damage.
+func classifyOpenErr(path string, err error) error {
+	var pathErr *fs.PathError
+	var errno syscall.Errno
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrCorrupt):
+		return err
+	case errors.Is(err, berrors.ErrTimeout):
+		return fmt.Errorf("%w: bbolt's lock on %s timed out", ErrLocked, path)
+	case errors.As(err, &pathErr), errors.As(err, &errno):
+		return fmt.Errorf("wal: open spool file %s: %w", path, err)
+	}
+	return &CorruptionError{Path: path, Err: err}
+}

@@ -1,0 +1,45 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirLock is an flock(2) on a file beside the spool. It guards the directory,
+// not one inode, so it still holds while compaction renames a fresh file over
+// the spool.
+type dirLock struct{ f *os.File }
+
+func lockDir(dir string, timeout time.Duration) (*dirLock, error) {
+	path := filepath.Join(dir, lockFileName)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open lock file: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return &dirLock{f: f}, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			f.Close()
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: the spool at %s is locked (waited %v for %s); stop the other evspool or use another --spool directory",
+					ErrLocked, dir, timeout, path)
+			}
+			return nil, fmt.Errorf("wal: lock %s: %w", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (l *dirLock) unlock() error {
+	// Closing the descriptor releases the flock.
+	return l.f.Close()
+}

@@ -1,0 +1,98 @@
+package wal
+
+import (
+	"fmt"
+	"time"
+)
+
+// Policy decides what Append does when the spool is at its size cap.
+type Policy int
+
+const (
+	// DropOldest removes the oldest pending events to make room for new ones.
+	// Every removed event is counted. This is the default: for telemetry the
+	// newest events are worth the most.
+	DropOldest Policy = iota
+	// DropNewest refuses the new events with ErrFull and counts them.
+	DropNewest
+	// Block makes Append wait until Ack frees enough space or its context ends.
+	Block
+)
+
+var policyNames = [...]string{DropOldest: "drop-oldest", DropNewest: "drop-newest", Block: "block"}
+
+// String returns the policy's name as the CLI spells it: "drop-oldest",
+// "drop-newest" or "block".
+func (p Policy) String() string {
+	if p < 0 || int(p) >= len(policyNames) {
+		return fmt.Sprintf("Policy(%d)", int(p))
+	}
+	return policyNames[p]
+}
+
+// ParsePolicy parses a policy name as String returns it.
+func ParsePolicy(s string) (Policy, error) {
+	for p, name := range policyNames {
+		if s == name {
+			return Policy(p), nil
+		}
+	}
+	return 0, fmt.Errorf("wal: unknown full-spool policy %q: use drop-oldest, drop-newest or block", s)
+}
+
+const (
+	// DefaultMaxBytes is the default cap on the spool file's size.
+	DefaultMaxBytes = 64 << 20
+	// MinMaxBytes is the smallest cap Open accepts.
+	MinMaxBytes = 1 << 20
+	// DefaultLockTimeout is how long Open waits for a spool held by another
+	// process before it gives up with ErrLocked.
+	DefaultLockTimeout = time.Second
+)
+
+// Options tunes a spool. The zero value, or a nil *Options, means defaults.
+type Options struct {
+	// MaxBytes caps the size of the spool file on disk, bbolt's own overhead
+	// and its growth steps included. Default DefaultMaxBytes (64 MiB); values
+	// below MinMaxBytes (1 MiB) are refused.
+	MaxBytes int64
+
+	// OnFull is what Append does when the spool is full. Default DropOldest.
+	OnFull Policy
+
+	// NoSync turns off the fsync at each commit (bbolt's NoSync). Unsafe:
+	// committed events then survive a crash of the process but not a power
+	// loss or a kernel crash. Default false: every commit is fsync'd.
+	NoSync bool
+
+	// LockTimeout is how long Open waits for a spool locked by another
+	// process. Default DefaultLockTimeout (1 s).
+	LockTimeout time.Duration
+
+	// Now is the clock used to stamp events. Default time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns a filled-in copy; the caller's Options are not touched.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxBytes < MinMaxBytes {
+		return c, fmt.Errorf("wal: MaxBytes %d is below the minimum of %d bytes (1 MiB)", c.MaxBytes, MinMaxBytes)
+	}
+	if c.OnFull < DropOldest || c.OnFull > Block {
+		return c, fmt.Errorf("wal: unknown full-spool policy %d", c.OnFull)
+	}
+	if c.LockTimeout <= 0 {
+		c.LockTimeout = DefaultLockTimeout
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c, nil
+}

@@ -1,0 +1,118 @@
+package wal
+
+import (
+	bolt "go.etcd.io/bbolt"
+)
+
+// state is a working copy of the spool's counters, changed inside a write
+// transaction and kept only if it commits.
+type state struct {
+	meta     meta
+	pending  uint64
+	payload  uint64
+	firstSeq uint64
+	firstAt  int64
+	budget   int64
+	policy   Policy
+	dropped  bool // events were dropped: space was freed
+	appended uint64
+}
+
+func (w *WAL) snapshot() *state {
+	return &state{meta: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
+		firstAt: w.firstAt, budget: w.budget, policy: w.opts.OnFull}
+}
+
+func (w *WAL) restore(st *state) {
+	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
+	w.stats.appended += st.appended
+}
+
+func (st *state) cost() int64 { return int64(st.payload + st.pending*entryOverhead) }
+
+// apply stores the batch's events, dropping per the policy to make room.
+func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
+	eb := tx.Bucket(eventsBucket)
+	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
+	for _, r := range batch {
+		if r.cost > st.budget {
+			r.err = errTooLarge(r.cost, st.budget)
+			continue
+		}
+		if st.cost()+r.cost > st.budget {
+			if st.policy == DropNewest {
+				st.meta.droppedNewest.add(r)
+				r.err = ErrFull
+				continue
+			}
+			// DropOldest, and Block when a shrunken budget undercut a
+			// reservation: make room from the front.
+			if err := st.dropOldest(eb, st.cost()+r.cost-st.budget); err != nil {
+				return err
+			}
+		}
+		for _, e := range r.events {
+			key := seqKey(st.meta.nextSeq)
+			if err := eb.Put(key, encodeRecord(key, now, e)); err != nil {
+				return err
+			}
+			if st.firstSeq == 0 {
+				st.firstSeq, st.firstAt = st.meta.nextSeq, now
+			}
+			st.meta.nextSeq++
+			st.pending++
+			st.payload += uint64(len(e))
+		}
+		st.appended += uint64(len(r.events))
+		r.last, r.err = st.meta.nextSeq-1, nil
+	}
+	return st.meta.store(tx.Bucket(metaBucket))
+}
+
+func (c *Counter) add(r *appendReq) {
+	c.Events += uint64(len(r.events))
+	c.Bytes += uint64(r.cost - int64(len(r.events))*entryOverhead)
+}
+
+// dropOldest deletes events from the front until need bytes of cost are freed.
+func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
+	c := eb.Cursor()
+	// Cursor.Delete then Next can skip a key: seek the head again each time.
+	for k, v := c.First(); k != nil && need > 0; k, v = c.First() {
+		seq, err := keySeq(k)
+		if err != nil {
+			return err
+		}
+		size := int64(len(v) - recordHeader)
+		if err := c.Delete(); err != nil {
+			return err
+		}
+		need -= size + entryOverhead
+		st.pending--
+		st.payload -= uint64(size)
+		st.meta.droppedOldest.Events++
+		st.meta.droppedOldest.Bytes += uint64(size)
+		st.meta.removedSeq = max(st.meta.removedSeq, seq)
+		st.dropped = true
+	}
+	return st.refreshFirst(eb)
+}
+
+// refreshFirst re-reads the oldest entry after deletions from the front.
+func (st *state) refreshFirst(eb *bolt.Bucket) error {
+	k, v := eb.Cursor().First()
+	if k == nil {
+		st.firstSeq, st.firstAt = 0, 0
+		return nil
+	}
+	seq, err := keySeq(k)
+	if err != nil {
+		return err
+	}
+	ts, _, err := decodeRecord(k, v)
+	if err != nil {
+		return err
+	}
+	st.firstSeq, st.firstAt = seq, ts
+	return nil
+}

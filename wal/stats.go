@@ -1,0 +1,93 @@
+package wal
+
+import "time"
+
+// Counter counts dropped events and their bytes.
+type Counter struct {
+	Events uint64
+	Bytes  uint64
+}
+
+// Stats is a snapshot of a spool's state. The pending figures, sequence
+// numbers and drop counters are read from the file and survive restarts; the
+// rest count what this process did since Open.
+type Stats struct {
+	PendingEvents uint64    // events in the spool
+	PendingBytes  uint64    // their event bytes
+	FileBytes     int64     // size of the spool file
+	MaxBytes      int64     // the cap on FileBytes
+	FirstSeq      uint64    // oldest pending sequence number, 0 when empty
+	LastSeq       uint64    // newest sequence number ever appended, 0 if none
+	OldestTime    time.Time // when the oldest pending event was appended; zero when empty
+
+	DroppedOldest Counter // removed to make room under DropOldest
+	DroppedNewest Counter // refused under DropNewest
+
+	Appended     uint64 // events appended since Open
+	Acked        uint64 // events acknowledged since Open
+	Commits      uint64 // append transactions since Open (a group commit counts once)
+	CommitErrors uint64 // append transactions that failed
+	Compactions  uint64 // times the file was rewritten to give space back
+	CompactErrs  uint64 // compactions that failed
+}
+
+type processStats struct {
+	appended, acked, commits, commitErrors, compactions, compactErrors uint64
+}
+
+// Stats returns a snapshot of the spool's counters.
+func (w *WAL) Stats() Stats {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	s := Stats{
+		PendingEvents: w.pending,
+		PendingBytes:  w.payload,
+		FileBytes:     w.fileSize(),
+		MaxBytes:      w.opts.MaxBytes,
+		FirstSeq:      w.firstSeq,
+		LastSeq:       w.meta.nextSeq - 1,
+		DroppedOldest: w.meta.droppedOldest,
+		DroppedNewest: w.meta.droppedNewest,
+		Appended:      w.stats.appended,
+		Acked:         w.stats.acked,
+		Commits:       w.stats.commits,
+		CommitErrors:  w.stats.commitErrors,
+		Compactions:   w.stats.compactions,
+		CompactErrs:   w.stats.compactErrors,
+	}
+	if w.firstSeq != 0 {
+		s.OldestTime = time.Unix(0, w.firstAt)
+	}
+	return s
+}
+
+// Len returns the number of pending events.
+func (w *WAL) Len() uint64 {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.pending
+}
+
+// FirstSeq returns the oldest pending sequence number, 0 when empty.
+func (w *WAL) FirstSeq() uint64 {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.firstSeq
+}
+
+// LastSeq returns the newest sequence number ever appended, 0 if none.
+func (w *WAL) LastSeq() uint64 {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.meta.nextSeq - 1
+}
+
+// OldestAge returns how long the oldest pending event has waited, 0 when empty.
+func (w *WAL) OldestAge() time.Duration {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if w.firstSeq == 0 {
+		return 0
+	}
+	return w.opts.Now().Sub(time.Unix(0, w.firstAt))
+}
