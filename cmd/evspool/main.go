@@ -1,0 +1,108 @@
+// Command evspool is the operator's CLI of evspool: it forwards event lines to
+// a receiver over a Unix (or TCP) socket through a durable on-disk spool, so
+// that no event is lost when the receiver, or evspool itself, restarts.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Exit codes of the CLI contract (DESIGN.md).
+const (
+	exitOK      = 0 // everything delivered
+	exitFatal   = 1 // fatal error
+	exitUsage   = 2 // bad command line
+	exitSpooled = 3 // stopped with events still spooled
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+type command struct {
+	name, summary string
+	run           func(args []string, env *env) int
+}
+
+// env is what a command talks to: the process's streams, swapped in tests.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func commands() []command {
+	return []command{
+		{"run", "read events from stdin and deliver them durably", runCmd},
+		{"sink", "a receiver that prints every line it is sent", sinkCmd},
+	}
+}
+
+func main() {
+	os.Exit(realMain(os.Args[1:], &env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}))
+}
+
+func realMain(args []string, e *env) int {
+	if len(args) == 0 {
+		usage(e.stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		usage(e.stdout)
+		return exitOK
+	case "-version", "--version", "version":
+		fmt.Fprintf(e.stdout, "evspool %s\n", version)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(args[1:], e)
+		}
+	}
+	fmt.Fprintf(e.stderr, "evspool: unknown command %q (see evspool --help)\n", args[0])
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `evspool forwards event lines to a receiver's socket through a durable spool:
+events survive a restart of the receiver and of evspool itself.
+
+Usage:
+  evspool <command> [flags]
+
+Commands:
+`)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, `
+Run 'evspool <command> --help' for a command's flags and examples.
+`)
+}
+
+// parseFlags parses args, printing help to stdout on --help and a one-line
+// error on a bad flag. It returns (done, code): done means exit with code.
+func parseFlags(fs *flag.FlagSet, args []string, e *env, help string) (bool, int) {
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(e.stdout, help)
+		fs.SetOutput(e.stdout)
+		fmt.Fprintln(e.stdout, "\nFlags:")
+		fs.PrintDefaults()
+		return true, exitOK
+	case err != nil:
+		fmt.Fprintf(e.stderr, "evspool %s: %v (see evspool %s --help)\n", fs.Name(), err, fs.Name())
+		return true, exitUsage
+	}
+	return false, 0
+}
+
+func usageErr(e *env, cmd, format string, args ...any) int {
+	fmt.Fprintf(e.stderr, "evspool %s: %s (see evspool %s --help)\n", cmd, fmt.Sprintf(format, args...), cmd)
+	return exitUsage
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+// binary is the evspool built once for the tests that drive the real thing.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "evspool-bin")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "evspool")
+	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build evspool: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running evspool with its output collected.
+type proc struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	mu     sync.Mutex
+	stdout []string // echoed lines, as they come
+	stderr bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+func start(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	var err error
+	p.stdin, err = p.cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := p.cmd.StdoutPipe()
+	require.NoError(t, err)
+	p.cmd.Stderr = &syncWriter{mu: &p.mu, w: &p.stderr}
+	require.NoError(t, p.cmd.Start())
+	go func() {
+		defer close(p.done)
+		sc := bufio.NewScanner(out)
+		sc.Buffer(make([]byte, 128<<10), 128<<10)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.stdout = append(p.stdout, sc.Text())
+			p.mu.Unlock()
+		}
+		p.err = p.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+	})
+	return p
+}
+
+func (p *proc) echoed() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.stdout...)
+}
+
+func (p *proc) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stderr.String()
+}
+
+// wait returns the exit code, failing the test if it takes longer than d.
+func (p *proc) wait(t *testing.T, d time.Duration) int {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(d):
+		t.Fatalf("evspool did not exit within %v; logs:\n%s", d, p.logs())
+	}
+	return p.cmd.ProcessState.ExitCode()
+}
+
+type syncWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
+}
+
+func paths(t *testing.T) (sock, spool string) {
+	dir := t.TempDir()
+	return filepath.Join(dir, "events.sock"), filepath.Join(dir, "spool")
+}
+
+func startSink(t *testing.T, sock string) *testrecv.Receiver {
+	t.Helper()
+	rcv, err := testrecv.Start("unix", sock, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { rcv.Close() })
+	return rcv
+}
+
+func waitLines(t *testing.T, rcv *testrecv.Receiver, n int, d time.Duration) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	require.NoError(t, rcv.WaitCount(ctx, n), "received %d of %d", rcv.Count(), n)
+	return rcv.Lines()
+}
+
+func lines(prefix string, from, to int) []string {
+	var out []string
+	for i := from; i < to; i++ {
+		out = append(out, fmt.Sprintf("%s %06d ptp4l[1095550.490]: [ptp4l.0.config] master offset 52 s2 freq -1535", prefix, i))
+	}
+	return out
+}
+
+func joinLines(ls []string) string { return strings.Join(ls, "\n") + "\n" }

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+const sinkHelp = `Usage: evspool sink --socket PATH [--out FILE] [--network unix|tcp]
+
+A receiver like cloud-event-proxy's: listens on --socket, accepts many
+connections at once, reads each one line at a time (lines up to 64 KiB) and
+prints every line to stdout, or appends it to --out. Stops on SIGINT/SIGTERM.
+
+Examples:
+  evspool sink --socket /tmp/events.sock
+  evspool sink --socket 127.0.0.1:9043 --network tcp --out received.txt
+`
+
+func sinkCmd(args []string, e *env) int {
+	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
+	socket := fs.String("socket", "", "socket path to listen on (or host:port with --network tcp); required")
+	network := fs.String("network", "unix", "unix or tcp")
+	outPath := fs.String("out", "", "append lines to this file instead of stdout")
+	if done, code := parseFlags(fs, args, e, sinkHelp); done {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr(e, "sink", "unexpected argument %q", fs.Arg(0))
+	case *socket == "":
+		return usageErr(e, "sink", "--socket is required")
+	case *network != "unix" && *network != "tcp":
+		return usageErr(e, "sink", "--network must be unix or tcp, not %q", *network)
+	}
+	var out io.Writer = e.stdout
+	if *outPath != "" {
+		f, err := os.OpenFile(*outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
+			fmt.Fprintf(e.stderr, "evspool sink: %v\n", err)
+			return exitFatal
+		}
+		defer f.Close()
+		out = f
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger := newLogger("text", "info", e.stderr)
+	rcv, err := testrecv.Start(*network, *socket, &testrecv.Options{Out: out, CountOnly: true, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(e.stderr, "evspool sink: %v\n", err)
+		return exitFatal
+	}
+	logger.Info("listening", "network", *network, "addr", rcv.Addr())
+	<-ctx.Done()
+	rcv.Close()
+	logger.Info("stopped", "lines", rcv.Count())
+	return exitOK
+}

@@ -1,0 +1,216 @@
+package emitter
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/evspool/evspool/internal/sockwait"
+	"github.com/evspool/evspool/wal"
+)
+
+// idleCheck is how often an idle connection is checked for a receiver that
+// went away, so an outage is noticed (and logged) when it starts rather than
+// at the next event.
+const idleCheck = 100 * time.Millisecond
+
+// drainer is the one goroutine that owns the connection: it reads batches
+// from the spool, writes them, waits until the receiver has read them,
+// acknowledges them, and on any error reconnects and resends from the oldest
+// unacknowledged entry. Others talk to it through wake (a notify channel of
+// capacity 1) and stop.
+type drainer struct {
+	addr  string
+	opts  *Options
+	spool *wal.WAL
+
+	wake   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	// Owned by the run goroutine.
+	conn      net.Conn
+	waiter    *sockwait.Waiter
+	unhook    func() bool
+	cursor    uint64 // next sequence to send; 0 means from the oldest pending
+	buf       []byte
+	bo        *backoff.ExponentialBackOff
+	delivered bool // something was delivered on this connection
+	out       outage
+
+	mu       sync.Mutex
+	progress chan struct{} // closed and replaced after each ack
+	link     linkStats
+}
+
+type linkStats struct {
+	connected               bool
+	connects                uint64
+	dialErrors, writeErrors uint64
+	delivered               uint64
+	lastErr                 string
+	lastErrAt, outageStart  time.Time
+}
+
+func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
+	ctx, cancel := context.WithCancel(context.Background())
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = opts.MinBackoff
+	bo.MaxInterval = opts.MaxBackoff
+	bo.RandomizationFactor = 0.5
+	bo.Multiplier = 2
+	bo.MaxElapsedTime = 0 // never give up
+	bo.Reset()
+	return &drainer{
+		addr: addr, opts: opts, spool: spool,
+		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		bo: bo, progress: make(chan struct{}),
+		out: outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
+	}
+}
+
+// notify wakes the drainer without blocking.
+func (d *drainer) notify() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (d *drainer) stop() { d.cancel() }
+
+func (d *drainer) run() {
+	defer close(d.done)
+	defer d.disconnect()
+	idle := time.NewTicker(idleCheck)
+	defer idle.Stop()
+	for d.ctx.Err() == nil {
+		if d.conn == nil && !d.connect() {
+			return
+		}
+		n, err := d.sendBatch()
+		if err != nil {
+			d.fail(err)
+			continue
+		}
+		if n > 0 {
+			continue
+		}
+		d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
+		select {
+		case <-d.wake:
+		case <-idle.C:
+			d.checkIdle()
+		case <-d.ctx.Done():
+			return
+		}
+	}
+}
+
+// connect dials until it succeeds or the drainer is stopped. After a
+// connection that delivered nothing it backs off before the first attempt,
+// so a receiver that accepts and hangs up at once is not hammered.
+func (d *drainer) connect() bool {
+	wait := !d.delivered && d.link.connects > 0
+	for {
+		if wait && !d.sleep(d.bo.NextBackOff()) {
+			return false
+		}
+		wait = true
+		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
+		conn, err := d.opts.Dial(dctx, d.opts.Network, d.addr)
+		cancel()
+		if err == nil {
+			d.onConnect(conn)
+			return true
+		}
+		if d.ctx.Err() != nil {
+			return false
+		}
+		d.record(func(l *linkStats) { l.dialErrors++ }, err)
+		d.out.down(err, d.spool.Len)
+	}
+}
+
+func (d *drainer) sleep(dur time.Duration) bool {
+	t := time.NewTimer(dur)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-d.ctx.Done():
+		return false
+	}
+}
+
+func (d *drainer) onConnect(conn net.Conn) {
+	d.conn, d.waiter, d.cursor, d.delivered = conn, sockwait.New(conn), 0, false
+	// Close must interrupt a write or wait in progress: a past deadline does.
+	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
+}
+
+func (d *drainer) disconnect() {
+	if d.conn == nil {
+		return
+	}
+	d.unhook()
+	d.conn.Close()
+	d.conn, d.waiter = nil, nil
+	d.record(func(l *linkStats) { l.connected = false }, nil)
+}
+
+// fail drops the connection after an error; the next batch is read again
+// from the oldest unacknowledged entry.
+func (d *drainer) fail(err error) {
+	if d.ctx.Err() != nil {
+		return
+	}
+	d.record(func(l *linkStats) { l.writeErrors++ }, err)
+	d.disconnect()
+	d.out.down(err, d.spool.Len)
+}
+
+// checkIdle notices a receiver that went away while nothing was being sent.
+func (d *drainer) checkIdle() {
+	if d.conn == nil || !d.waiter.Supported() {
+		return
+	}
+	if gone, err := d.waiter.HungUp(); gone || err != nil {
+		d.fail(errors.Join(sockwait.ErrPeerGone, err))
+	}
+}
+
+// record updates the shared link stats; err, when not nil, becomes the last
+// error.
+func (d *drainer) record(f func(*linkStats), err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	f(&d.link)
+	if err != nil {
+		d.link.lastErr, d.link.lastErrAt = err.Error(), time.Now()
+	}
+}
+
+func (d *drainer) progressCh() chan struct{} {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.progress
+}
+
+func (d *drainer) fillStats(s *Stats) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	s.Connected = d.link.connected
+	s.Reconnects = max(d.link.connects, 1) - 1
+	s.DialErrors = d.link.dialErrors
+	s.WriteErrors = d.link.writeErrors
+	s.Delivered = d.link.delivered
+	s.LastError, s.LastErrorAt = d.link.lastErr, d.link.lastErrAt
+	s.OutageStart = d.out.started()
+}

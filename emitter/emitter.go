@@ -1,0 +1,208 @@
+package emitter
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// Emitter spools events durably and delivers them, in order, to a receiver.
+// Its methods are safe for concurrent use.
+type Emitter struct {
+	addr  string
+	opts  Options
+	spool *wal.WAL
+	d     *drainer
+
+	echoMu sync.Mutex
+	echo   []byte
+
+	spoolWarn limiter
+
+	emitted     atomic.Uint64
+	spoolErrors atomic.Uint64
+	echoErrors  atomic.Uint64
+	closed      atomic.Bool
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// Open opens (or creates) the spool in spoolDir and starts delivering what is
+// pending, and what Emit adds, to the receiver at addr. A damaged spool is
+// salvaged (logged as a warning); a spool held by another process fails with
+// an error matching wal.ErrLocked.
+func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if addr == "" {
+		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
+	}
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync})
+	if err != nil {
+		return nil, err
+	}
+	if r := spool.Salvaged(); r != nil {
+		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
+			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause)
+	}
+	e := &Emitter{addr: addr, opts: o, spool: spool}
+	e.d = newDrainer(addr, &e.opts, spool)
+	go e.d.run()
+	return e, nil
+}
+
+// Validate checks an event against the wire format and a size limit (its
+// newline included) and returns it without its one allowed trailing newline.
+func Validate(event []byte, maxSize int) ([]byte, error) {
+	event = bytes.TrimSuffix(event, []byte{'\n'})
+	if len(event)+1 > maxSize {
+		return nil, &EventSizeError{Size: len(event) + 1, Limit: maxSize}
+	}
+	if bytes.IndexByte(event, '\n') >= 0 {
+		return nil, ErrNewline
+	}
+	return event, nil
+}
+
+// Emit validates the events, commits them to the spool in one transaction
+// (grouped with concurrent callers), echoes them to Options.Stdout and wakes
+// the drainer. It never waits on the network. If any event is invalid nothing
+// is emitted. If the spool fails, the events are still echoed, the failure is
+// counted, and an error matching ErrSpool is returned. Under the Block policy
+// Emit waits for space until ctx ends.
+func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	clean := make([][]byte, len(events))
+	for i, ev := range events {
+		c, err := Validate(ev, e.opts.MaxEventSize)
+		if err != nil {
+			return err
+		}
+		clean[i] = c
+	}
+	_, err := e.spool.Append(ctx, clean...)
+	if err != nil {
+		if !errors.Is(err, wal.ErrFull) {
+			e.spoolErrors.Add(uint64(len(clean)))
+		}
+		e.spoolWarn.log(e.opts.Logger, "events not spooled, echoed only", "events", len(clean), "error", err)
+		err = fmt.Errorf("%w: %w", ErrSpool, err)
+	} else {
+		e.emitted.Add(uint64(len(clean)))
+		e.d.notify()
+	}
+	e.writeEcho(clean)
+	return err
+}
+
+func (e *Emitter) writeEcho(events [][]byte) {
+	e.echoMu.Lock()
+	defer e.echoMu.Unlock()
+	buf := e.echo[:0]
+	for _, ev := range events {
+		buf = append(append(buf, ev...), '\n')
+	}
+	if _, err := e.opts.Stdout.Write(buf); err != nil {
+		e.echoErrors.Add(1)
+	}
+	if cap(buf) <= 1<<20 {
+		e.echo = buf
+	}
+}
+
+// Flush returns once every event emitted before it was called has been
+// acknowledged by the receiver (or dropped by the full-spool policy), or ctx
+// ends.
+func (e *Emitter) Flush(ctx context.Context) error {
+	if e.closed.Load() {
+		return ErrClosed
+	}
+	target := e.spool.LastSeq()
+	for {
+		progress := e.d.progressCh()
+		if first := e.spool.FirstSeq(); first == 0 || first > target {
+			return nil
+		}
+		select {
+		case <-progress:
+		case <-e.d.done:
+			return ErrClosed
+		case <-ctx.Done():
+			return fmt.Errorf("emitter: flush: %d events still pending: %w", e.spool.Len(), ctx.Err())
+		}
+	}
+}
+
+// Close stops the drainer promptly, even mid-outage, and closes the spool.
+// What was not delivered stays spooled for the next Open. A second Close
+// returns nil.
+func (e *Emitter) Close(ctx context.Context) error {
+	first := false
+	e.closeOnce.Do(func() {
+		first = true
+		e.closed.Store(true)
+		e.closeErr = e.shutdown(ctx)
+	})
+	if !first {
+		return nil
+	}
+	return e.closeErr
+}
+
+func (e *Emitter) shutdown(ctx context.Context) error {
+	e.d.stop()
+	select {
+	case <-e.d.done:
+	case <-ctx.Done():
+		// The drainer is stuck in something no deadline reaches; the spool
+		// is closed under it, which it survives (its calls get ErrClosed).
+		err := e.spool.Close()
+		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
+	}
+	return e.spool.Close()
+}
+
+// Stats is a snapshot of an Emitter's state.
+type Stats struct {
+	Pending      uint64 // events in the spool
+	PendingBytes uint64 // their bytes
+	Emitted      uint64 // events spooled by this process
+	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
+	EchoErrors   uint64 // failed writes to Stdout
+	Delivered    uint64 // events acknowledged by the receiver
+	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
+	Connected    bool
+	Reconnects   uint64    // connections made after the first
+	DialErrors   uint64    // failed connection attempts
+	WriteErrors  uint64    // failed writes and consumption waits
+	LastError    string    // the last delivery error, "" if none
+	LastErrorAt  time.Time // when it happened
+	OutageStart  time.Time // when the current outage began; zero when connected
+	Spool        wal.Stats
+}
+
+// Stats returns a snapshot of the emitter's counters.
+func (e *Emitter) Stats() Stats {
+	ss := e.spool.Stats()
+	s := Stats{
+		Pending:      ss.PendingEvents,
+		PendingBytes: ss.PendingBytes,
+		Emitted:      e.emitted.Load(),
+		SpoolErrors:  e.spoolErrors.Load(),
+		EchoErrors:   e.echoErrors.Load(),
+		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
+		Spool:        ss,
+	}
+	e.d.fillStats(&s)
+	return s
+}

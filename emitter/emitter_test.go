@@ -1,0 +1,293 @@
+package emitter_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/wal"
+)
+
+func TestDeliversInOrder(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, nil)
+	sent := events("a", 2000)
+	r.emitAll(sent)
+	r.flush(10 * time.Second)
+	requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
+	st := r.em.Stats()
+	require.EqualValues(t, 2000, st.Delivered)
+	require.Zero(t, st.Pending)
+	require.True(t, st.Connected)
+}
+
+func TestTCP(t *testing.T) {
+	rcv, err := testrecv.Start("tcp", "127.0.0.1:0", nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	em, err := emitter.Open(rcv.Addr(), t.TempDir(), &emitter.Options{Network: "tcp", NoSync: true, Stdout: &bytes.Buffer{}})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	sent := events("tcp", 500)
+	for _, ev := range sent {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx))
+	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+}
+
+func TestEchoAfterCommit(t *testing.T) {
+	var out bytes.Buffer
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{Stdout: &out})
+	require.NoError(t, r.em.Emit(context.Background(), []byte("one\n"), []byte("two")))
+	require.Equal(t, "one\ntwo\n", out.String())
+	require.EqualValues(t, 2, r.em.Stats().Emitted)
+}
+
+func TestEmitValidation(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 100})
+	err := r.em.Emit(context.Background(), bytes.Repeat([]byte("x"), 100))
+	var se *emitter.EventSizeError
+	require.ErrorAs(t, err, &se)
+	require.ErrorIs(t, err, emitter.ErrEventTooLarge)
+	require.Equal(t, 101, se.Size)
+	require.Equal(t, 100, se.Limit)
+	require.Contains(t, err.Error(), "101 bytes")
+	require.Contains(t, err.Error(), "limit of 100")
+
+	require.NoError(t, r.em.Emit(context.Background(), bytes.Repeat([]byte("x"), 99)), "99 bytes + newline fits")
+	require.ErrorIs(t, r.em.Emit(context.Background(), []byte("a\nb")), emitter.ErrNewline)
+	require.ErrorIs(t, r.em.Emit(context.Background(), []byte("ok"), []byte("bad\nline")), emitter.ErrNewline)
+	require.EqualValues(t, 1, r.em.Stats().Emitted, "an invalid batch emits nothing")
+
+	raw := []byte("bytes as they are: \r \x00 \xff\xfe")
+	require.NoError(t, r.em.Emit(context.Background(), raw))
+	r.flush(5 * time.Second)
+	require.Equal(t, string(raw), waitLines(t, r.rcv, 2)[1])
+
+	require.NoError(t, r.em.Close(context.Background()))
+	require.ErrorIs(t, r.em.Emit(context.Background(), []byte("late")), emitter.ErrClosed)
+	require.ErrorIs(t, r.em.Flush(context.Background()), emitter.ErrClosed)
+	require.NoError(t, r.em.Close(context.Background()), "second Close")
+}
+
+func TestReceiverKilledMidStream(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, nil)
+	sent := events("kill", 6000)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, ev := range sent {
+			if err := r.em.Emit(context.Background(), []byte(ev)); err != nil {
+				t.Errorf("emit %d: %v", i, err)
+				return
+			}
+			if i%100 == 0 {
+				time.Sleep(time.Millisecond) // a steady producer, not a burst
+			}
+		}
+	}()
+	for round := 0; round < 4; round++ {
+		n := r.rcv.Count()
+		require.Eventually(t, func() bool { return r.rcv.Count() > n+200 }, 10*time.Second, time.Millisecond)
+		require.NoError(t, r.rcv.Kill())
+		require.NoError(t, r.rcv.Restart())
+	}
+	<-done
+	r.flush(20 * time.Second)
+	res := requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
+	t.Logf("%s; reconnects %d", res, r.em.Stats().Reconnects)
+	require.GreaterOrEqual(t, r.em.Stats().Reconnects, uint64(4))
+}
+
+// The receiver stops reading, events pile up unread in its socket buffer,
+// then it dies: none of them may have been acknowledged, and all arrive once
+// it is back.
+func TestUnreadDataReplayed(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, nil)
+	warm := events("warm", 10)
+	r.emitAll(warm)
+	r.flush(5 * time.Second)
+
+	r.rcv.PauseReading()
+	sent := events("unread", 500)
+	r.emitAll(sent)
+	// Give the drainer time to write them all into the socket buffer.
+	require.Eventually(t, func() bool { return r.em.Stats().Spool.Acked == 10 && r.em.Stats().Spool.Appended == 510 }, 5*time.Second, time.Millisecond)
+	time.Sleep(100 * time.Millisecond) // let writes happen; nothing may be acked meanwhile
+	st := r.em.Stats()
+	require.EqualValues(t, 10, st.Delivered, "events unread by the receiver must not be acknowledged")
+	require.EqualValues(t, 500, st.Pending)
+
+	require.NoError(t, r.rcv.Kill())
+	before := len(r.rcv.Lines())
+	require.NoError(t, r.rcv.Restart())
+	r.rcv.ResumeReading()
+	r.flush(10 * time.Second)
+	got := waitLines(t, r.rcv, before+len(sent))
+	requireDelivered(t, sent, got[before:])
+}
+
+func TestNeverReadingReceiver(t *testing.T) {
+	dir := t.TempDir()
+	sock := dir + "/s.sock"
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{NeverRead: true})
+	require.NoError(t, err)
+	em, err := emitter.Open(sock, dir+"/spool", &emitter.Options{NoSync: true, Stdout: &bytes.Buffer{}, WriteTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	sent := events("stuck", 300)
+	for _, ev := range sent {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	require.Eventually(t, func() bool { return em.Stats().WriteErrors >= 2 }, 5*time.Second, 5*time.Millisecond,
+		"a receiver that reads nothing must time out")
+	require.Zero(t, em.Stats().Delivered)
+	require.NoError(t, rcv.Kill())
+
+	good, err := testrecv.Start("unix", sock, nil)
+	require.NoError(t, err)
+	defer good.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx))
+	requireDelivered(t, sent, waitLines(t, good, len(sent)))
+}
+
+func TestSlowReceiver(t *testing.T) {
+	r := newRig(t, &testrecv.Options{Rate: 5000}, &emitter.Options{WriteTimeout: 150 * time.Millisecond})
+	sent := events("slow", 3000)
+	r.emitAll(sent)
+	r.flush(30 * time.Second)
+	res := requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
+	t.Logf("%s; write errors %d, reconnects %d", res, r.em.Stats().WriteErrors, r.em.Stats().Reconnects)
+}
+
+func TestSocketMissingAtStart(t *testing.T) {
+	r := newRig(t, nil, nil)
+	sent := events("early", 100)
+	r.emitAll(sent)
+	require.Eventually(t, func() bool { return r.em.Stats().DialErrors >= 3 }, 5*time.Second, time.Millisecond)
+	st := r.em.Stats()
+	require.False(t, st.Connected)
+	require.Contains(t, st.LastError, "no such file")
+	require.EqualValues(t, 100, st.Pending)
+
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush(5 * time.Second)
+	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+
+	// Quiet while down: one warning for the whole outage, one info line when it ends.
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back"))
+	require.Equal(t, 1, r.logs.count(slog.LevelInfo, "receiver reachable again"))
+	class, ok := r.logs.attr("receiver unreachable; spooling events until it is back", "error_class")
+	require.True(t, ok)
+	require.Equal(t, "no_such_socket", class.String())
+	held, ok := r.logs.attr("receiver reachable again", "events_held_back")
+	require.True(t, ok)
+	require.NotZero(t, held.Uint64())
+}
+
+func TestDialRateWhileDown(t *testing.T) {
+	r := newRig(t, nil, nil)
+	start := time.Now()
+	time.Sleep(time.Second) // the thing measured is what happens over this second
+	n := r.em.Stats().DialErrors
+	elapsed := time.Since(start)
+	rate := float64(n) / elapsed.Seconds()
+	t.Logf("%d dial attempts in %v (%.1f/s)", n, elapsed, rate)
+	require.LessOrEqual(t, rate, 20.0)
+	require.GreaterOrEqual(t, n, uint64(3), "it keeps trying")
+}
+
+func TestIdleHangUpNoticed(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, nil)
+	r.emitAll(events("idle", 1))
+	r.flush(5 * time.Second)
+	require.True(t, r.em.Stats().Connected)
+	require.NoError(t, r.rcv.Close())
+	require.Eventually(t, func() bool { return !r.em.Stats().Connected }, 2*time.Second, time.Millisecond,
+		"a receiver gone while idle is noticed without a write")
+	require.Eventually(t, func() bool {
+		return r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back") == 1
+	}, 2*time.Second, time.Millisecond)
+}
+
+func TestConcurrentEmit(t *testing.T) {
+	r := newRig(t, &testrecv.Options{}, nil)
+	const producers, each = 64, 100
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				if err := r.em.Emit(context.Background(), []byte(fmt.Sprintf("p%02d %04d", p, i))); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	r.flush(20 * time.Second)
+	lines := waitLines(t, r.rcv, producers*each)
+	require.Len(t, lines, producers*each)
+	// Each producer's events arrive in the order it emitted them.
+	for p := 0; p < producers; p++ {
+		var mine []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, fmt.Sprintf("p%02d ", p)) {
+				mine = append(mine, l)
+			}
+		}
+		sent := make([]string, each)
+		for i := range sent {
+			sent[i] = fmt.Sprintf("p%02d %04d", p, i)
+		}
+		require.Equal(t, sent, mine)
+	}
+}
+
+func TestCloseDuringOutageKeepsEvents(t *testing.T) {
+	r := newRig(t, nil, nil)
+	sent := events("kept", 50)
+	r.emitAll(sent)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	require.NoError(t, r.em.Close(ctx), "Close must stop the drainer promptly mid-outage")
+
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.open(nil)
+	require.EqualValues(t, 50, r.em.Stats().Pending)
+	r.flush(5 * time.Second)
+	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+}
+
+func TestFullSpoolStillEchoes(t *testing.T) {
+	var out bytes.Buffer
+	r := newRig(t, nil, &emitter.Options{Stdout: &out, MaxSpoolBytes: 1 << 20, OnFull: wal.DropNewest})
+	big := bytes.Repeat([]byte("x"), 60<<10)
+	var full error
+	for i := 0; i < 40 && full == nil; i++ {
+		full = r.em.Emit(context.Background(), big)
+	}
+	require.ErrorIs(t, full, emitter.ErrSpool)
+	require.ErrorIs(t, full, wal.ErrFull)
+	require.True(t, strings.HasSuffix(out.String(), string(big)+"\n"), "a refused event is still echoed")
+	require.NotZero(t, r.em.Stats().Dropped)
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "events not spooled, echoed only"))
+}

@@ -1,0 +1,36 @@
+package emitter
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrClosed is returned by Emit and Flush after Close.
+	ErrClosed = errors.New("emitter: closed")
+
+	// ErrEventTooLarge is matched by every *EventSizeError.
+	ErrEventTooLarge = errors.New("emitter: event too large")
+
+	// ErrNewline is returned by Emit for an event with a newline inside it:
+	// the wire format is one event per line.
+	ErrNewline = errors.New("emitter: event contains a newline; send one event per line")
+
+	// ErrSpool is wrapped around a failure to commit an event to the spool
+	// (disk full, I/O error). The event was still echoed to Stdout.
+	ErrSpool = errors.New("emitter: event not spooled")
+)
+
+// EventSizeError reports an event over Options.MaxEventSize.
+type EventSizeError struct {
+	Size  int // bytes of the event, with its newline
+	Limit int // Options.MaxEventSize
+}
+
+func (e *EventSizeError) Error() string {
+	return fmt.Sprintf("emitter: event of %d bytes (with its newline) is over the limit of %d bytes; split it or raise the limit (--max-event-size)",
+		e.Size, e.Limit)
+}
+
+// Is reports whether target is ErrEventTooLarge.
+func (e *EventSizeError) Is(target error) bool { return target == ErrEventTooLarge }

@@ -1,0 +1,115 @@
+package emitter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// Defaults of Options.
+const (
+	DefaultNetwork      = "unix"
+	DefaultMaxEventSize = 64 << 10
+	DefaultDialTimeout  = time.Second
+	DefaultWriteTimeout = 5 * time.Second
+	DefaultBatchEvents  = 1000
+	DefaultBatchBytes   = 256 << 10
+	DefaultMinBackoff   = 10 * time.Millisecond
+	DefaultMaxBackoff   = 100 * time.Millisecond
+	DefaultWarnInterval = 30 * time.Second
+)
+
+// Options tunes an Emitter. The zero value, or a nil *Options, means defaults.
+type Options struct {
+	// Network is "unix" (default) or "tcp".
+	Network string
+
+	// MaxSpoolBytes caps the spool file's size on disk. Default 64 MiB.
+	MaxSpoolBytes int64
+	// OnFull is what happens when the spool is full. Default wal.DropOldest.
+	OnFull wal.Policy
+	// NoSync turns off the fsync at each spool commit. Unsafe: events then
+	// survive a crash of the process but not a power loss. Default false.
+	NoSync bool
+
+	// MaxEventSize is the largest event accepted, its newline included.
+	// Default 64 KiB, the longest line cloud-event-proxy reads.
+	MaxEventSize int
+
+	// DialTimeout bounds each connection attempt. Default 1 s.
+	DialTimeout time.Duration
+	// WriteTimeout bounds each write, and how long the receiver may go
+	// without reading anything of what was sent. Default 5 s.
+	WriteTimeout time.Duration
+	// BatchEvents and BatchBytes bound one write. Defaults 1000 and 256 KiB.
+	BatchEvents int
+	BatchBytes  int
+	// MinBackoff and MaxBackoff bound the pause between connection attempts
+	// (exponential, with jitter, never giving up). Defaults 10 ms and 100 ms:
+	// a returning receiver gets its first event within about 100 ms, and a
+	// missing one costs about 10 dial attempts a second.
+	MinBackoff time.Duration
+	MaxBackoff time.Duration
+	// WarnInterval is the least time between two warnings of one outage.
+	// Default 30 s.
+	WarnInterval time.Duration
+
+	// Stdout receives a copy of every event, after it is spooled. Default
+	// os.Stdout; io.Discard turns the echo off.
+	Stdout io.Writer
+	// Logger receives the emitter's logs. Default: none.
+	Logger *slog.Logger
+	// Dial connects to the receiver. Default a net.Dialer with DialTimeout.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// AckOnWrite acknowledges events once written instead of once read by
+	// the receiver. It is what happens anyway where the read cannot be seen
+	// (not Linux, or a connection other than Unix stream or TCP). Default
+	// false.
+	AckOnWrite bool
+}
+
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	setDefault(&c.Network, DefaultNetwork)
+	if c.Network != "unix" && c.Network != "tcp" {
+		return c, fmt.Errorf("emitter: network %q is not supported: use unix or tcp", c.Network)
+	}
+	setDefault(&c.MaxEventSize, DefaultMaxEventSize)
+	setDefault(&c.DialTimeout, DefaultDialTimeout)
+	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.BatchEvents, DefaultBatchEvents)
+	setDefault(&c.BatchBytes, DefaultBatchBytes)
+	setDefault(&c.MinBackoff, DefaultMinBackoff)
+	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
+	setDefault(&c.WarnInterval, DefaultWarnInterval)
+	if c.Stdout == nil {
+		c.Stdout = os.Stdout
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Dial == nil {
+		d := &net.Dialer{Timeout: c.DialTimeout}
+		c.Dial = d.DialContext
+	}
+	if c.MaxEventSize < 2 {
+		return c, fmt.Errorf("emitter: MaxEventSize %d is too small", c.MaxEventSize)
+	}
+	return c, nil
+}
+
+func setDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}

@@ -1,0 +1,79 @@
+//go:build linux
+
+package sockwait
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// pollRDHUP is POLLRDHUP from asm-generic/poll.h, which x/sys/unix does not
+// export for Linux. The value is 0x2000 on every architecture Go supports.
+const pollRDHUP = 0x2000
+
+// hangupEvents are the poll events that mean the peer is gone. POLLHUP and
+// POLLERR are always reported; asking for them keeps the intent visible.
+const hangupEvents = pollRDHUP | unix.POLLHUP | unix.POLLERR
+
+// rawStream returns the raw connection of c if c is a Unix stream or TCP
+// socket.
+func rawStream(c net.Conn) (syscall.RawConn, bool) {
+	var sc syscall.Conn
+	switch c := c.(type) {
+	case *net.UnixConn:
+		sc = c
+	case *net.TCPConn:
+		sc = c
+	default:
+		return nil, false
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil, false
+	}
+	typ := -1
+	err = rc.Control(func(fd uintptr) {
+		typ, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TYPE)
+	})
+	return rc, err == nil && typ == unix.SOCK_STREAM
+}
+
+// outq returns SIOCOUTQ for fd.
+func outq(fd uintptr) (int, error) {
+	n, err := unix.IoctlGetInt(int(fd), unix.SIOCOUTQ)
+	if err != nil {
+		return 0, fmt.Errorf("sockwait: ioctl SIOCOUTQ: %w", err)
+	}
+	return n, nil
+}
+
+// hungUp polls fd with a zero timeout. Poll never reads, so no data is lost.
+func hungUp(fd uintptr) (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: hangupEvents}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("sockwait: poll: %w", err)
+		}
+		return fds[0].Revents&(hangupEvents|unix.POLLNVAL) != 0, nil
+	}
+}
+
+// pendingError returns the socket's pending error (ECONNRESET when a Unix
+// peer closed with unread data, or a TCP reset), or io.EOF if there is none.
+// Reading SO_ERROR clears it; the connection is dead by then anyway.
+func pendingError(fd uintptr) error {
+	errno, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
+	if err != nil || errno == 0 {
+		return io.EOF
+	}
+	return syscall.Errno(errno)
+}

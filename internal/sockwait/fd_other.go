@@ -1,0 +1,17 @@
+//go:build !linux
+
+package sockwait
+
+import (
+	"net"
+	"syscall"
+)
+
+// rawStream reports false: only Linux exposes what the peer has read.
+func rawStream(net.Conn) (syscall.RawConn, bool) { return nil, false }
+
+func outq(uintptr) (int, error) { return 0, ErrUnsupported }
+
+func hungUp(uintptr) (bool, error) { return false, ErrUnsupported }
+
+func pendingError(uintptr) error { return ErrUnsupported }

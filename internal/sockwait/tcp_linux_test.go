@@ -1,0 +1,109 @@
+package sockwait_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/sockwait"
+)
+
+// TestTCPZeroMeansReceivedByPeerKernel shows the weaker TCP meaning: the
+// queue empties once the peer's kernel acknowledges, even if nobody reads.
+func TestTCPZeroMeansReceivedByPeerKernel(t *testing.T) {
+	client, _ := tcpPair(t)
+	w := sockwait.New(client)
+	require.True(t, w.Supported())
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	t.Logf("tcp: wrote 5000 bytes, SIOCOUTQ right after write=%d", unread(t, w))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, w.WaitConsumed(ctx), "acked by the peer kernel, unread by the peer")
+}
+
+// TestTCPFullReceiverKeepsQueue fills the peer's receive window so that
+// bytes stay unacknowledged, then lets the peer read them.
+func TestTCPFullReceiverKeepsQueue(t *testing.T) {
+	client, server := tcpPair(t)
+	require.NoError(t, server.(*net.TCPConn).SetReadBuffer(64<<10))
+	w := sockwait.New(client)
+
+	const size = 1 << 20
+	written := make(chan error, 1)
+	go func() {
+		_, err := client.Write(payload(size))
+		written <- err
+	}()
+	require.Eventually(t, func() bool { return unread(t, w) > 0 }, 5*time.Second, time.Millisecond)
+	t.Logf("tcp: peer not reading, SIOCOUTQ=%d (of %d written so far or pending)", unread(t, w), size)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, w.WaitConsumed(ctx), context.DeadlineExceeded)
+
+	_, err := io.ReadFull(server, make([]byte, size))
+	require.NoError(t, err)
+	require.NoError(t, <-written)
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, w.WaitConsumed(ctx))
+}
+
+func TestTCPPeerClosesWithoutReading(t *testing.T) {
+	client, server := tcpPair(t)
+	w := sockwait.New(client)
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, w.WaitConsumed(ctx))
+
+	// Unread data makes the peer's kernel answer the close with a reset.
+	require.NoError(t, server.Close())
+	require.Eventually(t, func() bool { return hungUp(t, w) }, 5*time.Second, time.Millisecond)
+	err = w.WaitConsumed(ctx)
+	require.ErrorIs(t, err, sockwait.ErrPeerGone)
+	require.ErrorIs(t, err, syscall.ECONNRESET)
+	t.Logf("tcp: peer closed without reading: %v", err)
+}
+
+func TestTCPPeerReadsThenCloses(t *testing.T) {
+	client, server := tcpPair(t)
+	w := sockwait.New(client)
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	_, err = io.ReadFull(server, make([]byte, 5000))
+	require.NoError(t, err)
+	require.False(t, hungUp(t, w))
+
+	require.NoError(t, server.Close())
+	require.Eventually(t, func() bool { return hungUp(t, w) }, 5*time.Second, time.Millisecond)
+	err = w.WaitConsumed(context.Background())
+	require.ErrorIs(t, err, sockwait.ErrPeerGone)
+	assert.ErrorIs(t, err, io.EOF, "a FIN, not a reset")
+}
+
+func TestTCPHungUpWhileQueued(t *testing.T) {
+	client, server := tcpPair(t)
+	require.NoError(t, server.(*net.TCPConn).SetReadBuffer(64<<10))
+	w := sockwait.New(client)
+	go func() { _, _ = client.Write(payload(1 << 20)) }()
+	require.Eventually(t, func() bool { return unread(t, w) > 0 }, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, server.(*net.TCPConn).SetLinger(0))
+	require.NoError(t, server.Close())
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	err := w.WaitConsumed(ctx)
+	require.ErrorIs(t, err, sockwait.ErrPeerGone, "a reset ends the wait even with bytes queued")
+	t.Logf("tcp: reset with data queued: %v", err)
+	require.NoError(t, client.Close())
+}

@@ -1,0 +1,118 @@
+package sockwait_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/sockwait"
+)
+
+func TestUnixUnreadCountsQueuedBuffers(t *testing.T) {
+	for _, size := range []int{1, 100, 1000, 4096, 65536} {
+		client, server := unixPair(t)
+		w := sockwait.New(client)
+		require.True(t, w.Supported())
+		require.Zero(t, unread(t, w), "fresh connection")
+
+		_, err := client.Write(payload(size))
+		require.NoError(t, err)
+		queued := unread(t, w)
+		t.Logf("unix: wrote %d bytes, SIOCOUTQ=%d", size, queued)
+		assert.GreaterOrEqual(t, queued, size, "SIOCOUTQ counts buffer memory, never less than the payload")
+
+		_, err = io.ReadFull(server, make([]byte, size))
+		require.NoError(t, err)
+		assert.Zero(t, unread(t, w), "peer read everything")
+		assert.False(t, hungUp(t, w))
+	}
+}
+
+func TestUnixPartialReadKeepsQueueNonZero(t *testing.T) {
+	client, server := unixPair(t)
+	w := sockwait.New(client)
+	_, err := client.Write(payload(1000))
+	require.NoError(t, err)
+
+	_, err = io.ReadFull(server, make([]byte, 999))
+	require.NoError(t, err)
+	left := unread(t, w)
+	t.Logf("unix: 1 of 1000 bytes left unread, SIOCOUTQ=%d", left)
+	assert.Positive(t, left, "a buffer is freed only when fully read")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, w.WaitConsumed(ctx), context.DeadlineExceeded)
+
+	_, err = io.ReadFull(server, make([]byte, 1))
+	require.NoError(t, err)
+	require.NoError(t, w.WaitConsumed(context.Background()))
+}
+
+func TestUnixPeerClosesWithoutReading(t *testing.T) {
+	client, server := unixPair(t)
+	w := sockwait.New(client)
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	require.Positive(t, unread(t, w))
+
+	require.NoError(t, server.Close())
+	assert.Zero(t, unread(t, w), "closing frees the unread buffers: 0 does not mean read")
+	assert.True(t, hungUp(t, w))
+	closed, err := w.Closed()
+	require.NoError(t, err)
+	assert.True(t, closed)
+
+	err = w.WaitConsumed(context.Background())
+	require.ErrorIs(t, err, sockwait.ErrPeerGone)
+	require.ErrorIs(t, err, syscall.ECONNRESET, "the kernel flags a close with unread data")
+	assert.Equal(t, sockwait.ClassConnectionReset, sockwait.Classify(err))
+	t.Logf("unix: peer closed without reading: %v", err)
+}
+
+func TestUnixPeerReadsThenCloses(t *testing.T) {
+	client, server := unixPair(t)
+	w := sockwait.New(client)
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	_, err = io.ReadFull(server, make([]byte, 5000))
+	require.NoError(t, err)
+	require.NoError(t, server.Close())
+
+	err = w.WaitConsumed(context.Background())
+	require.ErrorIs(t, err, sockwait.ErrPeerGone, "a hang-up is reported even when everything was read")
+	require.ErrorIs(t, err, io.EOF, "no reset: the peer's queue was empty when it closed")
+	var gone *sockwait.PeerGoneError
+	require.True(t, errors.As(err, &gone))
+	assert.Zero(t, gone.Unread)
+	assert.Equal(t, sockwait.ClassClosed, sockwait.Classify(err))
+}
+
+func TestUnixPeerShutdownWriteCountsAsGone(t *testing.T) {
+	client, server := unixPair(t)
+	w := sockwait.New(client)
+	require.False(t, hungUp(t, w))
+	require.NoError(t, server.(interface{ CloseWrite() error }).CloseWrite())
+	assert.True(t, hungUp(t, w), "POLLRDHUP")
+}
+
+func TestUnixHungUpDoesNotConsume(t *testing.T) {
+	client, server := unixPair(t)
+	w := sockwait.New(client)
+	_, err := server.Write([]byte("hello"))
+	require.NoError(t, err)
+	require.False(t, hungUp(t, w), "pending input is not a hang-up")
+	require.NoError(t, server.Close())
+	require.True(t, hungUp(t, w))
+	require.True(t, hungUp(t, w), "polling twice changes nothing")
+
+	got, err := io.ReadAll(client)
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(got))
+}

@@ -1,0 +1,39 @@
+// Package testrecv is a real line receiver for tests, benchmarks and the
+// `evspool sink` command. It reads the way cloud-event-proxy does: it listens
+// on a Unix (or TCP) address, serves every connection in its own goroutine,
+// and reads each with a bufio.Scanner whose longest line is 64 KiB including
+// the newline.
+//
+// On top of that it records every line in arrival order with the time it was
+// read, and it lets fault tests misbehave on purpose: pause reading so data
+// piles up in the socket buffers, read slowly, never read, close gracefully,
+// die abruptly, and come back on the same address.
+//
+// # What "received" means
+//
+// A line is recorded when the scanner returns it. The scanner reads from the
+// socket in chunks of up to 4 KiB (more for long lines), so the kernel can
+// count bytes as read a little before they are recorded. To keep that
+// difference from looking like loss in tests, lines already read from the
+// socket are always recorded, even when the receiver is then killed; only
+// what the kernel still held is lost, which is exactly what a sender that
+// acknowledges on consumption can recover.
+//
+// # Differences from cloud-event-proxy
+//
+//   - Lines are split on '\n' only and recorded byte for byte; cloud-event-proxy
+//     uses bufio.ScanLines, which also drops a trailing '\r'. Set
+//     Options.StripCR for that behaviour.
+//   - After a read error (a line over the limit, say) cloud-event-proxy stops
+//     reading but leaves the connection open; testrecv closes it and records
+//     the error (see Receiver.ConnErrors).
+//   - A line cut short by the peer closing is delivered, as ScanLines does; a
+//     line cut short by Close or Kill is not.
+//
+// # Caveats
+//
+//   - Memory grows with every recorded line; a long-running sink sets
+//     Options.CountOnly.
+//   - Kill leaves a Unix socket file behind, like a crashed process, so
+//     dialing it fails with ECONNREFUSED until Restart removes it.
+package testrecv
