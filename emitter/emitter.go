@@ -90,7 +90,11 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		}
 		clean[i] = c
 	}
+	begin := time.Now()
 	_, err := e.spool.Append(ctx, clean...)
+	if e.opts.OnCommit != nil {
+		e.opts.OnCommit(time.Since(begin), len(clean), err)
+	}
 	if err != nil {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))

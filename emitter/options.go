@@ -67,6 +67,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Dial connects to the receiver. Default a net.Dialer with DialTimeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// OnCommit, if set, is called after each spool commit made by Emit with
+	// how long it took, how many events it held and its error: a hook for
+	// a latency histogram (see package emitter/metrics). It must be quick.
+	OnCommit func(d time.Duration, events int, err error)
 	// AckOnWrite acknowledges events once written instead of once read by
 	// the receiver. It is what happens anyway where the read cannot be seen
 	// (not Linux, or a connection other than Unix stream or TCP). Default

@@ -1,0 +1,61 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
+)
+
+// Inspect reads the spool in dir without changing it: its Stats (the
+// process counters are zero) and the oldest dump pending entries. It takes
+// the spool's lock for the time it reads, so it fails with ErrLocked at once
+// when a running process holds the spool; it never salvages or compacts: a
+// damaged file is reported as a *CorruptionError.
+func Inspect(dir string, dump int) (Stats, []Entry, error) {
+	path := filepath.Join(dir, fileName)
+	if _, err := os.Stat(path); err != nil {
+		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
+	}
+	lf, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR, 0)
+	if err == nil {
+		defer lf.Close()
+		if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+			if errors.Is(err, unix.EWOULDBLOCK) {
+				return Stats{}, nil, fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
+			}
+			return Stats{}, nil, fmt.Errorf("wal: lock %s: %w", dir, err)
+		}
+	}
+	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}}
+	var entries []Entry
+	err = guard(path, func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
+		if err != nil {
+			return classifyOpenErr(path, err)
+		}
+		defer db.Close()
+		return db.View(func(tx *bolt.Tx) error {
+			if tx.Bucket(eventsBucket) == nil || tx.Bucket(metaBucket) == nil {
+				return &CorruptionError{Path: path, Err: errors.New("events or meta bucket missing")}
+			}
+			if err := w.scan(tx); err != nil {
+				return err
+			}
+			if dump > 0 {
+				entries, err = w.readTx(tx, 0, dump, 0)
+			}
+			return err
+		})
+	})
+	if err != nil {
+		return Stats{}, nil, err
+	}
+	st := w.Stats()
+	st.MaxBytes = 0 // the cap is the running process's setting, not the file's
+	return st, entries, nil
+}
