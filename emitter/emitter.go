@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/evspool/evspool/wal"
@@ -99,7 +101,8 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
 		}
-		e.spoolWarn.log(e.opts.Logger, "events not spooled, echoed only", "events", len(clean), "error", err)
+		e.spoolWarn.log(e.opts.Logger, "events not spooled, echoed only",
+			"events", len(clean), "reason", spoolFailure(err), "error", err.Error())
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
@@ -209,4 +212,20 @@ func (e *Emitter) Stats() Stats {
 	}
 	e.d.fillStats(&s)
 	return s
+}
+
+// spoolFailure names why a commit failed, for the log.
+func spoolFailure(err error) string {
+	switch {
+	case errors.Is(err, wal.ErrFull):
+		return "spool_full"
+	case errors.Is(err, wal.ErrTooLarge):
+		return "event_too_large"
+	case errors.Is(err, syscall.ENOSPC), strings.Contains(err.Error(), "no space left on device"):
+		// bbolt formats some errors with %s, losing the errno.
+		return "disk_full"
+	case errors.Is(err, wal.ErrClosed):
+		return "closed"
+	}
+	return "io_error"
 }
