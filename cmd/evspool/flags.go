@@ -70,6 +70,10 @@ func (f policyFlag) Set(s string) error {
 	return nil
 }
 
+// maxUnixPath is the longest path a Unix socket address holds on Linux
+// (sun_path is 108 bytes, NUL included).
+const maxUnixPath = 107
+
 // runFlags are the flags run and exec share.
 type runFlags struct {
 	socket, spool, network   string
@@ -111,6 +115,8 @@ func (r *runFlags) validate() error {
 		return fmt.Errorf("--spool is required")
 	case r.network != "unix" && r.network != "tcp":
 		return fmt.Errorf("--network must be unix or tcp, not %q", r.network)
+	case r.network == "unix" && len(r.socket) > maxUnixPath:
+		return fmt.Errorf("--socket path is %d bytes, too long for a Unix socket (at most %d): use a shorter path or a symlinked directory", len(r.socket), maxUnixPath)
 	case r.maxSpool < wal.MinMaxBytes:
 		return fmt.Errorf("--max-spool-size %s is below the minimum of 1MiB", units.FormatSize(r.maxSpool))
 	case r.maxEvent < 2 || r.maxEvent > r.maxSpool/4:
