@@ -41,6 +41,9 @@ type drainer struct {
 	buf       []byte
 	bo        *backoff.ExponentialBackOff
 	delivered bool // something was delivered on this connection
+	stalling  bool // the receiver read nothing for WriteTimeout; counted once
+	batch     int  // events per write: BatchEvents, less after a stall
+	stallWarn limiter
 	out       outage
 
 	mu       sync.Mutex
@@ -52,6 +55,7 @@ type linkStats struct {
 	connected               bool
 	connects                uint64
 	dialErrors, writeErrors uint64
+	stalls                  uint64
 	delivered               uint64
 	lastErr                 string
 	lastErrAt, outageStart  time.Time
@@ -69,8 +73,9 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	return &drainer{
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		bo: bo, progress: make(chan struct{}),
-		out: outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
+		bo: bo, progress: make(chan struct{}), batch: opts.BatchEvents,
+		out:       outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
+		stallWarn: limiter{interval: opts.WarnInterval},
 	}
 }
 
@@ -210,6 +215,7 @@ func (d *drainer) fillStats(s *Stats) {
 	s.Reconnects = max(d.link.connects, 1) - 1
 	s.DialErrors = d.link.dialErrors
 	s.WriteErrors = d.link.writeErrors
+	s.Stalls = d.link.stalls
 	s.Delivered = d.link.delivered
 	s.LastError, s.LastErrorAt = d.link.lastErr, d.link.lastErrAt
 	s.OutageStart = d.out.started()

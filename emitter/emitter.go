@@ -192,6 +192,7 @@ type Stats struct {
 	Reconnects   uint64    // connections made after the first
 	DialErrors   uint64    // failed connection attempts
 	WriteErrors  uint64    // failed writes and consumption waits
+	Stalls       uint64    // times the receiver read nothing for WriteTimeout
 	LastError    string    // the last delivery error, "" if none
 	LastErrorAt  time.Time // when it happened
 	OutageStart  time.Time // when the current outage began; zero when connected

@@ -14,6 +14,7 @@ import (
 
 	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -22,7 +23,7 @@ func TestDeliversInOrder(t *testing.T) {
 	sent := events("a", 2000)
 	r.emitAll(sent)
 	r.flush(10 * time.Second)
-	requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
+	waitDelivered(t, r.rcv, sent)
 	st := r.em.Stats()
 	require.EqualValues(t, 2000, st.Delivered)
 	require.Zero(t, st.Pending)
@@ -43,7 +44,7 @@ func TestTCP(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, em.Flush(ctx))
-	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+	waitDelivered(t, rcv, sent)
 }
 
 func TestEchoAfterCommit(t *testing.T) {
@@ -105,7 +106,7 @@ func TestReceiverKilledMidStream(t *testing.T) {
 	}
 	<-done
 	r.flush(20 * time.Second)
-	res := requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
+	res := waitDelivered(t, r.rcv, sent)
 	t.Logf("%s; reconnects %d", res, r.em.Stats().Reconnects)
 	require.GreaterOrEqual(t, r.em.Stats().Reconnects, uint64(4))
 }
@@ -143,7 +144,8 @@ func TestNeverReadingReceiver(t *testing.T) {
 	sock := dir + "/s.sock"
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{NeverRead: true})
 	require.NoError(t, err)
-	em, err := emitter.Open(sock, dir+"/spool", &emitter.Options{NoSync: true, Stdout: &bytes.Buffer{}, WriteTimeout: 100 * time.Millisecond})
+	em, err := emitter.Open(sock, dir+"/spool", &emitter.Options{NoSync: true, Stdout: &bytes.Buffer{},
+		WriteTimeout: 50 * time.Millisecond, StallTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	defer em.Close(context.Background())
 	sent := events("stuck", 300)
@@ -152,6 +154,7 @@ func TestNeverReadingReceiver(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return em.Stats().WriteErrors >= 2 }, 5*time.Second, 5*time.Millisecond,
 		"a receiver that reads nothing must time out")
+	require.NotZero(t, em.Stats().Stalls)
 	require.Zero(t, em.Stats().Delivered)
 	require.NoError(t, rcv.Kill())
 
@@ -161,16 +164,44 @@ func TestNeverReadingReceiver(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	require.NoError(t, em.Flush(ctx))
-	requireDelivered(t, sent, waitLines(t, good, len(sent)))
+	waitDelivered(t, good, sent)
 }
 
+// A slow receiver (1,000 lines/s, so an 8 KiB write takes ~80 ms to read)
+// against a 20 ms write timeout: deadlines fire, the stall is logged and
+// counted, and the connection is kept, so nothing is resent or reordered.
 func TestSlowReceiver(t *testing.T) {
-	r := newRig(t, &testrecv.Options{Rate: 5000}, &emitter.Options{WriteTimeout: 150 * time.Millisecond})
-	sent := events("slow", 3000)
+	r := newRig(t, &testrecv.Options{Rate: 1000}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
+	sent := events("slow", 1500)
 	r.emitAll(sent)
 	r.flush(30 * time.Second)
-	res := requireDelivered(t, sent, waitLines(t, r.rcv, len(sent)))
-	t.Logf("%s; write errors %d, reconnects %d", res, r.em.Stats().WriteErrors, r.em.Stats().Reconnects)
+	res := waitDelivered(t, r.rcv, sent)
+	st := r.em.Stats()
+	t.Logf("%s; stalls %d, write errors %d, reconnects %d", res, st.Stalls, st.WriteErrors, st.Reconnects)
+	require.NotZero(t, st.Stalls, "the write timeout fired")
+	require.Zero(t, st.Reconnects, "a slow receiver keeps its connection")
+	require.Zero(t, res.Duplicates)
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "receiver is not reading; keeping the connection"), "rate-limited")
+}
+
+// A receiver that reads nothing past the stall timeout loses its connection,
+// and still nothing is lost: the batch shrinks until its slow progress shows.
+// Order is not promised here: this receiver reads its old connections'
+// queues alongside the new one (see the package doc).
+func TestStalledReceiverReconnects(t *testing.T) {
+	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})
+	sent := events("stalled", 400)
+	r.emitAll(sent)
+	r.flush(30 * time.Second)
+	var res verify.Result
+	require.Eventually(t, func() bool {
+		res = verify.Check(sent, r.rcv.Lines())
+		return res.Missing == 0
+	}, 10*time.Second, 2*time.Millisecond)
+	require.Zero(t, res.Foreign)
+	st := r.em.Stats()
+	t.Logf("%s; stalls %d, write errors %d, reconnects %d", res, st.Stalls, st.WriteErrors, st.Reconnects)
+	require.NotZero(t, st.Reconnects)
 }
 
 func TestSocketMissingAtStart(t *testing.T) {
@@ -187,7 +218,7 @@ func TestSocketMissingAtStart(t *testing.T) {
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flush(5 * time.Second)
-	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+	waitDelivered(t, rcv, sent)
 
 	// Quiet while down: one warning for the whole outage, one info line when it ends.
 	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back"))
@@ -274,7 +305,7 @@ func TestCloseDuringOutageKeepsEvents(t *testing.T) {
 	r.open(nil)
 	require.EqualValues(t, 50, r.em.Stats().Pending)
 	r.flush(5 * time.Second)
-	requireDelivered(t, sent, waitLines(t, rcv, len(sent)))
+	waitDelivered(t, rcv, sent)
 }
 
 func TestFullSpoolStillEchoes(t *testing.T) {

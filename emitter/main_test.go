@@ -94,6 +94,18 @@ func waitLines(t *testing.T, rcv *testrecv.Receiver, n int) []string {
 	return rcv.Lines()
 }
 
+// waitDelivered waits until rcv has every event of sent (duplicates make a
+// count unreliable), then checks the delivery promise.
+func waitDelivered(t *testing.T, rcv *testrecv.Receiver, sent []string) verify.Result {
+	t.Helper()
+	var res verify.Result
+	require.Eventually(t, func() bool {
+		res = verify.Check(sent, rcv.Lines())
+		return res.Missing == 0
+	}, 10*time.Second, 2*time.Millisecond, "still missing: %v", &res)
+	return requireDelivered(t, sent, rcv.Lines())
+}
+
 func requireDelivered(t *testing.T, sent, got []string) verify.Result {
 	t.Helper()
 	res := verify.Check(sent, got)

@@ -18,6 +18,7 @@ const (
 	DefaultMaxEventSize = 64 << 10
 	DefaultDialTimeout  = time.Second
 	DefaultWriteTimeout = 5 * time.Second
+	DefaultStallTimeout = 30 * time.Second
 	DefaultBatchEvents  = 1000
 	DefaultBatchBytes   = 256 << 10
 	DefaultMinBackoff   = 10 * time.Millisecond
@@ -44,9 +45,16 @@ type Options struct {
 
 	// DialTimeout bounds each connection attempt. Default 1 s.
 	DialTimeout time.Duration
-	// WriteTimeout bounds each write, and how long the receiver may go
-	// without reading anything of what was sent. Default 5 s.
+	// WriteTimeout bounds each write. When it fires, or when the receiver
+	// reads nothing for as long, the receiver is stalled: logged, counted,
+	// and given until StallTimeout on the same connection. Default 5 s.
 	WriteTimeout time.Duration
+	// StallTimeout is how long a receiver may read nothing before the
+	// connection is dropped and the events resent on a new one. Keeping a
+	// slow receiver's connection keeps the order: it may still read the old
+	// connection's queue after a new one's. Default 30 s, at least
+	// WriteTimeout.
+	StallTimeout time.Duration
 	// BatchEvents and BatchBytes bound one write. Defaults 1000 and 256 KiB.
 	BatchEvents int
 	BatchBytes  int
@@ -90,6 +98,8 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MaxEventSize, DefaultMaxEventSize)
 	setDefault(&c.DialTimeout, DefaultDialTimeout)
 	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
+	setDefault(&c.StallTimeout, DefaultStallTimeout)
+	c.StallTimeout = max(c.StallTimeout, c.WriteTimeout)
 	setDefault(&c.BatchEvents, DefaultBatchEvents)
 	setDefault(&c.BatchBytes, DefaultBatchBytes)
 	setDefault(&c.MinBackoff, DefaultMinBackoff)

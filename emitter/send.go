@@ -3,18 +3,23 @@ package emitter
 import (
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
 
-var errStalled = errors.New("receiver read nothing for the write timeout")
+// avgEventGuess turns the batch's event count into its byte bound, which
+// Options.BatchBytes caps.
+const avgEventGuess = 256
+
+var errStalled = errors.New("receiver read nothing for the stall timeout")
 
 // sendBatch writes the next batch, waits until the receiver has read it and
 // acknowledges it. It returns how many events were delivered.
 func (d *drainer) sendBatch() (int, error) {
-	entries, err := d.spool.Read(d.cursor, d.opts.BatchEvents, d.opts.BatchBytes)
+	entries, err := d.spool.Read(d.cursor, d.batch, min(d.batch*avgEventGuess, d.opts.BatchBytes))
 	if errors.Is(err, wal.ErrCorrupt) {
 		d.repair(err)
 		return 0, nil
@@ -32,12 +37,10 @@ func (d *drainer) sendBatch() (int, error) {
 	if cap(buf) <= 2*d.opts.BatchBytes {
 		d.buf = buf
 	}
-	if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
-		return 0, err
-	}
 	if err := d.write(buf); err != nil {
 		return 0, err
 	}
+	d.stalling = false
 	last := entries[len(entries)-1].Seq
 	d.cursor = last + 1
 	if !d.opts.AckOnWrite && d.waiter.Supported() {
@@ -50,6 +53,7 @@ func (d *drainer) sendBatch() (int, error) {
 		return 0, err
 	}
 	d.delivered = true
+	d.batch = min(2*d.batch, d.opts.BatchEvents)
 	d.bo.Reset()
 	d.mu.Lock()
 	d.link.delivered += uint64(len(entries))
@@ -65,20 +69,35 @@ func (d *drainer) sendBatch() (int, error) {
 // one.
 const writeChunk = 8 << 10
 
+// write writes buf in chunks, each with a deadline. A deadline that fires
+// while the receiver is still there is a stall, not a failure: see stalled.
 func (d *drainer) write(buf []byte) error {
+	lastMove := time.Now()
 	for len(buf) > 0 {
-		n := min(len(buf), writeChunk)
-		if _, err := d.conn.Write(buf[:n]); err != nil {
+		if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
+			return err
+		}
+		n, err := d.conn.Write(buf[:min(len(buf), writeChunk)])
+		buf = buf[n:]
+		if n > 0 {
+			lastMove = time.Now()
+		}
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
 			return fmt.Errorf("write to %s: %w", d.addr, err)
 		}
-		buf = buf[n:]
+		if err := d.stalled(lastMove, len(buf)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
 // waitConsumed polls until the receiver has read everything written: the
 // queue first, a hang-up second (a dying peer's queue is freed, which also
-// reads as 0). It gives up when the receiver reads nothing for WriteTimeout.
+// reads as 0). A receiver that reads nothing for WriteTimeout is stalled.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
 	lastUnread, lastMove := -1, time.Now()
@@ -103,7 +122,9 @@ func (d *drainer) waitConsumed() error {
 		if lastUnread < 0 || unread < lastUnread {
 			lastUnread, lastMove = unread, now
 		} else if now.Sub(lastMove) > d.opts.WriteTimeout {
-			return fmt.Errorf("%w (%v, %d bytes unread)", errStalled, d.opts.WriteTimeout, unread)
+			if err := d.stalled(lastMove, unread); err != nil {
+				return err
+			}
 		}
 		t.Reset(interval)
 		select {
@@ -113,6 +134,37 @@ func (d *drainer) waitConsumed() error {
 		}
 		interval = min(2*interval, sockwait.DefaultMaxInterval)
 	}
+}
+
+// stalled decides what to do about a receiver that has read nothing since
+// lastMove, longer than WriteTimeout. A receiver that is still there keeps its
+// connection until StallTimeout: resending on a new connection would gain
+// nothing from a slow receiver and could reorder events, as it may still read
+// the old connection's queue after the new one's. A receiver that hung up, or
+// one stalled past StallTimeout, or any receiver when its reads cannot be
+// seen, loses the connection: the events are resent on a new one.
+func (d *drainer) stalled(lastMove time.Time, unread int) error {
+	if !d.waiter.Supported() {
+		return fmt.Errorf("write to %s: %w", d.addr, os.ErrDeadlineExceeded)
+	}
+	if gone, err := d.waiter.HungUp(); gone || err != nil {
+		return errors.Join(sockwait.ErrPeerGone, err)
+	}
+	stalled := time.Since(lastMove)
+	if stalled >= d.opts.StallTimeout {
+		// Smaller batches make a slow reader's progress visible sooner: a
+		// receiver slower than StallTimeout per batch still gets everything.
+		d.batch = max(d.batch/8, 1)
+		return fmt.Errorf("%w (%v, %d bytes unread)", errStalled, d.opts.StallTimeout, unread)
+	}
+	if !d.stalling {
+		d.stalling = true
+		d.record(func(l *linkStats) { l.stalls++ }, nil)
+	}
+	d.stallWarn.log(d.opts.Logger, "receiver is not reading; keeping the connection",
+		"addr", d.addr, "stalled_for", stalled.Round(time.Millisecond).String(), "unread_bytes", unread,
+		"gives_up_after", d.opts.StallTimeout.String())
+	return nil
 }
 
 // repair salvages a spool whose records turned out damaged while draining.

@@ -1,0 +1,57 @@
+// Package emitter is the library a daemon embeds to send event lines to a
+// local receiver (cloud-event-proxy's events socket, say) without losing them
+// when the receiver restarts, when it dies with events unread in its socket
+// buffer, or when the daemon itself restarts.
+//
+// Emit validates an event, commits it to an on-disk spool (package wal, a
+// bounded bbolt queue; concurrent callers share one commit), echoes it to
+// Options.Stdout and wakes the drainer. It never waits on the network.
+//
+// One drainer goroutine owns the connection. It reads a batch from the spool,
+// writes it with a deadline, waits until the receiver has read it, and only
+// then acknowledges (removes) it. On any error it closes the connection,
+// backs off (exponential with jitter, never giving up, 10 ms to 100 ms by
+// default), redials and resends from the oldest unacknowledged event. Events
+// therefore arrive in order, at least once: after a failure only a contiguous
+// run that was in flight may arrive twice.
+//
+// # Knowing the receiver has read an event
+//
+// A successful write only means the kernel took the bytes. On Linux the
+// drainer asks the kernel how much the receiver has not read yet (SIOCOUTQ on
+// the socket) and acknowledges once that reaches zero and the receiver has not
+// hung up (a dying receiver's queue is freed too, so the hang-up is checked
+// second). For TCP, zero means the receiver's kernel has the bytes, not that
+// the application read them. Elsewhere, or with Options.AckOnWrite, events are
+// acknowledged once written: then events unread in a crashing receiver's
+// buffer are lost, as they are without evspool.
+//
+// # Outages
+//
+// A receiver that goes away while the connection is idle is noticed within
+// 100 ms. An outage logs one warning when it starts (with the error and its
+// class: broken_pipe, connection_refused, no_such_socket, timeout,
+// permission...), at most one more every 30 s, and one info line when it ends
+// with its length and the events held back.
+//
+// # Slow and stalled receivers
+//
+// Every write has a deadline (Options.WriteTimeout). When it fires, or the
+// receiver reads nothing for as long, the receiver is stalled: logged
+// (rate-limited) and counted, but it keeps its connection. A receiver that is
+// alive reads a new connection no faster than the old one, and if it reads
+// connections side by side (cloud-event-proxy does), events resent on a new
+// connection could overtake the old connection's queue. Only after
+// Options.StallTimeout (30 s) without progress is the connection dropped and
+// the batch resent, in smaller batches until progress shows: nothing is lost,
+// but if that receiver later reads the abandoned queue, those events arrive
+// again and out of order. A receiver that dies instead frees its queue, and
+// then order holds.
+//
+// # Faults
+//
+// If the spool cannot commit (disk full, I/O error) the event is still echoed,
+// the failure counted, logged (rate-limited, with reason=disk_full when it is)
+// and returned. A damaged spool is salvaged at Open, or when the drainer meets
+// a damaged record, and logged.
+package emitter
