@@ -1,12 +1,17 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test vet fmt-check bench demo torture clean
+.PHONY: all build test vet fmt-check bench bench-quick bench-micro demo torture clean
 
 all: build
 
 build:
 	$(GO) build -o bin/evspool ./cmd/evspool
+
+# The README's first command: a receiver and evspool on temporary paths,
+# both crashed and restarted; shows that nothing was lost.
+demo: build
+	./bin/evspool demo
 
 vet:
 	$(GO) vet $(PKGS)
@@ -20,8 +25,18 @@ test: vet fmt-check
 	$(GO) test -race -count=1 -timeout 8m $(PKGS)
 
 # Micro-benchmarks of the spool (figures quoted in the README).
-bench:
+bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./wal
+
+# The benchmark suite (bench/, a module of its own; see bench/README.md):
+# contenders side by side under receiver and producer faults. bench-quick is
+# a subset (under a minute); bench is the full matrix with charts (under 15
+# minutes). Each writes bench/results/<name>.json and prints a table.
+bench-quick:
+	cd bench && $(GO) run . -quick
+
+bench:
+	cd bench && $(GO) run .
 
 clean:
 	rm -rf bin

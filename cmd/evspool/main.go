@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"runtime/debug"
 )
 
 // Exit codes of the CLI contract (DESIGN.md).
@@ -19,8 +21,16 @@ const (
 	exitSpooled = 3 // stopped with events still spooled
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
+// version is set at build time with -ldflags "-X main.version=...";
+// otherwise it is the module's version when installed with go install, or
+// "dev".
 var version = "dev"
+
+func init() {
+	if bi, ok := debug.ReadBuildInfo(); ok && version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+}
 
 type command struct {
 	name, summary string
@@ -36,7 +46,10 @@ type env struct {
 func commands() []command {
 	return []command{
 		{"run", "read events from stdin and deliver them durably", runCmd},
+		{"exec", "run a command and deliver its stdout lines durably", execCmd},
 		{"sink", "a receiver that prints every line it is sent", sinkCmd},
+		{"inspect", "show a spool's pending events, size and drops", inspectCmd},
+		{"demo", "show events surviving receiver and evspool crashes", demoCmd},
 	}
 }
 
@@ -54,7 +67,7 @@ func realMain(args []string, e *env) int {
 		usage(e.stdout)
 		return exitOK
 	case "-version", "--version", "version":
-		fmt.Fprintf(e.stdout, "evspool %s\n", version)
+		fmt.Fprintf(e.stdout, "evspool %s (%s)\n", version, runtime.Version())
 		return exitOK
 	}
 	for _, c := range commands() {
@@ -79,7 +92,16 @@ Commands:
 		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
-Run 'evspool <command> --help' for a command's flags and examples.
+Examples:
+  evspool demo
+  ptp4l -f /etc/ptp4l.conf -m | evspool run --socket /cloud-native/events.sock --spool /var/lib/evspool
+  evspool exec --socket /cloud-native/events.sock --spool /var/lib/evspool -- ptp4l -f /etc/ptp4l.conf -m
+  evspool inspect --spool /var/lib/evspool
+  evspool sink --socket /tmp/events.sock
+
+Sizes take KiB/MiB/GiB or KB/MB/GB (64MiB, 1GB); durations 500ms, 5s, 1m30s.
+Run 'evspool <command> --help' for a command's flags and examples, and
+'evspool --version' for the version.
 `)
 }
 

@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build evspool: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	// A race-enabled binary sleeps 1 s at exit by default, to let racing
+	// goroutines be caught; the tests start it ~100 times.
+	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -51,7 +54,16 @@ type proc struct {
 
 func start(t *testing.T, args ...string) *proc {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv starts evspool with extra environment variables.
+func startEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	var err error
 	p.stdin, err = p.cmd.StdinPipe()
 	require.NoError(t, err)

@@ -1,0 +1,142 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N]
+
+Shows a spool without changing it: pending events and bytes, the file's size,
+the oldest and newest sequence numbers, how long the oldest event has waited,
+and the events dropped by the full-spool policy. --dump N also prints the
+oldest N pending events, without removing them.
+
+A spool that a running evspool holds is locked; inspect then says so and shows
+the status that evspool keeps beside the spool (DIR/status.json, rewritten
+every second) with its age. A damaged spool is reported as such (the next
+'evspool run' on it moves the damaged file aside and salvages what it can).
+
+Exit status: 0 shown (stopped spool, or running with a status to show);
+1 no spool, a damaged spool, or a locked one without a readable status;
+2 bad usage.
+
+Examples:
+  evspool inspect --spool /var/lib/evspool
+  evspool inspect --spool /var/lib/evspool --json | jq .pending_events
+  evspool inspect --spool /var/lib/evspool --dump 20
+`
+
+// report is what inspect shows, as a table or as JSON.
+type report struct {
+	Spool string `json:"spool"`
+	// State is "stopped" (read from the spool file) or "in_use" (locked by
+	// a running evspool; the figures are from its status file).
+	State string `json:"state"`
+	figures
+	// Status is the running process's status, or the last run's.
+	Status           *status       `json:"status,omitempty"`
+	StatusAgeSeconds *float64      `json:"status_age_seconds,omitempty"`
+	Events           []dumpedEvent `json:"events,omitempty"`
+}
+
+// dumpedEvent is one pending event shown by --dump.
+type dumpedEvent struct {
+	Seq  uint64    `json:"seq"`
+	Time time.Time `json:"time"`
+	Data string    `json:"data"`
+}
+
+func inspectCmd(args []string, e *env) int {
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	dir := fs.String("spool", "", "spool directory; required")
+	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
+	dump := fs.Int("dump", 0, "also print the oldest N pending events")
+	if done, code := parseFlags(fs, args, e, inspectHelp); done {
+		return code
+	}
+	switch {
+	case fs.NArg() > 0:
+		return usageErr(e, "inspect", "unexpected argument %q", fs.Arg(0))
+	case *dir == "":
+		return usageErr(e, "inspect", "--spool is required")
+	case *dump < 0:
+		return usageErr(e, "inspect", "--dump must be 0 or more, not %d", *dump)
+	}
+	rep, err := inspect(*dir, *dump)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
+		return exitFatal
+	}
+	if *asJSON {
+		err = printJSON(e.stdout, rep)
+	} else {
+		err = printTable(e.stdout, rep, *dump)
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
+		return exitFatal
+	}
+	return exitOK
+}
+
+// inspect reads the spool in dir, or the status of the process that holds it.
+func inspect(dir string, dump int) (*report, error) {
+	st, entries, err := wal.Inspect(dir, dump)
+	now := time.Now()
+	switch {
+	case errors.Is(err, wal.ErrLocked):
+		return inspectLive(dir, now)
+	case errors.Is(err, wal.ErrCorrupt):
+		return nil, fmt.Errorf("the spool at %s is damaged: %w; the next 'evspool run' on it moves the damaged file aside and salvages what is readable", dir, err)
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("no spool in %s (no spool.db): check --spool", dir)
+	case err != nil:
+		return nil, err
+	}
+	rep := &report{Spool: dir, State: "stopped", figures: spoolFigures(st, now)}
+	if last, err := readStatus(dir); err == nil {
+		rep.Status, rep.StatusAgeSeconds = last, age(last, now)
+	}
+	for _, en := range entries {
+		rep.Events = append(rep.Events, dumpedEvent{Seq: en.Seq, Time: en.Time.UTC(), Data: string(en.Data)})
+	}
+	return rep, nil
+}
+
+// inspectLive shows what the running evspool that holds dir last wrote.
+func inspectLive(dir string, now time.Time) (*report, error) {
+	st, err := readStatus(dir)
+	if err != nil {
+		return nil, fmt.Errorf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
+			"try its --metrics-addr, or inspect again once it has stopped", dir, err)
+	}
+	if !st.Running || !alive(st.PID) {
+		return nil, fmt.Errorf("the spool at %s is in use by a running process that keeps no status here "+
+			"(the status file is from evspool pid %d, which has stopped): a daemon embedding evspool? "+
+			"Use its metrics, or inspect again once it has stopped", dir, st.PID)
+	}
+	rep := &report{Spool: dir, State: "in_use", figures: st.figures, Status: st, StatusAgeSeconds: age(st, now)}
+	if st.Running && st.OldestAgeSeconds > 0 {
+		// The oldest event has aged since the status was written.
+		rep.OldestAgeSeconds += *rep.StatusAgeSeconds
+	}
+	return rep, nil
+}
+
+// alive reports whether a process with this pid exists.
+func alive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+func age(st *status, now time.Time) *float64 {
+	a := max(now.Sub(st.UpdatedAt).Seconds(), 0)
+	return &a
+}

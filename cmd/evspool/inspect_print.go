@@ -1,0 +1,102 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/evspool/evspool/internal/units"
+)
+
+// staleStatus is the age past which a running evspool's status is called
+// stale: it rewrites the file every second.
+const staleStatus = 10 * time.Second
+
+func printJSON(w io.Writer, rep *report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+func printTable(w io.Writer, rep *report, dump int) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, format string, args ...any) { fmt.Fprintf(tw, "%s\t%s\n", k, fmt.Sprintf(format, args...)) }
+	row("spool", "%s", rep.Spool)
+	if rep.State == "in_use" {
+		printLive(row, rep)
+	} else {
+		row("state", "stopped (read from the spool file)")
+	}
+	f := rep.figures
+	row("pending events", "%d", f.PendingEvents)
+	row("pending bytes", "%d (%s)", f.PendingBytes, units.FormatSize(int64(f.PendingBytes)))
+	row("file bytes", "%d (%s)", f.FileBytes, units.FormatSize(f.FileBytes))
+	row("oldest seq", "%d", f.OldestSeq)
+	row("newest seq", "%d", f.NewestSeq)
+	row("oldest age", "%s", seconds(f.OldestAgeSeconds))
+	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
+	if rep.State == "stopped" && rep.Status != nil && rep.Status.LastError != "" {
+		row("last run's last error", "%s", rep.Status.LastError)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if dump > 0 {
+		return printEvents(w, rep)
+	}
+	return nil
+}
+
+// printLive shows the status of the process that holds the spool.
+func printLive(row func(k, format string, args ...any), rep *report) {
+	st, ago := rep.Status, seconds(*rep.StatusAgeSeconds)
+	row("state", "IN USE by a running evspool (pid %d); figures from its status file, written %s ago", st.PID, ago)
+	if st.Running && *rep.StatusAgeSeconds > staleStatus.Seconds() {
+		row("warning", "the status is stale: that evspool may be stuck, or was killed (is pid %d alive?)", st.PID)
+	}
+	if len(st.Command) > 0 {
+		row("command", "%s (pid %d)", strings.Join(st.Command, " "), st.ChildPID)
+	}
+	row("started", "%s", st.StartedAt.Format(time.RFC3339))
+	row("receiver", "%s %s (connected: %t)", st.Network, st.Socket, st.Connected)
+	if st.MetricsAddr != "" {
+		row("metrics", "http://%s/metrics", st.MetricsAddr)
+	}
+	row("delivered events", "%d (emitted %d, reconnects %d)", st.DeliveredEvents, st.EmittedEvents, st.Reconnects)
+	if st.LastError != "" && st.LastErrorAt != nil {
+		row("last error", "%s (at %s)", st.LastError, st.LastErrorAt.Format(time.RFC3339))
+	}
+}
+
+func printEvents(w io.Writer, rep *report) error {
+	if rep.State == "in_use" {
+		_, err := fmt.Fprintln(w, "\n--dump: the spool is in use; stop that evspool to see its events")
+		return err
+	}
+	fmt.Fprintf(w, "\noldest %d pending events (of %d):\n", len(rep.Events), rep.PendingEvents)
+	for _, ev := range rep.Events {
+		if _, err := fmt.Fprintf(w, "%d\t%s\t%s\n", ev.Seq, ev.Time.Format(time.RFC3339Nano), printable(ev.Data)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printable returns s as it is, or quoted if it holds control characters or
+// invalid UTF-8, so that a dump cannot play tricks with the terminal.
+func printable(s string) string {
+	if !utf8.ValidString(s) || strings.IndexFunc(s, unicode.IsControl) >= 0 {
+		return strconv.Quote(s)
+	}
+	return s
+}
+
+func seconds(s float64) string {
+	return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+}

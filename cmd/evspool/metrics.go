@@ -1,0 +1,77 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/emitter/metrics"
+)
+
+// metricsServer serves /metrics on --metrics-addr. A nil one does nothing.
+type metricsServer struct {
+	ln  net.Listener
+	srv *http.Server
+}
+
+// listenMetrics binds addr, or returns nil when addr is empty.
+func listenMetrics(addr string) (*metricsServer, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot serve metrics on --metrics-addr %s: %w", addr, err)
+	}
+	return &metricsServer{ln: ln}, nil
+}
+
+// serve starts answering scrapes with em's figures, the commit histogram,
+// the Go runtime's and the process's metrics and evspool_build_info.
+func (m *metricsServer) serve(em *emitter.Emitter, commits *metrics.CommitHistogram, logger *slog.Logger) {
+	if m == nil {
+		return
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		metrics.NewCollector(em, commits),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "evspool_build_info",
+			Help:        "Always 1; its version label is evspool's version.",
+			ConstLabels: prometheus.Labels{"version": version},
+		}, func() float64 { return 1 }),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	logger.Info("serving metrics", "addr", m.ln.Addr().String(), "path", "/metrics")
+	go func() {
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server stopped", "error", err)
+		}
+	}()
+}
+
+func (m *metricsServer) close() {
+	if m == nil {
+		return
+	}
+	if m.srv == nil {
+		m.ln.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_ = m.srv.Shutdown(ctx)
+}

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"net/http"
+	"regexp"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	"github.com/stretchr/testify/require"
+)
+
+// scrape fetches and parses /metrics.
+func scrape(t *testing.T, addr string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	require.NoError(t, err)
+	return mfs
+}
+
+func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string) float64 {
+	t.Helper()
+	mf, ok := mfs[name]
+	require.True(t, ok, "no %s", name)
+	m := mf.GetMetric()[0]
+	switch mf.GetType() {
+	case dto.MetricType_COUNTER:
+		return m.GetCounter().GetValue()
+	case dto.MetricType_GAUGE:
+		return m.GetGauge().GetValue()
+	}
+	t.Fatalf("%s is a %v", name, mf.GetType())
+	return 0
+}
+
+var metricsAddr = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
+
+func TestMetricsEndpoint(t *testing.T) {
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
+	var addr string
+	require.Eventually(t, func() bool {
+		m := metricsAddr.FindStringSubmatch(p.logs())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 5*time.Second, 5*time.Millisecond)
+
+	sent := lines("metrics", 0, 700)
+	_, err := p.stdin.Write([]byte(joinLines(sent)))
+	require.NoError(t, err)
+	waitLines(t, rcv, len(sent), 5*time.Second)
+	var mfs map[string]*dto.MetricFamily
+	require.Eventually(t, func() bool { // acknowledged a moment after it was read
+		mfs = scrape(t, addr)
+		return value(t, mfs, "evspool_events_delivered_total") == float64(len(sent))
+	}, 5*time.Second, 10*time.Millisecond)
+
+	require.Equal(t, 700.0, value(t, mfs, "evspool_events_emitted_total"))
+	require.Equal(t, 0.0, value(t, mfs, "evspool_spool_pending_events"))
+	require.Equal(t, 0.0, value(t, mfs, "evspool_spool_pending_bytes"))
+	require.Equal(t, 0.0, value(t, mfs, "evspool_oldest_pending_age_seconds"))
+	require.Equal(t, 1.0, value(t, mfs, "evspool_connected"))
+	require.Equal(t, float64(64<<20), value(t, mfs, "evspool_spool_max_bytes"))
+	require.Positive(t, value(t, mfs, "evspool_spool_file_bytes"))
+	require.Equal(t, 0.0, value(t, mfs, "evspool_spool_errors_total"))
+	require.Len(t, mfs["evspool_events_dropped_total"].GetMetric(), 2, "one per reason")
+	h := mfs["evspool_commit_duration_seconds"].GetMetric()[0].GetHistogram()
+	require.Positive(t, h.GetSampleCount(), "one observation per commit")
+	require.LessOrEqual(t, h.GetSampleCount(), uint64(len(sent)))
+	for _, name := range []string{"go_goroutines", "process_resident_memory_bytes", "evspool_build_info",
+		"evspool_reconnects_total", "evspool_dial_errors_total", "evspool_write_errors_total"} {
+		require.Contains(t, mfs, name)
+	}
+
+	require.NoError(t, p.stdin.Close())
+	require.Equal(t, 0, p.wait(t, 10*time.Second), p.logs())
+}

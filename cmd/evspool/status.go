@@ -1,0 +1,173 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/wal"
+)
+
+// statusFile is the name of the status a running evspool keeps beside its
+// spool, for 'evspool inspect' to read while the spool is locked.
+const statusFile = "status.json"
+
+// statusInterval is how often the status file is rewritten.
+const statusInterval = time.Second
+
+// figures are the spool's numbers, as inspect and the status file show them.
+type figures struct {
+	PendingEvents       uint64  `json:"pending_events"`
+	PendingBytes        uint64  `json:"pending_bytes"`
+	FileBytes           int64   `json:"file_bytes"`
+	OldestSeq           uint64  `json:"oldest_seq"`
+	NewestSeq           uint64  `json:"newest_seq"`
+	OldestAgeSeconds    float64 `json:"oldest_age_seconds"`
+	DroppedEvents       uint64  `json:"dropped_events"`
+	DroppedOldestEvents uint64  `json:"dropped_oldest_events"`
+	DroppedNewestEvents uint64  `json:"dropped_newest_events"`
+}
+
+func spoolFigures(s wal.Stats, now time.Time) figures {
+	f := figures{
+		PendingEvents:       s.PendingEvents,
+		PendingBytes:        s.PendingBytes,
+		FileBytes:           s.FileBytes,
+		OldestSeq:           s.FirstSeq,
+		NewestSeq:           s.LastSeq,
+		DroppedOldestEvents: s.DroppedOldest.Events,
+		DroppedNewestEvents: s.DroppedNewest.Events,
+	}
+	f.DroppedEvents = f.DroppedOldestEvents + f.DroppedNewestEvents
+	if !s.OldestTime.IsZero() && s.PendingEvents > 0 {
+		f.OldestAgeSeconds = max(now.Sub(s.OldestTime).Seconds(), 0)
+	}
+	return f
+}
+
+// status is what the status file holds: who runs the spool, and its figures
+// when the file was written.
+type status struct {
+	Version     string    `json:"version"`
+	PID         int       `json:"pid"`
+	Command     []string  `json:"command,omitempty"`   // exec: the child's command line
+	ChildPID    int       `json:"child_pid,omitempty"` // exec: the child's pid
+	Running     bool      `json:"running"`
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	Network     string    `json:"network"`
+	Socket      string    `json:"socket"`
+	MetricsAddr string    `json:"metrics_addr,omitempty"`
+	MaxBytes    int64     `json:"max_spool_bytes"`
+	figures
+	Connected       bool       `json:"connected"`
+	EmittedEvents   uint64     `json:"emitted_events"`
+	DeliveredEvents uint64     `json:"delivered_events"`
+	SpoolErrors     uint64     `json:"spool_errors"`
+	Reconnects      uint64     `json:"reconnects"`
+	LastError       string     `json:"last_error,omitempty"`
+	LastErrorAt     *time.Time `json:"last_error_at,omitempty"`
+}
+
+func newStatus(rf *runFlags, command []string) status {
+	return status{
+		Version: version, PID: os.Getpid(), Command: command, StartedAt: time.Now().UTC(),
+		Network: rf.network, Socket: rf.socket, MetricsAddr: rf.metricsAddr, MaxBytes: rf.maxSpool,
+	}
+}
+
+// update fills in the figures of s.
+func (st *status) update(s emitter.Stats, running bool) {
+	now := time.Now()
+	st.Running, st.UpdatedAt = running, now.UTC()
+	st.figures = spoolFigures(s.Spool, now)
+	st.Connected = s.Connected
+	st.EmittedEvents, st.DeliveredEvents = s.Emitted, s.Delivered
+	st.SpoolErrors, st.Reconnects = s.SpoolErrors, s.Reconnects
+	st.LastError, st.LastErrorAt = s.LastError, nil
+	if !s.LastErrorAt.IsZero() {
+		t := s.LastErrorAt.UTC()
+		st.LastErrorAt = &t
+	}
+}
+
+// statusWriter rewrites the status file atomically (temp file, rename)
+// every interval and once more at exit.
+type statusWriter struct {
+	path   string
+	em     *emitter.Emitter
+	logger *slog.Logger
+
+	mu     sync.Mutex
+	st     status
+	warned bool
+}
+
+func newStatusWriter(dir string, st status, em *emitter.Emitter, logger *slog.Logger) *statusWriter {
+	return &statusWriter{path: filepath.Join(dir, statusFile), st: st, em: em, logger: logger}
+}
+
+func (w *statusWriter) run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		w.write(w.em.Stats(), true)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// setChild records the child exec runs.
+func (w *statusWriter) setChild(pid int) {
+	w.mu.Lock()
+	w.st.ChildPID = pid
+	w.mu.Unlock()
+	w.write(w.em.Stats(), true)
+}
+
+func (w *statusWriter) final(s emitter.Stats) { w.write(s, false) }
+
+func (w *statusWriter) write(s emitter.Stats, running bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.st.update(s, running)
+	if err := writeFileAtomic(w.path, w.st); err != nil && !w.warned {
+		// Once: the status is a convenience, delivery does not depend on it.
+		w.warned = true
+		w.logger.Warn("cannot write the status file; inspect will show less while evspool runs", "path", w.path, "error", err)
+	}
+}
+
+func writeFileAtomic(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// readStatus reads the status file of the spool in dir.
+func readStatus(dir string) (*status, error) {
+	b, err := os.ReadFile(filepath.Join(dir, statusFile))
+	if err != nil {
+		return nil, err
+	}
+	var st status
+	if err := json.Unmarshal(b, &st); err != nil {
+		return nil, fmt.Errorf("status file %s is not valid: %w", filepath.Join(dir, statusFile), err)
+	}
+	return &st, nil
+}

@@ -1,0 +1,125 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/evspool/evspool/emitter"
+)
+
+const namespace = "evspool"
+
+// metric is one figure read from emitter.Stats at scrape time.
+type metric struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(s *emitter.Stats, now time.Time) float64
+}
+
+func newMetric(name, help string, kind prometheus.ValueType, value func(*emitter.Stats, time.Time) float64) metric {
+	return metric{desc: prometheus.NewDesc(namespace+"_"+name, help, nil, nil), kind: kind, value: value}
+}
+
+func counter(name, help string, f func(*emitter.Stats) uint64) metric {
+	return newMetric(name, help, prometheus.CounterValue, func(s *emitter.Stats, _ time.Time) float64 { return float64(f(s)) })
+}
+
+func gauge(name, help string, f func(*emitter.Stats, time.Time) float64) metric {
+	return newMetric(name, help, prometheus.GaugeValue, f)
+}
+
+// Collector is a prometheus.Collector over an Emitter: it reads Stats at
+// each scrape and, when given one, reports a CommitHistogram with it.
+type Collector struct {
+	em      *emitter.Emitter
+	commits *CommitHistogram
+	metrics []metric
+	dropped *prometheus.Desc
+	now     func() time.Time
+}
+
+// NewCollector returns a Collector of em's figures. commits may be nil; when
+// it is not, it should be the histogram em's Options.OnCommit feeds. Register
+// the Collector once, in one registry.
+func NewCollector(em *emitter.Emitter, commits *CommitHistogram) *Collector {
+	return &Collector{
+		em:      em,
+		commits: commits,
+		metrics: statsMetrics(),
+		dropped: prometheus.NewDesc(namespace+"_events_dropped_total",
+			"Events dropped by the full-spool policy, by policy; kept in the spool file across restarts.",
+			[]string{"reason"}, nil),
+		now: time.Now,
+	}
+}
+
+func statsMetrics() []metric {
+	return []metric{
+		counter("events_emitted_total", "Events committed to the spool by this process.",
+			func(s *emitter.Stats) uint64 { return s.Emitted }),
+		counter("events_delivered_total", "Events the receiver read, acknowledged and removed from the spool.",
+			func(s *emitter.Stats) uint64 { return s.Delivered }),
+		counter("spool_errors_total", "Events echoed but not committed to the spool (disk full, I/O error), so never delivered.",
+			func(s *emitter.Stats) uint64 { return s.SpoolErrors }),
+		counter("echo_errors_total", "Failed writes of the echo to stdout.",
+			func(s *emitter.Stats) uint64 { return s.EchoErrors }),
+		counter("reconnects_total", "Connections to the receiver made after the first.",
+			func(s *emitter.Stats) uint64 { return s.Reconnects }),
+		counter("dial_errors_total", "Failed connection attempts to the receiver.",
+			func(s *emitter.Stats) uint64 { return s.DialErrors }),
+		counter("write_errors_total", "Failed writes to the receiver and waits for it to read.",
+			func(s *emitter.Stats) uint64 { return s.WriteErrors }),
+		gauge("spool_pending_events", "Events waiting in the spool for delivery.",
+			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.Pending) }),
+		gauge("spool_pending_bytes", "Bytes of the events waiting in the spool.",
+			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.PendingBytes) }),
+		gauge("spool_file_bytes", "Size of the spool file on disk.",
+			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.Spool.FileBytes) }),
+		gauge("spool_max_bytes", "Cap on the size of the spool file on disk.",
+			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.Spool.MaxBytes) }),
+		gauge("oldest_pending_age_seconds", "How long the oldest event in the spool has waited; 0 when the spool is empty.",
+			oldestAge),
+		gauge("connected", "1 while connected to the receiver, 0 otherwise.",
+			func(s *emitter.Stats, _ time.Time) float64 { return bool01(s.Connected) }),
+	}
+}
+
+func oldestAge(s *emitter.Stats, now time.Time) float64 {
+	if s.Pending == 0 || s.Spool.OldestTime.IsZero() {
+		return 0
+	}
+	return max(now.Sub(s.Spool.OldestTime).Seconds(), 0)
+}
+
+func bool01(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range c.metrics {
+		ch <- m.desc
+	}
+	ch <- c.dropped
+	if c.commits != nil {
+		c.commits.h.Describe(ch)
+	}
+}
+
+// Collect implements prometheus.Collector: it takes one Stats snapshot.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	s := c.em.Stats()
+	now := c.now()
+	for _, m := range c.metrics {
+		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&s, now))
+	}
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedOldest.Events), "drop_oldest")
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedNewest.Events), "drop_newest")
+	if c.commits != nil {
+		c.commits.h.Collect(ch)
+	}
+}
