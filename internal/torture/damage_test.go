@@ -146,4 +146,3 @@ func noise(n int) []byte {
 	}
 	return b
 }
-
