@@ -44,6 +44,7 @@ type drainer struct {
 	stalling  bool // the receiver read nothing for WriteTimeout; counted once
 	batch     int  // events per write: BatchEvents, less after a stall
 	stallWarn limiter
+	drops     dropLog
 	out       outage
 
 	mu       sync.Mutex
@@ -62,6 +63,7 @@ type linkStats struct {
 }
 
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
+	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
 	ctx, cancel := context.WithCancel(context.Background())
 	bo := backoff.NewExponentialBackOff()
 	bo.InitialInterval = opts.MinBackoff
@@ -74,6 +76,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		bo: bo, progress: make(chan struct{}), batch: opts.BatchEvents,
+		drops:     dropLog{logged: dropped},
 		out:       outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
 		stallWarn: limiter{interval: opts.WarnInterval},
 	}
@@ -95,6 +98,7 @@ func (d *drainer) run() {
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
+		d.checkDrops(false)
 		if d.conn == nil && !d.connect() {
 			return
 		}
@@ -127,6 +131,7 @@ func (d *drainer) connect() bool {
 			return false
 		}
 		wait = true
+		d.checkDrops(false) // an outage is when a spool fills up
 		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
 		conn, err := d.opts.Dial(dctx, d.opts.Network, d.addr)
 		cancel()

@@ -170,6 +170,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	e.d.stop()
 	select {
 	case <-e.d.done:
+		e.d.checkDrops(true) // the drainer is gone: its state is ours now
 	case <-ctx.Done():
 		// The drainer is stuck in something no deadline reaches; the spool
 		// is closed under it, which it survives (its calls get ErrClosed).

@@ -322,3 +322,19 @@ func TestFullSpoolStillEchoes(t *testing.T) {
 	require.NotZero(t, r.em.Stats().Dropped)
 	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "events not spooled, echoed only"))
 }
+
+func TestDropOldestLogged(t *testing.T) {
+	r := newRig(t, nil, &emitter.Options{MaxSpoolBytes: 1 << 20})
+	ev := bytes.Repeat([]byte("d"), 1000)
+	for i := 0; i < 3000; i++ {
+		require.NoError(t, r.em.Emit(context.Background(), ev))
+	}
+	require.Eventually(t, func() bool {
+		return r.logs.count(slog.LevelWarn, "spool full: oldest events dropped to make room") == 1
+	}, 5*time.Second, 10*time.Millisecond, "the first drops are logged at once, from the outage loop")
+	require.NoError(t, r.em.Close(context.Background()))
+	require.LessOrEqual(t, r.logs.count(slog.LevelWarn, "spool full: oldest events dropped to make room"), 2)
+	total, ok := r.logs.attr("spool full: oldest events dropped to make room", "dropped_total")
+	require.True(t, ok)
+	require.NotZero(t, total.Uint64())
+}

@@ -23,7 +23,6 @@ type forwarder struct {
 	logger  *slog.Logger
 	em      *emitter.Emitter
 	status  *statusWriter
-	drops   *dropWatch
 	metrics *metricsServer
 
 	stopBG context.CancelFunc
@@ -64,11 +63,9 @@ func (f *forwarder) startBackground(st status) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopBG = cancel
 	f.status = newStatusWriter(f.rf.spool, st, f.em, f.logger)
-	f.drops = newDropWatch(f.em, f.logger)
 	pending := f.em.Stats().Pending
-	f.bg.Add(3)
+	f.bg.Add(2)
 	go func() { defer f.bg.Done(); f.status.run(ctx, statusInterval) }()
-	go func() { defer f.bg.Done(); f.drops.run(ctx, time.Second) }()
 	go func() { defer f.bg.Done(); watchReplay(ctx, f.em, f.logger, pending, progressInterval()) }()
 }
 
@@ -104,7 +101,6 @@ func (f *forwarder) close() emitter.Stats {
 		f.logger.Error("close", "error", err)
 	}
 	st := f.em.Stats()
-	f.drops.check(st, time.Now(), true)
 	f.status.final(st)
 	f.metrics.close()
 	return st

@@ -1,0 +1,37 @@
+package emitter
+
+import (
+	"time"
+)
+
+// dropCheckEvery is how often the drainer looks for new drop-oldest drops.
+const dropCheckEvery = time.Second
+
+// dropLog logs the events the drop-oldest policy removed from a full spool:
+// the first drops at once, then at most one line per WarnInterval with the
+// count since the last line, and the rest when the emitter closes. Drops are
+// found in the spool's counters, which survive restarts, so only new ones are
+// logged. (Under drop-newest the refused Emit returns an error and warns.)
+type dropLog struct {
+	logged    uint64 // DroppedOldest.Events when last logged
+	lastLog   time.Time
+	lastCheck time.Time
+}
+
+// check logs new drops if the interval has passed, or anyway when final.
+func (d *drainer) checkDrops(final bool) {
+	now := time.Now()
+	if !final && now.Sub(d.drops.lastCheck) < dropCheckEvery {
+		return
+	}
+	d.drops.lastCheck = now
+	st := d.spool.Stats()
+	total := st.DroppedOldest.Events
+	if total <= d.drops.logged || (!final && now.Sub(d.drops.lastLog) < d.opts.WarnInterval) {
+		return
+	}
+	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
+		"dropped_events", total-d.drops.logged, "dropped_total", total, "pending_events", st.PendingEvents,
+		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
+	d.drops.logged, d.drops.lastLog = total, now
+}
