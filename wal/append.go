@@ -17,15 +17,16 @@ import (
 // waits for Ack to free space until ctx ends. An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
-	if w.closed.Load() {
-		return 0, ErrClosed
+	if err := w.usable(); err != nil {
+		return 0, err
 	}
 	if len(events) == 0 {
 		return 0, nil
 	}
 	req := &appendReq{events: events}
 	for _, e := range events {
-		req.cost += int64(len(e)) + entryOverhead
+		req.cost += entryCost(len(e))
+		req.size += uint64(len(e))
 	}
 	if w.opts.OnFull == Block {
 		if err := w.reserve(ctx, req); err != nil {
@@ -41,7 +42,7 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 	g := &w.group
 	for {
 		g.mu.Lock()
-		budget := w.currentBudget()
+		budget := w.budget.Load()
 		if req.cost > budget {
 			g.mu.Unlock()
 			return errTooLarge(req.cost, budget)
@@ -64,19 +65,22 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 	}
 }
 
-func (w *WAL) currentBudget() int64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.budget
-}
-
 // commit writes a batch of requests in one transaction. On failure the
 // in-memory state is left as it was and every request gets the error.
 func (w *WAL) commit(batch []*appendReq) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if w.closed.Load() {
-		setErr(batch, ErrClosed)
+	if err := w.usable(); err != nil {
+		setErr(batch, err)
+		return
+	}
+	n := uint64(0)
+	for _, r := range batch {
+		n += uint64(len(r.events))
+	}
+	if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
+		setErr(batch, err)
+		w.stats.commitErrors++
 		return
 	}
 	w.dbmu.RLock()
@@ -93,8 +97,9 @@ func (w *WAL) commit(batch []*appendReq) {
 	}
 	w.restore(st)
 	w.stats.commits++
-	w.cost.Store(st.cost())
+	w.cost.Store(st.cost)
 	if st.dropped {
+		w.marks.remove(st.meta.removedSeq)
 		w.group.freed()
 	}
 	w.enforceCap()

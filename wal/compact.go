@@ -9,9 +9,9 @@ import (
 )
 
 const (
-	// reclaimMinFile is the file size below which Ack does not bother to
-	// give space back.
-	reclaimMinFile = 2 << 20
+	// reclaimMinFile is the file size up to which Ack does not bother to
+	// give space back: a drained spool's file ends at most this large.
+	reclaimMinFile = 512 << 10
 	// copyChunk bounds the dirty pages one copy transaction holds in memory.
 	copyChunk = 4 << 20
 )
@@ -20,13 +20,16 @@ const (
 // the spool, giving back the space a drained backlog left behind (bbolt never
 // shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
 // itself once the pending entries take less than a quarter of a file larger
-// than 2 MiB; call it directly only to force it.
+// than 512 KiB; call it directly only to force it.
 func (w *WAL) Compact() error {
-	if w.closed.Load() {
-		return ErrClosed
+	if err := w.usable(); err != nil {
+		return err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
 	return w.compactLocked()
 }
 
@@ -42,12 +45,20 @@ func (w *WAL) maybeReclaim() {
 // compact it, and if that is not enough, lower the budget so the next appends
 // drop (or wait, or are refused) sooner.
 func (w *WAL) enforceCap() {
-	if w.fileSize() <= w.opts.MaxBytes {
+	size := w.fileSize()
+	if size <= w.opts.MaxBytes {
 		return
 	}
-	w.compactOrCount()
-	if w.fileSize() > w.opts.MaxBytes && w.budget > w.opts.MaxBytes/2 {
-		w.budget -= w.opts.MaxBytes / 16
+	// Compaction undoes fragmentation. If the file has not grown since the
+	// last one, there is none to undo: copying the file again at every
+	// commit (a full DropNewest or Block spool keeps committing) only
+	// burns time.
+	if size > w.compactedSize {
+		w.compactOrCount()
+		size = w.fileSize()
+	}
+	if size > w.opts.MaxBytes && w.budget.Load() > w.opts.MaxBytes/2 {
+		w.budget.Add(-w.opts.MaxBytes / 16)
 	}
 }
 
@@ -76,14 +87,15 @@ func (w *WAL) compactLocked() error {
 	}
 	renameErr := os.Rename(tmp, w.path)
 	if renameErr == nil {
-		renameErr = syncDir(w.dir)
+		renameErr = w.syncDir()
 	}
 	db, err := w.openBolt(w.path)
 	if err != nil {
 		// The old file is still in place if the rename failed; either way
 		// the spool cannot go on without a database.
-		w.closed.Store(true)
-		return fmt.Errorf("wal: compact: reopen %s: %w", w.path, err)
+		err = fmt.Errorf("wal: compact: reopen %s: %w", w.path, err)
+		w.fail(err)
+		return err
 	}
 	w.db = db
 	if renameErr != nil {
@@ -91,18 +103,18 @@ func (w *WAL) compactLocked() error {
 		return fmt.Errorf("wal: compact: %w", renameErr)
 	}
 	w.stats.compactions++
+	w.compactedSize = w.fileSize()
 	return nil
 }
 
 // copyTo writes the meta and the pending entries into a new file at path and
 // syncs it. Entries are copied in chunks so memory stays bounded.
 func (w *WAL) copyTo(path string) error {
-	dst, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	dst, err := openFresh(path, w.opts)
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
-	dst.AllocSize = allocSize(w.opts.MaxBytes)
 	if err := dst.Update(func(tx *bolt.Tx) error {
 		if _, err := tx.CreateBucket(eventsBucket); err != nil {
 			return err
@@ -142,7 +154,17 @@ func (w *WAL) copyTo(path string) error {
 	if err != nil {
 		return err
 	}
-	return dst.Sync()
+	return w.syncFresh(dst)
+}
+
+// openFresh opens a new file to copy entries into, for compaction and
+// salvage. It is synced once, by the caller, when complete, so bbolt need
+// not sync at each commit nor at each growth step (NoGrowSync also lets the
+// file end where its data ends, with no growth step past it); it is mapped
+// at the size the cap allows, not remapped at each doubling.
+func openFresh(path string, o Options) (*bolt.DB, error) {
+	return bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
+		Timeout: o.LockTimeout, InitialMmapSize: mmapSize(o.MaxBytes)})
 }
 
 func putEntries(tx *bolt.Tx, entries []Entry) error {
@@ -165,8 +187,22 @@ func (w *WAL) fileSize() int64 {
 	return fi.Size()
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// syncFresh makes a file written by openFresh durable, unless the spool
+// runs without fsync: then a power loss may lose it, as it may lose any
+// commit, and nothing waits for the disk.
+func (w *WAL) syncFresh(db *bolt.DB) error {
+	if w.opts.NoSync {
+		return nil
+	}
+	return db.Sync()
+}
+
+// syncDir makes a rename in the spool directory durable (see syncFresh).
+func (w *WAL) syncDir() error {
+	if w.opts.NoSync {
+		return nil
+	}
+	d, err := os.Open(w.dir)
 	if err != nil {
 		return err
 	}

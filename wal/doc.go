@@ -12,6 +12,7 @@
 //
 //	spool.db                    the bbolt file (0600)
 //	lock                        flock(2)ed while a process has the spool open
+//	marks                       what salvage needs if spool.db is lost (below)
 //	spool.db.corrupt-<time>     a damaged file moved aside by salvage, kept for inspection
 //	spool.db.compact            a compaction in progress (removed at the next Open)
 //
@@ -32,11 +33,19 @@
 // count and bytes are recomputed at Open from a full scan that also verifies
 // every checksum.
 //
+// marks holds, outside the file that may be damaged, two numbers (uint64
+// big-endian each, then a crc32c of both): a sequence number no event has
+// reached yet, raised 65536 at a time and fsync'd before a commit would pass
+// it, and removed_through, rewritten (without fsync) after every Ack. Salvage
+// and a spool.db created anew (the old one deleted) number on from the
+// first; salvage drops what the second says was removed.
+//
 // # Guarantees
 //
 // When Append returns nil its events are committed: bbolt has written and
 // fsync'd them (unless Options.NoSync). Sequence numbers never go backwards,
-// across restarts, Ack, compaction and salvage. Read returns entries in
+// across restarts, Ack, compaction, salvage and the loss of spool.db (not of
+// the marks file, below). Read returns entries in
 // sequence order; Ack(n) removes every entry up to n in one transaction.
 //
 // Concurrent Appends are committed together (group commit): the first caller
@@ -47,40 +56,58 @@
 // # Size cap
 //
 // Options.MaxBytes bounds the file's size on disk, not just the event bytes.
-// Each entry costs its bytes plus 36 bytes of overhead (leaf element header,
-// key, record header) against a budget of MaxBytes less 1/8 and two growth
-// steps, the room bbolt needs for branch, meta and freelist pages and for
-// pages freed by recent commits. bbolt's growth step (AllocSize) is lowered
-// from 16 MiB to at most 1 MiB so the file cannot overshoot by much. If the
-// file still outgrows the cap (freed pages too scattered for a large event),
-// it is compacted, and if that is not enough the budget is lowered. When the
-// budget is spent, Options.OnFull decides: DropOldest (default), DropNewest,
-// or Block. Every drop is counted in the meta bucket, so the counts survive
-// restarts.
+// Each entry costs its share of the leaf pages it occupies: a leaf element
+// is its bytes plus 36 (element header, key, record header), bbolt never
+// splits one across pages, so when k fit in a page each costs a kth of it
+// (137 bytes for a 100-byte event, a third of a page for a 1000-byte one),
+// and a larger one costs whole pages. The entries may cost up to a budget of
+// MaxBytes less 1/8 and two growth steps, the room bbolt needs for branch,
+// meta and freelist pages and for pages freed by recent commits. bbolt's
+// growth step (AllocSize) is lowered from 16 MiB to at most 1 MiB so the
+// file cannot overshoot by much. If the file still outgrows the cap (freed
+// pages too scattered for a large event), it is compacted, and if that is
+// not enough (or it has not grown since the last compaction) the budget is
+// lowered, down to MaxBytes/2; it comes back when the spool empties. When
+// the budget is spent, Options.OnFull decides: DropOldest (default),
+// DropNewest, or Block. Every drop is counted in the meta bucket, so the
+// counts survive restarts. Block never drops: an append it let in is stored
+// even if the budget was lowered meanwhile.
 //
 // bbolt never shrinks its file. Once a backlog has drained (the entries take
-// less than a quarter of a file above 2 MiB), Ack compacts: it copies the
+// less than a quarter of a file above 512 KiB), Ack compacts: it copies the
 // pending entries into spool.db.compact, fsyncs it, renames it over spool.db
 // and reopens. Appends wait meanwhile; none is lost. Reads go on during the
 // copy.
 //
 // # Damage
 //
-// Open verifies every record. A file bbolt cannot open, a record whose
-// checksum fails, or a panic (or memory fault) raised by bbolt while reading
-// is damage: the file is renamed to spool.db.corrupt-<time>, its pages are
-// scanned without bbolt, and every sound record newer than removed_through is
-// written in order into a fresh spool.db. Open then succeeds and Salvaged
-// reports what was done. Damage found later by Read is reported as a
-// *CorruptionError; Repair does the same salvage online.
+// Before bbolt maps a file, Open checks what bbolt cannot survive cleanly:
+// an empty file (bbolt would take it for a new one), a file shorter than its
+// meta page says (truncated: bbolt would fault reading past its end), a
+// freelist page that is not one. Open then verifies every record. Any of
+// these, a file bbolt cannot open, a record whose checksum fails, or a panic
+// (or memory fault) raised by bbolt while reading is damage: the file is
+// renamed to spool.db.corrupt-<time>, its pages are scanned without bbolt,
+// and every sound record newer than removed_through (the larger of the
+// file's and the marks file's) is written in order into a fresh spool.db,
+// whose numbering resumes above the marks file's reservation. Open then
+// succeeds and Salvaged reports what was done. Damage found later by Read is
+// reported as a *CorruptionError; Repair does the same salvage online.
 //
 // # Caveats
 //
 //   - With NoSync, committed events survive a crash of the process but not
 //     a power loss or a kernel crash: bbolt's NoSync skips fsync entirely.
-//   - Salvage scans old copies of pages too. A record acked after the last
-//     readable meta copy was written can be delivered again; none is lost
+//   - Salvage scans old copies of pages too; the marks file tells it which
+//     were acked. Only after a power loss (removed_through is not fsync'd)
+//     that also damaged spool.db can acked events come back; none is lost
 //     that was readable.
+//   - After a salvage, numbering resumes above the marks file's reservation:
+//     up to 65536 numbers are skipped, and LastSeq reports one never used.
+//   - A meta page of spool.db destroyed while the other is sound is not
+//     detected: bbolt uses the other, which may be one transaction older.
+//   - Compaction writes the fresh file beside the old one: while it runs the
+//     spool takes up to twice its size on disk.
 //   - Salvage keeps the set of recovered sequence numbers in memory (about
 //     40 bytes per pending event).
 //   - Compaction copies the pending entries while appends wait: with a full

@@ -53,6 +53,6 @@ func (e *CorruptionError) Unwrap() error { return e.Err }
 func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
 
 func errTooLarge(cost, budget int64) error {
-	return fmt.Errorf("%w: the events need %d bytes of spool (event bytes plus %d per event) and at most %d fit: raise the spool's size cap or send smaller events",
-		ErrTooLarge, cost, entryOverhead, budget)
+	return fmt.Errorf("%w: the events need %d bytes of spool (their share of its pages) and at most %d fit: raise the spool's size cap or send smaller events",
+		ErrTooLarge, cost, budget)
 }

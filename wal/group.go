@@ -22,7 +22,8 @@ type group struct {
 
 type appendReq struct {
 	events   [][]byte
-	cost     int64
+	cost     int64  // see entryCost
+	size     uint64 // event bytes
 	reserved bool
 	wake     chan struct{} // closed when done or when made leader
 	lead     bool          // set before wake is closed: commit the queue
@@ -41,7 +42,8 @@ func (g *group) close() {
 	close(g.closed)
 }
 
-// freed wakes the Appends waiting for space.
+// freed wakes the Appends waiting for space. The caller may hold wmu: the
+// group's lock is always taken after wmu, never before.
 func (g *group) freed() {
 	g.mu.Lock()
 	close(g.space)
@@ -71,10 +73,18 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	commit(batch)
 
 	g.mu.Lock()
+	released := false
 	for _, r := range batch {
 		if r.reserved {
 			g.reserved -= r.cost
+			released = true
 		}
+	}
+	if released {
+		// Until now the committed events counted twice, as stored cost and
+		// as reservation: a waiter that looked meanwhile may fit now.
+		close(g.space)
+		g.space = make(chan struct{})
 	}
 	if len(g.queue) > 0 {
 		next := g.queue[0]

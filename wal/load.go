@@ -24,7 +24,12 @@ func (w *WAL) load(db *bolt.DB) error {
 				return err
 			}
 			if mb.Get(keyNextSeq) == nil {
+				// A new file. If the marks file says numbers were handed
+				// out before (the old file was deleted), go on above them.
 				m := meta{nextSeq: 1}
+				if w.marks != nil {
+					m.nextSeq = max(1, w.marks.reserved)
+				}
 				return m.store(mb)
 			}
 			return nil
@@ -46,7 +51,7 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	var m meta
 	m.load(tx.Bucket(metaBucket))
 	var pending, payload, first uint64
-	var firstAt int64
+	var firstAt, cost int64
 	eb := tx.Bucket(eventsBucket)
 	if eb == nil {
 		return &CorruptionError{Path: w.path, Err: errors.New("events bucket missing")}
@@ -66,11 +71,12 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 		}
 		pending++
 		payload += uint64(len(data))
+		cost += entryCost(len(data))
 		m.nextSeq = max(m.nextSeq, seq+1)
 	}
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = m, pending, payload, first, firstAt
-	w.budget = initialBudget(w.opts.MaxBytes)
-	w.cost.Store(int64(payload + pending*entryOverhead))
+	w.budget.Store(initialBudget(w.opts.MaxBytes))
+	w.cost.Store(cost)
 	return nil
 }
 

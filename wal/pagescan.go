@@ -37,7 +37,11 @@ func scanPages(path string, fn func(key, val []byte)) error {
 	if err != nil {
 		return err
 	}
-	size := fi.Size()
+	return scanReader(f, fi.Size(), fn)
+}
+
+// scanReader is scanPages on the size bytes of f.
+func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	psize := int64(guessPageSize(f))
 	hdr := make([]byte, pageHeaderSize)
 	for off := int64(0); off+pageHeaderSize <= size; off += psize {
@@ -58,7 +62,7 @@ func scanPages(path string, fn func(key, val []byte)) error {
 }
 
 // guessPageSize reads the page size from either meta page, else assumes 4096.
-func guessPageSize(f *os.File) int {
+func guessPageSize(f io.ReaderAt) int {
 	buf := make([]byte, pageHeaderSize+12)
 	for _, off := range []int64{0, 4096} {
 		if _, err := f.ReadAt(buf, off); err != nil {
@@ -74,7 +78,7 @@ func guessPageSize(f *os.File) int {
 }
 
 // parseLeaf parses buf as a leaf page (header included) and recurses into
-// inline buckets.
+// inline buckets of the top level.
 func parseLeaf(buf []byte, depth int, fn func(key, val []byte)) {
 	if len(buf) < pageHeaderSize || binary.LittleEndian.Uint16(buf[8:10])&leafPageFlag == 0 {
 		return
@@ -95,7 +99,11 @@ func parseLeaf(buf []byte, depth int, fn func(key, val []byte)) {
 		}
 		key, val := buf[kStart:kEnd], buf[kEnd:vEnd]
 		if flags&bucketLeafFlag != 0 {
-			if depth < 2 && len(val) > bucketHeader && binary.LittleEndian.Uint64(val[0:8]) == 0 {
+			// The spool's only inline bucket (meta) sits in the root leaf:
+			// one level. Each level multiplies the work on a crafted page
+			// (elements may all point at the same bytes): three levels made
+			// one page cost 437^3 parses.
+			if depth < 1 && len(val) > bucketHeader && binary.LittleEndian.Uint64(val[0:8]) == 0 {
 				parseLeaf(val[bucketHeader:], depth+1, fn)
 			}
 			continue

@@ -20,8 +20,8 @@ type Entry struct {
 // first, at most maxBytes of event bytes (0 means no limit). A damaged record
 // is reported as a *CorruptionError; Repair salvages the spool.
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
-	if w.closed.Load() {
-		return nil, ErrClosed
+	if err := w.usable(); err != nil {
+		return nil, err
 	}
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
@@ -65,11 +65,14 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 // upTo, in one transaction. Acknowledging what is already gone is a no-op.
 // Once a backlog has drained, Ack gives the file's space back (see Compact).
 func (w *WAL) Ack(upTo uint64) error {
-	if w.closed.Load() {
-		return ErrClosed
+	if err := w.usable(); err != nil {
+		return err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
 	if w.firstSeq == 0 || upTo < w.firstSeq {
 		return nil
 	}
@@ -84,7 +87,13 @@ func (w *WAL) Ack(upTo uint64) error {
 	}
 	w.stats.acked += w.pending - st.pending
 	w.restore(st)
-	w.cost.Store(st.cost())
+	w.marks.remove(st.meta.removedSeq)
+	w.cost.Store(st.cost)
+	if st.pending == 0 {
+		// enforceCap lowered the budget for entries that packed badly
+		// into pages; they are gone.
+		w.budget.Store(initialBudget(w.opts.MaxBytes))
+	}
 	w.group.freed()
 	w.maybeReclaim()
 	return nil
@@ -109,6 +118,7 @@ func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
 		}
 		st.pending--
 		st.payload -= uint64(len(v) - recordHeader)
+		st.cost -= entryCost(len(v) - recordHeader)
 	}
 	st.meta.removedSeq = max(st.meta.removedSeq, upTo)
 	if err := st.refreshFirst(eb); err != nil {

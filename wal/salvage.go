@@ -28,11 +28,14 @@ func (r *SalvageReport) String() string {
 // damaged file is moved aside and every readable pending entry is copied, in
 // order, into a fresh file. Appends wait meanwhile.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
-	if w.closed.Load() {
-		return nil, ErrClosed
+	if err := w.usable(); err != nil {
+		return nil, err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	if err := w.db.Close(); err != nil {
@@ -40,7 +43,7 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	}
 	r, err := w.salvageFile(cause)
 	if err != nil {
-		w.closed.Store(true)
+		w.fail(err)
 		return nil, err
 	}
 	w.salvage = r
@@ -65,7 +68,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 		if db, err = w.openBolt(w.path); err == nil {
 			if err = w.load(db); err == nil {
 				w.db = db
-				return r, syncDir(w.dir)
+				return r, w.syncDir()
 			}
 			db.Close()
 		}
@@ -92,9 +95,12 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 	}); err != nil {
 		return err
 	}
-	m.nextSeq = max(m.nextSeq, maxSeq+1, 1)
+	// The marks file knows what the damaged file may have lost: numbers
+	// handed out beyond what is left, removals newer than any meta copy.
+	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, 1)
+	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	dst, err := bolt.Open(w.path, 0o600, &bolt.Options{NoSync: true, Timeout: w.opts.LockTimeout})
+	dst, err := openFresh(w.path, w.opts)
 	if err != nil {
 		return err
 	}
@@ -152,7 +158,7 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 	if r.Recovered > 0 {
 		r.Missing = r.LastSeq - r.FirstSeq + 1 - r.Recovered
 	}
-	return dst.Sync()
+	return w.syncFresh(dst)
 }
 
 func mustSeq(k []byte) uint64 {

@@ -12,6 +12,7 @@ type state struct {
 	payload  uint64
 	firstSeq uint64
 	firstAt  int64
+	cost     int64 // the pending entries' cost, see entryCost
 	budget   int64
 	policy   Policy
 	dropped  bool // events were dropped: space was freed
@@ -20,15 +21,13 @@ type state struct {
 
 func (w *WAL) snapshot() *state {
 	return &state{meta: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
-		firstAt: w.firstAt, budget: w.budget, policy: w.opts.OnFull}
+		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull}
 }
 
 func (w *WAL) restore(st *state) {
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
 	w.stats.appended += st.appended
 }
-
-func (st *state) cost() int64 { return int64(st.payload + st.pending*entryOverhead) }
 
 // apply stores the batch's events, dropping per the policy to make room.
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
@@ -39,17 +38,20 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 			r.err = errTooLarge(r.cost, st.budget)
 			continue
 		}
-		if st.cost()+r.cost > st.budget {
-			if st.policy == DropNewest {
+		if st.cost+r.cost > st.budget {
+			switch st.policy {
+			case DropNewest:
 				st.meta.droppedNewest.add(r)
 				r.err = ErrFull
 				continue
+			case DropOldest:
+				if err := st.dropOldest(eb, st.cost+r.cost-st.budget); err != nil {
+					return err
+				}
 			}
-			// DropOldest, and Block when a shrunken budget undercut a
-			// reservation: make room from the front.
-			if err := st.dropOldest(eb, st.cost()+r.cost-st.budget); err != nil {
-				return err
-			}
+			// Block: the request's reservation found room. If enforceCap
+			// lowered the budget since, store it all the same rather than
+			// drop events Block promised to keep; later appends wait longer.
 		}
 		for _, e := range r.events {
 			key := seqKey(st.meta.nextSeq)
@@ -62,6 +64,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 			st.meta.nextSeq++
 			st.pending++
 			st.payload += uint64(len(e))
+			st.cost += entryCost(len(e))
 		}
 		st.appended += uint64(len(r.events))
 		r.last, r.err = st.meta.nextSeq-1, nil
@@ -71,7 +74,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 
 func (c *Counter) add(r *appendReq) {
 	c.Events += uint64(len(r.events))
-	c.Bytes += uint64(r.cost - int64(len(r.events))*entryOverhead)
+	c.Bytes += r.size
 }
 
 // dropOldest deletes events from the front until need bytes of cost are freed.
@@ -83,13 +86,14 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 		if err != nil {
 			return err
 		}
-		size := int64(len(v) - recordHeader)
+		size := len(v) - recordHeader
 		if err := c.Delete(); err != nil {
 			return err
 		}
-		need -= size + entryOverhead
+		need -= entryCost(size)
 		st.pending--
 		st.payload -= uint64(size)
+		st.cost -= entryCost(size)
 		st.meta.droppedOldest.Events++
 		st.meta.droppedOldest.Bytes += uint64(size)
 		st.meta.removedSeq = max(st.meta.removedSeq, seq)

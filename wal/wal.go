@@ -18,10 +18,11 @@ const (
 // WAL is a bounded, ordered, crash-safe queue of events in one bbolt file.
 // All methods are safe for concurrent use. It starts no goroutines.
 type WAL struct {
-	dir  string
-	path string
-	opts Options
-	lock *dirLock
+	dir   string
+	path  string
+	opts  Options
+	lock  *dirLock
+	marks *marks // guarded by wmu
 
 	// dbmu guards the db pointer, which compaction swaps: everything that
 	// uses db holds it for reading, compaction for writing.
@@ -35,16 +36,24 @@ type WAL struct {
 	payload  uint64 // their bytes
 	firstSeq uint64 // oldest pending sequence, 0 when empty
 	firstAt  int64  // its timestamp (unix ns)
-	budget   int64  // cost the entries may take, see cost()
 	stats    processStats
 	salvage  *SalvageReport
 
-	// cost mirrors the entries' cost for Block's waiters, which read it
-	// without wmu.
-	cost atomic.Int64
+	// cost mirrors the entries' cost, and budget is the cost they may take
+	// (see entryCost), both for Block's waiters, which read them holding
+	// the group's lock and must not take wmu: a commit holds wmu while it
+	// takes the group's lock to wake them. Both change only under wmu.
+	cost   atomic.Int64
+	budget atomic.Int64
+	// compactedSize is the file's size after the last compaction (wmu).
+	compactedSize int64
 
 	group  group
 	closed atomic.Bool
+	// broken is set when the spool lost its database (a compaction or a
+	// repair that could not reopen it): every method then returns it,
+	// until Close.
+	broken atomic.Pointer[error]
 }
 
 // Open opens the spool in dir, creating the directory (0700) and the file
@@ -63,9 +72,15 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WAL{dir: dir, path: filepath.Join(dir, fileName), opts: o, lock: lock}
+	marks, err := openMarks(dir, !o.NoSync)
+	if err != nil {
+		lock.unlock()
+		return nil, err
+	}
+	w := &WAL{dir: dir, path: filepath.Join(dir, fileName), opts: o, lock: lock, marks: marks}
 	w.group.init()
 	if err := w.open(); err != nil {
+		marks.close()
 		lock.unlock()
 		return nil, err
 	}
@@ -85,7 +100,10 @@ func prepareDir(dir string) error {
 	if !fi.IsDir() {
 		return fmt.Errorf("wal: spool path %s is not a directory: give --spool a directory", dir)
 	}
-	if fi.Mode().Perm()&0o022 != 0 && fi.Mode()&os.ModeSticky == 0 {
+	// The sticky bit (/tmp) does not help: others may still create the
+	// names the spool has yet to create (lock, marks, spool.db.compact) as
+	// symlinks to files of their choosing.
+	if fi.Mode().Perm()&0o022 != 0 {
 		return fmt.Errorf("%w: %s has mode %v; run chmod 700 %s or pick a directory only this user can write",
 			ErrUnsafeDir, dir, fi.Mode().Perm(), dir)
 	}
@@ -116,17 +134,31 @@ func (w *WAL) open() error {
 	return nil
 }
 
-// openBolt opens a bbolt file with the spool's settings, turning a panic of
-// bbolt on a damaged file into a *CorruptionError.
+// openBolt opens a bbolt file with the spool's settings. Damage is reported
+// as a *CorruptionError: what checkFile finds before bbolt maps the file, and
+// any panic of bbolt.Open.
 func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
+	if err := checkFile(path); err != nil {
+		return nil, err
+	}
+	// If bbolt.Open panics, it never returns its DB to close: close the file
+	// it opened, so its descriptor and lock do not outlive the attempt.
+	var file *os.File
+	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		f, err := os.OpenFile(name, flag, perm)
+		file = f
+		return f, err
+	}
 	err = guard(path, func() error {
 		var oerr error
-		db, oerr = bolt.Open(path, 0o600, &bolt.Options{Timeout: w.opts.LockTimeout, NoSync: w.opts.NoSync})
+		db, oerr = bolt.Open(path, 0o600, &bolt.Options{Timeout: w.opts.LockTimeout, NoSync: w.opts.NoSync, OpenFile: openFile})
 		return oerr
 	})
 	if err != nil {
 		if db != nil {
 			db.Close()
+		} else if file != nil && isDamage(err) {
+			file.Close()
 		}
 		return nil, classifyOpenErr(path, err)
 	}
@@ -145,8 +177,19 @@ func allocSize(maxBytes int64) int {
 	return int(min(1<<20, max(64<<10, maxBytes/16)))
 }
 
+// mmapSize is the size bbolt maps a fresh file with at once. Left to itself
+// it maps 32 KiB and doubles, remapping at every step, which copies every
+// node of the write transaction; the cap says how far the file goes, so map
+// that (address space, not memory). Not for the spool itself: with a mapping
+// larger than its growth step bbolt grows the file a full step past its data,
+// which would keep a drained spool's file above 1 MiB.
+func mmapSize(maxBytes int64) int {
+	return int(maxBytes + 1<<20)
+}
+
 // Close closes the spool. Appends waiting for space return ErrClosed. A second
-// Close returns nil.
+// Close returns nil. Close also releases a spool that a failed compaction or
+// repair left unusable.
 func (w *WAL) Close() error {
 	if w.closed.Swap(true) {
 		return nil
@@ -156,11 +199,32 @@ func (w *WAL) Close() error {
 	defer w.wmu.Unlock()
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
-	err := w.db.Close()
+	err := w.db.Close() // a no-op if a failed compaction or repair closed it
+	if merr := w.marks.close(); err == nil {
+		err = merr
+	}
 	if uerr := w.lock.unlock(); err == nil {
 		err = uerr
 	}
 	return err
+}
+
+// usable returns ErrClosed after Close, or the error that left the spool
+// without a database, else nil.
+func (w *WAL) usable() error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	if err := w.broken.Load(); err != nil {
+		return *err
+	}
+	return nil
+}
+
+// fail records that the spool lost its database.
+func (w *WAL) fail(err error) {
+	err = fmt.Errorf("wal: spool %s unusable, close and reopen it: %w", w.path, err)
+	w.broken.Store(&err)
 }
 
 // Dir returns the spool directory.

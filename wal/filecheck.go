@@ -1,0 +1,149 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"io/fs"
+	"os"
+)
+
+// checkFile looks at a spool file before bbolt maps it, for the damage bbolt
+// cannot survive cleanly: an empty file, a file shorter than its meta page
+// says (truncated: bbolt would fault reading past the end), a freelist page
+// that is not one (bbolt panics inside Open, leaking the file and its mmap,
+// or trusts garbage page numbers). It returns a *CorruptionError for damage,
+// nil for a sound file or none at all, and the OS's error otherwise. What it
+// does not catch, guard catches later: this only keeps bbolt.Open safe.
+func checkFile(path string) error {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("wal: open spool file %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("wal: stat spool file %s: %w", path, err)
+	}
+	if err := checkLayout(f, fi.Size()); err != nil {
+		return &CorruptionError{Path: path, Err: err}
+	}
+	return nil
+}
+
+// checkLayout checks the meta and freelist pages of the size bytes of f.
+func checkLayout(f *os.File, size int64) error {
+	if size == 0 {
+		// bbolt would take it for a new file and the events it held would
+		// be gone without a word. A crash while bbolt created the file can
+		// leave it empty too: then the salvage report says 0 recovered.
+		return errors.New("the file is empty")
+	}
+	m, ok := bestMeta(f)
+	if !ok {
+		return errors.New("no valid bbolt meta page: not a spool file, or its header is destroyed")
+	}
+	ps := uint64(m.pageSize)
+	if m.pgid > uint64(size)/ps {
+		return fmt.Errorf("the file is %d bytes but its meta page says it holds %d pages of %d bytes: truncated", size, m.pgid, ps)
+	}
+	if m.root < 2 || m.root >= m.pgid {
+		return fmt.Errorf("meta page puts the root at page %d of %d", m.root, m.pgid)
+	}
+	if m.freelist == noFreelist { // not written (bbolt's NoFreelistSync)
+		return nil
+	}
+	if m.freelist < 2 || m.freelist >= m.pgid {
+		return fmt.Errorf("meta page puts the freelist at page %d of %d", m.freelist, m.pgid)
+	}
+	if err := checkFreelist(f, m); err != nil {
+		return fmt.Errorf("freelist page %d: %w", m.freelist, err)
+	}
+	return nil
+}
+
+// boltMeta is the part of bbolt's meta page that checkFile uses. Layout after
+// the page header: magic u32 | version u32 | page size u32 | flags u32 |
+// root pgid u64 | root sequence u64 | freelist pgid u64 | pgid u64 |
+// txid u64 | checksum u64 (FNV-64a of everything before it).
+type boltMeta struct {
+	pageSize                   uint32
+	root, freelist, pgid, txid uint64
+}
+
+const (
+	boltVersion      = 2
+	metaChecksumAt   = 56
+	freelistPageFlag = 0x10
+	noFreelist       = ^uint64(0)
+)
+
+// bestMeta returns the valid meta page with the highest txid, the one bbolt
+// uses. Page 0 is at offset 0; page 1 at the page size, which is tried as
+// bbolt does when page 0 is unreadable.
+func bestMeta(f *os.File) (boltMeta, bool) {
+	var best boltMeta
+	found := false
+	for _, off := range []int64{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10} {
+		m, ok := readMeta(f, off)
+		if ok && (off == 0 || int64(m.pageSize) == off) && (!found || m.txid > best.txid) {
+			best, found = m, true
+		}
+	}
+	return best, found
+}
+
+func readMeta(f *os.File, off int64) (boltMeta, bool) {
+	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
+	if _, err := f.ReadAt(buf, off); err != nil {
+		return boltMeta{}, false
+	}
+	b := buf[pageHeaderSize:]
+	le := binary.LittleEndian
+	h := fnv.New64a()
+	h.Write(b[:metaChecksumAt])
+	ps := le.Uint32(b[8:12])
+	if le.Uint32(b[0:4]) != boltMagic || le.Uint32(b[4:8]) != boltVersion ||
+		le.Uint64(b[metaChecksumAt:]) != h.Sum64() || ps < 512 || ps > 1<<16 || ps&(ps-1) != 0 {
+		return boltMeta{}, false
+	}
+	return boltMeta{pageSize: ps, root: le.Uint64(b[16:24]), freelist: le.Uint64(b[32:40]),
+		pgid: le.Uint64(b[40:48]), txid: le.Uint64(b[48:56])}, true
+}
+
+// checkFreelist checks that the freelist page is one, that its ids fit in
+// it and that every id is a page of the file other than the meta pages.
+func checkFreelist(f *os.File, m boltMeta) error {
+	ps := int64(m.pageSize)
+	hdr := make([]byte, pageHeaderSize+8)
+	if _, err := f.ReadAt(hdr, int64(m.freelist)*ps); err != nil && err != io.EOF {
+		return err
+	}
+	le := binary.LittleEndian
+	if flags := le.Uint16(hdr[8:10]); flags != freelistPageFlag {
+		return fmt.Errorf("page type %#x is not a freelist", flags)
+	}
+	first, count := uint64(0), uint64(le.Uint16(hdr[10:12]))
+	if count == 0xFFFF { // the count overflowed into the first element
+		first, count = 1, le.Uint64(hdr[pageHeaderSize:])
+	}
+	span := uint64(1+le.Uint32(hdr[12:16])) * uint64(ps)
+	if count > m.pgid || pageHeaderSize+(first+count)*8 > span || m.freelist+span/uint64(ps) > m.pgid {
+		return fmt.Errorf("%d ids do not fit in the page", count)
+	}
+	ids := make([]byte, count*8)
+	if _, err := f.ReadAt(ids, int64(m.freelist)*ps+pageHeaderSize+int64(first*8)); err != nil {
+		return err
+	}
+	for i := 0; i < len(ids); i += 8 {
+		if id := le.Uint64(ids[i:]); id < 2 || id >= m.pgid {
+			return fmt.Errorf("free page id %d outside the file's %d pages", id, m.pgid)
+		}
+	}
+	return nil
+}

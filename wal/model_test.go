@@ -1,0 +1,287 @@
+package wal
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+// fifoModel is the in-memory model of the spool: a bounded FIFO whose
+// entries cost entryCost of their length against the spool's budget
+// (initialBudget, unless the spool had to lower it).
+type fifoModel struct {
+	policy  Policy
+	budget  int64
+	entries []Entry
+	cost    int64
+	nextSeq uint64
+	oldest  Counter
+	newest  Counter
+}
+
+func newFifoModel(policy Policy, maxBytes int64) *fifoModel {
+	return &fifoModel{policy: policy, budget: initialBudget(maxBytes), nextSeq: 1}
+}
+
+func modelCost(events [][]byte) int64 {
+	var c int64
+	for _, e := range events {
+		c += entryCost(len(e))
+	}
+	return c
+}
+
+// append returns the sequence number of the last event stored, or the error
+// Append must return.
+func (m *fifoModel) append(events [][]byte) (uint64, error) {
+	c := modelCost(events)
+	if c > m.budget {
+		return 0, ErrTooLarge
+	}
+	if m.cost+c > m.budget {
+		switch m.policy {
+		case DropNewest:
+			m.newest.Events += uint64(len(events))
+			for _, e := range events {
+				m.newest.Bytes += uint64(len(e))
+			}
+			return 0, ErrFull
+		case Block:
+			return 0, ErrFull // the context is already cancelled
+		}
+		for need := m.cost + c - m.budget; need > 0; {
+			e := m.entries[0]
+			m.entries = m.entries[1:]
+			m.cost -= entryCost(len(e.Data))
+			need -= entryCost(len(e.Data))
+			m.oldest.Events++
+			m.oldest.Bytes += uint64(len(e.Data))
+		}
+	}
+	for _, e := range events {
+		m.entries = append(m.entries, Entry{Seq: m.nextSeq, Data: e})
+		m.cost += entryCost(len(e))
+		m.nextSeq++
+	}
+	return m.nextSeq - 1, nil
+}
+
+func (m *fifoModel) read(from uint64, maxEvents, maxBytes int) []Entry {
+	var out []Entry
+	size := 0
+	for _, e := range m.entries {
+		if e.Seq < from {
+			continue
+		}
+		if maxEvents > 0 && len(out) >= maxEvents {
+			break
+		}
+		if maxBytes > 0 && len(out) > 0 && size+len(e.Data) > maxBytes {
+			break
+		}
+		size += len(e.Data)
+		out = append(out, e)
+	}
+	return out
+}
+
+func (m *fifoModel) ack(upTo uint64) {
+	for len(m.entries) > 0 && m.entries[0].Seq <= upTo {
+		m.cost -= entryCost(len(m.entries[0].Data))
+		m.entries = m.entries[1:]
+	}
+}
+
+func (m *fifoModel) payload() uint64 {
+	var n uint64
+	for _, e := range m.entries {
+		n += uint64(len(e.Data))
+	}
+	return n
+}
+
+// modelHarness runs one rapid test case: a spool and its model.
+type modelHarness struct {
+	t         *testing.T
+	dir       string
+	opts      *Options
+	w         *WAL
+	m         *fifoModel
+	cancelled context.Context // Block must not wait
+	label     int
+	full      bool // the spool was full at least once
+}
+
+func (h *modelHarness) genEvents(rt *rapid.T) [][]byte {
+	n := rapid.IntRange(1, 12).Draw(rt, "events")
+	size := rapid.OneOf(rapid.IntRange(0, 200), rapid.IntRange(0, 16<<10), rapid.IntRange(32<<10, 64<<10))
+	events := make([][]byte, n)
+	for i := range events {
+		h.label++
+		events[i] = bytes.Repeat([]byte{byte(h.label)}, size.Draw(rt, "size"))
+		copy(events[i], fmt.Sprint(h.label))
+	}
+	return events
+}
+
+func (h *modelHarness) appendOp(rt *rapid.T) {
+	h.appendEvents(rt, h.genEvents(rt))
+}
+
+// burstOp appends batch after batch: enough, most of the time, to fill the
+// spool and go on appending to a full one.
+func (h *modelHarness) burstOp(rt *rapid.T) {
+	n := rapid.IntRange(1, 20).Draw(rt, "batches")
+	for i := 0; i < n; i++ {
+		h.appendEvents(rt, h.genEvents(rt))
+	}
+}
+
+func (h *modelHarness) appendEvents(rt *rapid.T, events [][]byte) {
+	// The model follows the spool's budget: it starts at initialBudget and
+	// shrinks only when the file outgrew the cap (see check).
+	h.m.budget = h.w.budget.Load()
+	want, wantErr := h.m.append(events)
+	if errors.Is(wantErr, ErrFull) || h.m.oldest.Events > 0 {
+		h.full = true
+	}
+	ctx := context.Background()
+	if h.opts.OnFull == Block {
+		ctx = h.cancelled
+	}
+	got, err := h.w.Append(ctx, events...)
+	if wantErr != nil {
+		require.ErrorIs(rt, err, wantErr)
+		if h.opts.OnFull == Block && errors.Is(wantErr, ErrFull) {
+			require.ErrorIs(rt, err, context.Canceled)
+		}
+		return
+	}
+	require.NoError(rt, err)
+	require.Equal(rt, want, got)
+}
+
+func (h *modelHarness) readOp(rt *rapid.T) {
+	from := rapid.Uint64Range(0, h.m.nextSeq+2).Draw(rt, "from")
+	maxEvents := rapid.IntRange(0, 20).Draw(rt, "maxEvents")
+	maxBytes := rapid.IntRange(0, 100<<10).Draw(rt, "maxBytes")
+	got, err := h.w.Read(from, maxEvents, maxBytes)
+	require.NoError(rt, err)
+	want := h.m.read(from, maxEvents, maxBytes)
+	requireSameEntries(rt, want, got)
+}
+
+func (h *modelHarness) ackOp(rt *rapid.T) {
+	upTo := rapid.Uint64Range(0, h.m.nextSeq+3).Draw(rt, "upTo")
+	require.NoError(rt, h.w.Ack(upTo))
+	h.m.ack(upTo)
+}
+
+func (h *modelHarness) reopenOp(rt *rapid.T) {
+	require.NoError(rt, h.w.Close())
+	w, err := Open(h.dir, h.opts)
+	require.NoError(rt, err)
+	require.Nil(rt, w.Salvaged())
+	h.w = w
+}
+
+func (h *modelHarness) compactOp(rt *rapid.T) {
+	require.NoError(rt, h.w.Compact())
+}
+
+// check compares everything observable with the model.
+func (h *modelHarness) check(rt *rapid.T) {
+	s := h.w.Stats()
+	require.Equal(rt, uint64(len(h.m.entries)), s.PendingEvents)
+	require.Equal(rt, uint64(len(h.m.entries)), h.w.Len())
+	require.Equal(rt, h.m.payload(), s.PendingBytes)
+	require.Equal(rt, h.m.nextSeq-1, s.LastSeq)
+	require.Equal(rt, h.m.nextSeq-1, h.w.LastSeq())
+	var first uint64
+	if len(h.m.entries) > 0 {
+		first = h.m.entries[0].Seq
+	}
+	require.Equal(rt, first, s.FirstSeq)
+	require.Equal(rt, first, h.w.FirstSeq())
+	require.Equal(rt, h.m.oldest, s.DroppedOldest)
+	require.Equal(rt, h.m.newest, s.DroppedNewest)
+	require.LessOrEqual(rt, s.FileBytes, s.MaxBytes+1<<20)
+	// The spool may lower its budget to keep the file under the cap, never
+	// below half of it.
+	budget := h.w.budget.Load()
+	require.LessOrEqual(rt, budget, initialBudget(h.opts.MaxBytes))
+	require.GreaterOrEqual(rt, budget, h.opts.MaxBytes/2)
+	got, err := h.w.Read(0, 0, 0)
+	require.NoError(rt, err)
+	requireSameEntries(rt, h.m.entries, got)
+}
+
+func requireSameEntries(t require.TestingT, want, got []Entry) {
+	require.Equal(t, len(want), len(got), "entry count")
+	for i := range want {
+		require.Equal(t, want[i].Seq, got[i].Seq, "entry %d", i)
+		require.True(t, bytes.Equal(want[i].Data, got[i].Data), "contents of %d", want[i].Seq)
+	}
+}
+
+// modelChecks is how many random sequences TestModel tries per policy unless
+// -rapid.checks says otherwise: rapid's default of 100 opens, compacts and
+// reopens real files for half a minute under -race.
+const modelChecks = "20"
+
+// rapidChecksGiven tells whether -rapid.checks was on the command line; it is
+// asked once, before TestModel sets the flag itself.
+var rapidChecksGiven = sync.OnceValue(func() bool {
+	given := false
+	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "rapid.checks" })
+	return given
+})
+
+// TestModel runs random Append/Read/Ack/Close+Open/Compact sequences against
+// the model, under each policy.
+func TestModel(t *testing.T) {
+	if !rapidChecksGiven() {
+		old := flag.Lookup("rapid.checks").Value.String()
+		require.NoError(t, flag.Set("rapid.checks", modelChecks))
+		t.Cleanup(func() { _ = flag.Set("rapid.checks", old) })
+	}
+	for _, policy := range []Policy{DropOldest, DropNewest, Block} {
+		t.Run(policy.String(), func(t *testing.T) {
+			var runs, full int
+			rapid.Check(t, func(rt *rapid.T) {
+				opts := &Options{NoSync: true, MaxBytes: 1 << 20, OnFull: policy}
+				cancelled, cancel := context.WithCancel(context.Background())
+				cancel()
+				h := &modelHarness{t: t, dir: t.TempDir(), opts: opts, m: newFifoModel(policy, opts.MaxBytes), cancelled: cancelled}
+				w, err := Open(h.dir, opts)
+				require.NoError(rt, err)
+				h.w = w
+				defer func() { _ = h.w.Close() }()
+				runs++
+				defer func() {
+					if h.full {
+						full++
+					}
+				}()
+				rt.Repeat(map[string]func(*rapid.T){
+					"append":  h.appendOp,
+					"burst":   h.burstOp,
+					"read":    h.readOp,
+					"ack":     h.ackOp,
+					"reopen":  h.reopenOp,
+					"compact": h.compactOp,
+					"":        h.check,
+				})
+			})
+			t.Logf("%d of %d sequences filled the spool", full, runs)
+			require.Positive(t, full, "no sequence filled the spool: the test misses the full-spool paths")
+		})
+	}
+}
