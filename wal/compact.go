@@ -19,7 +19,7 @@ const (
 // Compact copies the pending entries into a fresh file and renames it over
 // the spool, giving back the space a drained backlog left behind (bbolt never
 // shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
-// itself once the pending entries take less than a quarter of a file larger
+// itself once the pending entries take less than a sixteenth of a file larger
 // than 512 KiB; call it directly only to force it.
 func (w *WAL) Compact() error {
 	if err := w.usable(); err != nil {
@@ -35,7 +35,7 @@ func (w *WAL) Compact() error {
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()
-	if size > reclaimMinFile && w.cost.Load() < size/4 {
+	if size > reclaimMinFile && w.cost.Load() < size/16 {
 		w.compactOrCount()
 	}
 }

@@ -74,7 +74,7 @@
 // even if the budget was lowered meanwhile.
 //
 // bbolt never shrinks its file. Once a backlog has drained (the entries take
-// less than a quarter of a file above 512 KiB), Ack compacts: it copies the
+// less than a sixteenth of a file above 512 KiB), Ack compacts: it copies the
 // pending entries into spool.db.compact, fsyncs it, renames it over spool.db
 // and reopens. Appends wait meanwhile; none is lost. Reads go on during the
 // copy.
@@ -112,6 +112,6 @@
 //     40 bytes per pending event).
 //   - Compaction copies the pending entries while appends wait: with a full
 //     64 MiB spool that is a pause of a fraction of a second. It runs only
-//     when the entries take less than a quarter of the file.
+//     when the entries take less than a sixteenth of the file.
 //   - The file lock is flock(2): it does not work across NFS.
 package wal

@@ -99,19 +99,21 @@ func (w *WAL) Ack(upTo uint64) error {
 	return nil
 }
 
-// ack deletes the entries up to upTo, seeking the head again after each
-// delete: Cursor.Delete then Next can skip a key.
+// ack deletes the entries up to upTo. It walks backwards from upTo: Delete
+// then Prev never skips a key (Delete then Next can), and it never passes
+// over the leaves it emptied, as First() after each Delete would: that walk
+// grows with the square of the leaves one Ack empties.
 func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
 	upTo = min(upTo, st.meta.nextSeq-1)
 	eb := tx.Bucket(eventsBucket)
 	c := eb.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.First() {
-		seq, err := keySeq(k)
-		if err != nil {
+	k, v := c.Seek(seqKey(upTo))
+	if k == nil || mustSeq(k) > upTo {
+		k, v = c.Prev()
+	}
+	for ; k != nil; k, v = c.Prev() {
+		if _, err := keySeq(k); err != nil {
 			return err
-		}
-		if seq > upTo {
-			break
 		}
 		if err := c.Delete(); err != nil {
 			return err
