@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -69,7 +70,9 @@ func (d *drainer) sendBatch() (int, error) {
 // one.
 const writeChunk = 8 << 10
 
-// write writes buf in chunks, each with a deadline. A deadline that fires
+// write writes buf in chunks, each with a deadline, each ending at a line's
+// end: if evspool dies between two writes, the receiver is left with whole
+// lines, not a torn one it would take for an event. A deadline that fires
 // while the receiver is still there is a stall, not a failure: see stalled.
 func (d *drainer) write(buf []byte) error {
 	lastMove := time.Now()
@@ -77,7 +80,7 @@ func (d *drainer) write(buf []byte) error {
 		if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
 			return err
 		}
-		n, err := d.conn.Write(buf[:min(len(buf), writeChunk)])
+		n, err := d.conn.Write(buf[:chunkEnd(buf)])
 		buf = buf[n:]
 		if n > 0 {
 			lastMove = time.Now()
@@ -93,6 +96,22 @@ func (d *drainer) write(buf []byte) error {
 		}
 	}
 	return nil
+}
+
+// chunkEnd returns how much of buf the next write takes: up to writeChunk
+// bytes, cut after the last newline in them, or one whole line if it is
+// longer than writeChunk.
+func chunkEnd(buf []byte) int {
+	if len(buf) <= writeChunk {
+		return len(buf)
+	}
+	if i := bytes.LastIndexByte(buf[:writeChunk], '\n'); i >= 0 {
+		return i + 1
+	}
+	if i := bytes.IndexByte(buf[writeChunk:], '\n'); i >= 0 {
+		return writeChunk + i + 1
+	}
+	return len(buf)
 }
 
 // waitConsumed polls until the receiver has read everything written: the
