@@ -115,7 +115,9 @@ func (lr *lineReader) trim(line []byte) []byte {
 }
 
 // pace waits for the next slot when Options.Rate is set. Slots are shared by
-// all connections. Stopping the session ends the wait.
+// all connections. A timer that fires late is made up by the slots after it,
+// so the average holds; only a schedule more than 100 ms behind (the
+// receiver was idle) starts afresh. Stopping the session ends the wait.
 func (r *Receiver) pace(s *session) {
 	if r.opts.Rate <= 0 {
 		return
@@ -124,7 +126,7 @@ func (r *Receiver) pace(s *session) {
 	r.mu.Lock()
 	now := time.Now()
 	slot := r.nextSlot
-	if slot.Before(now) {
+	if now.Sub(slot) > 100*time.Millisecond {
 		slot = now
 	}
 	r.nextSlot = slot.Add(interval)
