@@ -26,7 +26,7 @@ test: vet fmt-check
 
 # Micro-benchmarks of the spool (figures quoted in the README).
 bench-micro:
-	$(GO) test -run '^$$' -bench . -benchtime 1x -count 1 ./wal
+	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./wal
 
 # The benchmark suite (bench/, a module of its own; see bench/README.md):
 # contenders side by side under receiver and producer faults. bench-quick is

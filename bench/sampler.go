@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bufio"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// sampler records the peak anonymous memory of the current producer process
+// and the peak disk usage of its spool directory while a run goes on.
+type sampler struct {
+	dir      string
+	pid      atomic.Int64
+	peakRSS  atomic.Int64
+	peakDisk atomic.Int64
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+const (
+	rssEvery  = 20 * time.Millisecond
+	diskEvery = 100 * time.Millisecond
+)
+
+func startSampler(dir string) *sampler {
+	s := &sampler{dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.loop()
+	return s
+}
+
+// watch switches sampling to another process (a restarted producer).
+func (s *sampler) watch(pid int) { s.pid.Store(int64(pid)) }
+
+// takeRSS returns the peak anonymous memory seen so far and starts over.
+func (s *sampler) takeRSS() int64 { return s.peakRSS.Swap(0) }
+
+func (s *sampler) loop() {
+	defer close(s.done)
+	rss := time.NewTicker(rssEvery)
+	defer rss.Stop()
+	disk := time.NewTicker(diskEvery)
+	defer disk.Stop()
+	for {
+		select {
+		case <-rss.C:
+			if pid := s.pid.Load(); pid > 0 {
+				raise(&s.peakRSS, rssAnon(int(pid)))
+			}
+		case <-disk.C:
+			raise(&s.peakDisk, duBytes(s.dir))
+		case <-s.stop:
+			raise(&s.peakDisk, duBytes(s.dir))
+			return
+		}
+	}
+}
+
+// close stops sampling and returns the peaks.
+func (s *sampler) close() (rss, disk int64) {
+	close(s.stop)
+	<-s.done
+	return s.peakRSS.Load(), s.peakDisk.Load()
+}
+
+func raise(peak *atomic.Int64, v int64) {
+	for {
+		old := peak.Load()
+		if v <= old || peak.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+// rssAnon reads RssAnon from /proc/<pid>/status, in bytes; 0 if the
+// process is gone.
+func rssAnon(pid int) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// duBytes is what du reports for dir: the blocks allocated to its files.
+func duBytes(dir string) int64 {
+	var total int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+				total += st.Blocks * 512
+			}
+		}
+		return nil
+	})
+	return total
+}
