@@ -38,5 +38,17 @@ bench-quick:
 bench:
 	cd bench && $(GO) run .
 
+# Long fault runs (under 10 minutes): the chaos loop for 3 minutes, a 1 GB
+# line, the rest of internal/torture, then each fuzz target for 30 s. The
+# short versions of all of these run in make test.
+FUZZTIME ?= 30s
+torture:
+	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime $(FUZZTIME) ./wal
+	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime $(FUZZTIME) ./wal
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime $(FUZZTIME) ./internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime $(FUZZTIME) ./internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime $(FUZZTIME) ./internal/units
+
 clean:
 	rm -rf bin
