@@ -33,6 +33,9 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	}
 	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}}
 	var entries []Entry
+	if err := checkFile(path); err != nil {
+		return Stats{}, nil, err
+	}
 	err = guard(path, func() error {
 		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
 		if err != nil {
