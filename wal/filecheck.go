@@ -55,8 +55,11 @@ func checkLayout(f *os.File, size int64) error {
 	if m.root < 2 || m.root >= m.pgid {
 		return fmt.Errorf("meta page puts the root at page %d of %d", m.root, m.pgid)
 	}
-	if m.freelist == noFreelist { // not written (bbolt's NoFreelistSync)
-		return nil
+	if m.freelist == noFreelist {
+		// Not written (bbolt's NoFreelistSync; evspool never sets it): bbolt
+		// would rebuild it by walking the tree in a goroutine that panics,
+		// unrecoverably, on damage. Rebuild the file by salvage instead.
+		return errors.New("meta page says the freelist was not written; the file is rebuilt rather than walked by bbolt")
 	}
 	if m.freelist < 2 || m.freelist >= m.pgid {
 		return fmt.Errorf("meta page puts the freelist at page %d of %d", m.freelist, m.pgid)

@@ -40,9 +40,34 @@ func (w *WAL) load(db *bolt.DB) error {
 		}
 		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
 	}
-	return guard(w.path, func() error {
+	if err := guard(w.path, func() error {
 		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
-	})
+	}); err != nil {
+		return err
+	}
+	return w.applyRemovedMark(db)
+}
+
+// applyRemovedMark removes what the marks file says was acked or dropped but
+// the file still holds: bbolt fell back to its older meta page (the newer one
+// was damaged), undoing the last transaction, an Ack. Without this, acked
+// events would be delivered again.
+func (w *WAL) applyRemovedMark(db *bolt.DB) error {
+	if w.marks == nil || w.firstSeq == 0 || w.firstSeq > w.marks.removed {
+		return nil
+	}
+	st := w.snapshot()
+	if err := guard(w.path, func() error {
+		return db.Update(func(tx *bolt.Tx) error { return st.ack(tx, w.marks.removed) })
+	}); err != nil {
+		if isDamage(err) {
+			return err
+		}
+		return fmt.Errorf("wal: apply the removed-through mark to %s: %w", w.path, err)
+	}
+	w.restore(st)
+	w.cost.Store(st.cost)
+	return nil
 }
 
 // scan reads the whole spool once: every record's checksum is verified, so
@@ -57,11 +82,18 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 		return &CorruptionError{Path: w.path, Err: errors.New("events bucket missing")}
 	}
 	c := eb.Cursor()
+	var prev uint64
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		seq, err := keySeq(k)
 		if err != nil {
 			return &CorruptionError{Path: w.path, Err: err}
 		}
+		if seq <= prev {
+			// A damaged page: bbolt's own walk (which builds the freelist)
+			// would panic on it.
+			return &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("key %d after key %d: keys out of order", seq, prev)}
+		}
+		prev = seq
 		ts, data, err := decodeRecord(k, v)
 		if err != nil {
 			return &CorruptionError{Path: w.path, Seq: seq, Err: err}

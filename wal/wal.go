@@ -155,12 +155,12 @@ func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
 			Timeout:  w.opts.LockTimeout,
 			NoSync:   w.opts.NoSync,
 			OpenFile: openFile,
-			// etcd's settings: the freelist is not written at each commit
-			// (bbolt rebuilds it at Open) and a map freelist allocates in
-			// O(1). Otherwise every commit rewrites the whole freelist,
-			// 300 KB once a large backlog has drained.
-			FreelistType:   bolt.FreelistMapType,
-			NoFreelistSync: true,
+			// A map freelist allocates in O(1). The freelist is still
+			// written at each commit (NoFreelistSync would save that, as
+			// etcd does): without it, bbolt rebuilds the freelist at Open by
+			// walking every page in a goroutine of its own that panics on
+			// damage, where no recover can reach: a crash loop.
+			FreelistType: bolt.FreelistMapType,
 			// Read the file ahead at Open (Linux): bbolt maps it with
 			// MADV_RANDOM, so Open's verifying scan would otherwise read a
 			// cold file one 4 KiB page per fault.
