@@ -12,6 +12,8 @@ const (
 	// reclaimMinFile is the file size up to which Ack does not bother to
 	// give space back: a drained spool's file ends at most this large.
 	reclaimMinFile = 512 << 10
+	// reclaimMaxCopy bounds what a reclaiming compaction copies.
+	reclaimMaxCopy = 2 << 20
 	// copyChunk bounds the dirty pages one copy transaction holds in memory.
 	copyChunk = 4 << 20
 )
@@ -20,7 +22,7 @@ const (
 // the spool, giving back the space a drained backlog left behind (bbolt never
 // shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
 // itself once the pending entries take less than a sixteenth of a file larger
-// than 512 KiB; call it directly only to force it.
+// than 512 KiB, and less than 2 MiB; call it directly only to force it.
 func (w *WAL) Compact() error {
 	if err := w.usable(); err != nil {
 		return err
@@ -35,7 +37,10 @@ func (w *WAL) Compact() error {
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()
-	if size > reclaimMinFile && w.cost.Load() < size/16 {
+	// Only a backlog nearly drained is copied: a compaction holds up appends
+	// for as long as the copy takes, so copy at most a few MiB, once or twice
+	// per drain, however large the backlog was.
+	if size > reclaimMinFile && w.cost.Load() < min(size/16, reclaimMaxCopy) {
 		w.compactOrCount()
 	}
 }

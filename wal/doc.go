@@ -74,7 +74,8 @@
 // even if the budget was lowered meanwhile.
 //
 // bbolt never shrinks its file. Once a backlog has drained (the entries take
-// less than a sixteenth of a file above 512 KiB), Ack compacts: it copies the
+// less than a sixteenth of a file above 512 KiB, and less than 2 MiB), Ack
+// compacts: it copies the
 // pending entries into spool.db.compact, fsyncs it, renames it over spool.db
 // and reopens. Appends wait meanwhile; none is lost. Reads go on during the
 // copy.
@@ -110,8 +111,10 @@
 //     spool takes up to twice its size on disk.
 //   - Salvage keeps the set of recovered sequence numbers in memory (about
 //     40 bytes per pending event).
-//   - Compaction copies the pending entries while appends wait: with a full
-//     64 MiB spool that is a pause of a fraction of a second. It runs only
-//     when the entries take less than a sixteenth of the file.
+//   - Compaction copies the pending entries while appends wait. Ack runs it
+//     only when they take less than 2 MiB (and a sixteenth of the file): a
+//     pause of tens of milliseconds. A compaction forced by the size cap
+//     copies everything pending: with a full 64 MiB spool, a fraction of a
+//     second.
 //   - The file lock is flock(2): it does not work across NFS.
 package wal
