@@ -120,16 +120,7 @@ func (w *WAL) copyTo(path string) error {
 		return err
 	}
 	defer dst.Close()
-	if err := dst.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucket(eventsBucket); err != nil {
-			return err
-		}
-		mb, err := tx.CreateBucket(metaBucket)
-		if err != nil {
-			return err
-		}
-		return w.meta.store(mb)
-	}); err != nil {
+	if err := dst.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &w.meta) }); err != nil {
 		return err
 	}
 	err = w.db.View(func(src *bolt.Tx) error {
@@ -170,6 +161,18 @@ func (w *WAL) copyTo(path string) error {
 func openFresh(path string, o Options) (*bolt.DB, error) {
 	return bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
 		Timeout: o.LockTimeout, InitialMmapSize: mmapSize(o.MaxBytes)})
+}
+
+// createBuckets makes the buckets of a fresh spool file and stores m.
+func createBuckets(tx *bolt.Tx, m *meta) error {
+	if _, err := tx.CreateBucket(eventsBucket); err != nil {
+		return err
+	}
+	mb, err := tx.CreateBucket(metaBucket)
+	if err != nil {
+		return err
+	}
+	return m.store(mb)
 }
 
 func putEntries(tx *bolt.Tx, entries []Entry) error {

@@ -105,16 +105,7 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 		return err
 	}
 	defer dst.Close()
-	if err := dst.Update(func(tx *bolt.Tx) error {
-		if _, err := tx.CreateBucket(eventsBucket); err != nil {
-			return err
-		}
-		mb, err := tx.CreateBucket(metaBucket)
-		if err != nil {
-			return err
-		}
-		return m.store(mb)
-	}); err != nil {
+	if err := dst.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &m) }); err != nil {
 		return err
 	}
 	seen := make(map[uint64]struct{})
