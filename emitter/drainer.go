@@ -59,7 +59,7 @@ type linkStats struct {
 	stalls                  uint64
 	delivered               uint64
 	lastErr                 string
-	lastErrAt, outageStart  time.Time
+	lastErrAt               time.Time
 }
 
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
