@@ -139,11 +139,14 @@ func TestRunKilledAndRestarted(t *testing.T) {
 	require.NoError(t, last.stdin.Close())
 	require.Equal(t, 0, last.wait(t, 20*time.Second), last.logs())
 
-	got := rcv.Lines()
-	require.GreaterOrEqual(t, len(got), len(echoed))
 	// Every echoed line arrived, in order; lines read but not yet echoed when
-	// the process died were never promised.
-	res := verify.Check(echoed, onlyIn(got, echoed))
+	// the process died were never promised. The receiver records a line a
+	// moment after reading it, so wait for what is missing.
+	var res verify.Result
+	require.Eventually(t, func() bool {
+		res = verify.Check(echoed, onlyIn(rcv.Lines(), echoed))
+		return res.Missing == 0
+	}, 10*time.Second, 5*time.Millisecond, "still missing: %v", &res)
 	require.True(t, res.OK(), res.String())
 	t.Logf("echoed %d, %s", len(echoed), res)
 }
