@@ -55,7 +55,7 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
 			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool}
+	e := &Emitter{addr: addr, opts: o, spool: spool, spoolWarn: limiter{interval: o.WarnInterval}}
 	e.d = newDrainer(addr, &e.opts, spool)
 	go e.d.run()
 	return e, nil

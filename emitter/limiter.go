@@ -19,11 +19,7 @@ func (l *limiter) log(lg *slog.Logger, msg string, args ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	now := time.Now()
-	interval := l.interval
-	if interval == 0 {
-		interval = DefaultWarnInterval
-	}
-	if !l.last.IsZero() && now.Sub(l.last) < interval {
+	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
 		l.suppressed++
 		return
 	}

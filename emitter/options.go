@@ -64,7 +64,8 @@ type Options struct {
 	// missing one costs about 10 dial attempts a second.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
-	// WarnInterval is the least time between two warnings of one outage.
+	// WarnInterval is the least time between two warnings of one kind: of
+	// one outage, of a stalled receiver, of spool failures, of drops.
 	// Default 30 s.
 	WarnInterval time.Duration
 
