@@ -17,7 +17,7 @@ import (
 // waits for Ack to free space until ctx ends. An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return 0, err
 	}
 	if len(events) == 0 {

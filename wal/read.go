@@ -20,7 +20,7 @@ type Entry struct {
 // first, at most maxBytes of event bytes (0 means no limit). A damaged record
 // is reported as a *CorruptionError; Repair salvages the spool.
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return nil, err
 	}
 	w.dbmu.RLock()
@@ -65,7 +65,7 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 // upTo, in one transaction. Acknowledging what is already gone is a no-op.
 // Once a backlog has drained, Ack gives the file's space back (see Compact).
 func (w *WAL) Ack(upTo uint64) error {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return err
 	}
 	w.wmu.Lock()
@@ -96,6 +96,10 @@ func (w *WAL) Ack(upTo uint64) error {
 	}
 	w.group.freed()
 	w.maybeReclaim()
+	// Deleting rewrites leaves and the freelist into new pages, and bbolt
+	// cannot reuse the pages this very commit freed: an Ack can grow the
+	// file too. Bring it back under the cap as a commit would.
+	w.enforceCap()
 	return nil
 }
 
