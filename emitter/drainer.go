@@ -115,6 +115,9 @@ func (d *drainer) run() {
 		case <-d.wake:
 		case <-idle.C:
 			d.checkIdle()
+			// Acks ride on appends; with none for a while, commit their
+			// deletions (an error shows again at the next Read).
+			_ = d.spool.FlushAcks(idleCheck)
 		case <-d.ctx.Done():
 			return
 		}

@@ -99,13 +99,17 @@ func (m *marks) reserve(next uint64) error {
 	return nil
 }
 
-// remove records that every sequence number up to seq has left the spool.
-// It is best effort: on failure salvage may bring those events back.
-func (m *marks) remove(seq uint64) {
+// remove records that every sequence number up to seq has left the spool:
+// a write to the page cache, no fsync, so it survives a process crash.
+// Where it is only a hint for salvage its error is ignored (salvage may then
+// bring those events back); Ack relies on it (see ackdefer.go) and commits
+// the deletion at once when it fails.
+func (m *marks) remove(seq uint64) error {
 	if seq > m.removed {
 		m.removed = seq
-		_ = m.write()
+		return m.write()
 	}
+	return nil
 }
 
 // lower sets the reservation to next, the next number to be handed out, and

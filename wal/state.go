@@ -15,13 +15,15 @@ type state struct {
 	cost     int64 // the pending entries' cost, see entryCost
 	budget   int64
 	policy   Policy
-	dropped  bool // events were dropped: space was freed
+	dropped  bool   // events were dropped: space was freed
+	acked    uint64 // delete entries up to this first (see ackdefer.go)
 	appended uint64
 }
 
 func (w *WAL) snapshot() *state {
 	return &state{meta: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
-		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull}
+		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
+		acked: w.acked.Load()}
 }
 
 func (w *WAL) restore(st *state) {
@@ -33,6 +35,14 @@ func (w *WAL) restore(st *state) {
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
+	// Acknowledged entries ride in this transaction: deleted before
+	// anything is stored, so the room they take is free for the batch.
+	if st.acked > st.meta.removedSeq {
+		if err := deleteThrough(eb, st.acked); err != nil {
+			return err
+		}
+		st.meta.removedSeq = st.acked
+	}
 	for _, r := range batch {
 		if r.cost > st.budget {
 			r.err = errTooLarge(r.cost, st.budget)
