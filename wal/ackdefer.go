@@ -91,10 +91,10 @@ func (w *WAL) Ack(upTo uint64) error {
 
 // hidden is what acknowledging through upTo takes out of view.
 type hidden struct {
-	events, bytes  uint64
-	cost           int64
-	nextSeq        uint64 // the oldest entry left, 0 if none
-	nextAt         int64
+	events, bytes uint64
+	cost          int64
+	nextSeq       uint64 // the oldest entry left, 0 if none
+	nextAt        int64
 }
 
 // hide counts the entries from the oldest visible one through upTo and

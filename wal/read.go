@@ -2,7 +2,7 @@ package wal
 
 import (
 	"bytes"
-		"time"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
