@@ -46,6 +46,7 @@ type drainer struct {
 	stallWarn limiter
 	drops     dropLog
 	out       outage
+	resume    resume // cuts the backoff short on a Unix socket
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
@@ -95,6 +96,7 @@ func (d *drainer) stop() { d.cancel() }
 func (d *drainer) run() {
 	defer close(d.done)
 	defer d.disconnect()
+	defer d.resume.close()
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
@@ -130,7 +132,7 @@ func (d *drainer) run() {
 func (d *drainer) connect() bool {
 	wait := !d.delivered && d.link.connects > 0
 	for {
-		if wait && !d.sleep(d.bo.NextBackOff()) {
+		if wait && !d.backoffWait() {
 			return false
 		}
 		wait = true

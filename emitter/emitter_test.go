@@ -305,11 +305,13 @@ func TestCloseDuringOutageKeepsEvents(t *testing.T) {
 	defer cancel()
 	require.NoError(t, r.em.Close(ctx), "Close must stop the drainer promptly mid-outage")
 
+	// Reopened before the receiver is back: with it up, the events could
+	// be delivered before Stats is read.
+	r.open(nil)
+	require.EqualValues(t, 50, r.em.Stats().Pending)
 	rcv, err := testrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
-	r.open(nil)
-	require.EqualValues(t, 50, r.em.Stats().Pending)
 	r.flush(5 * time.Second)
 	waitDelivered(t, rcv, sent)
 }

@@ -1,0 +1,70 @@
+package emitter
+
+import (
+	"os"
+	"time"
+
+	"github.com/evspool/evspool/internal/pathwatch"
+)
+
+const (
+	// For quickWindow after a socket path appeared, dials are retried every
+	// quickInterval rather than at the backoff's pace: the path appears at
+	// the listener's bind(2), and a dial before its listen(2) is refused.
+	quickWindow   = 50 * time.Millisecond
+	quickInterval = 2 * time.Millisecond
+)
+
+// resume cuts the backoff between dials short when the receiver comes back
+// on a Unix socket: it watches the socket's directory (see pathwatch) and
+// dials as soon as the path appears. On TCP, or where the watch cannot be
+// set up, the backoff alone paces the dials. Owned by the run goroutine.
+type resume struct {
+	watch    *pathwatch.Watch
+	appeared time.Time // when the path last appeared
+}
+
+// backoffWait waits before the next dial: the backoff's next interval, or
+// less. It returns false when the drainer is stopped.
+func (d *drainer) backoffWait() bool {
+	dur := d.bo.NextBackOff()
+	if d.opts.Network != "unix" {
+		return d.sleep(dur)
+	}
+	r := &d.resume
+	if time.Since(r.appeared) < quickWindow {
+		dur = min(dur, quickInterval)
+	}
+	if r.watch == nil {
+		w, err := pathwatch.New(d.addr)
+		if err != nil {
+			return d.sleep(dur) // no directory yet, or no inotify
+		}
+		r.watch = w
+		// It may have appeared between the failed dial and the watch.
+		if pathExists(d.addr) {
+			return d.ctx.Err() == nil
+		}
+	}
+	appeared, err := r.watch.Wait(d.ctx, dur)
+	if err != nil {
+		r.close() // the directory went: watch it anew next time
+		return d.ctx.Err() == nil
+	}
+	if appeared {
+		r.appeared = time.Now()
+	}
+	return d.ctx.Err() == nil
+}
+
+func pathExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func (r *resume) close() {
+	if r.watch != nil {
+		r.watch.Close()
+		r.watch = nil
+	}
+}
