@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"bytes"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -38,6 +37,23 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 }
 
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
+	out, err := w.peekTx(tx, from, maxEvents, maxBytes)
+	// The entries' bytes point into the file's mapping, valid only in this
+	// transaction: copy them out, into one allocation.
+	size := 0
+	for _, e := range out {
+		size += len(e.Data)
+	}
+	buf := make([]byte, 0, size)
+	for i, e := range out {
+		buf = append(buf, e.Data...)
+		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
+	}
+	return out, err
+}
+
+// peekTx is readTx without the copy.
+func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
 	size := 0
 	c := tx.Bucket(eventsBucket).Cursor()
@@ -57,7 +73,7 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 			break
 		}
 		size += len(data)
-		out = append(out, Entry{Seq: seq, Time: time.Unix(0, ts), Data: bytes.Clone(data)})
+		out = append(out, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
 	}
 	return out, nil
 }

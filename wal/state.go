@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"encoding/binary"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -43,6 +45,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 		}
 		st.meta.removedSeq = st.acked
 	}
+	mem := newArena(batch)
 	for _, r := range batch {
 		if r.cost > st.budget {
 			r.err = errTooLarge(r.cost, st.budget)
@@ -64,8 +67,9 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 			// drop events Block promised to keep; later appends wait longer.
 		}
 		for _, e := range r.events {
-			key := seqKey(st.meta.nextSeq)
-			if err := eb.Put(key, encodeRecord(key, now, e)); err != nil {
+			key := mem.take(keySize)
+			binary.BigEndian.PutUint64(key, st.meta.nextSeq)
+			if err := eb.Put(key, encodeRecordInto(mem.take(recordHeader+len(e)), key, now, e)); err != nil {
 				return err
 			}
 			if st.firstSeq == 0 {
@@ -129,4 +133,24 @@ func (st *state) refreshFirst(eb *bolt.Bucket) error {
 	}
 	st.firstSeq, st.firstAt = seq, ts
 	return nil
+}
+
+// arena hands out the keys and records of one transaction from a single
+// allocation instead of two per event: bbolt holds on to them until the
+// commit has written them out, and not after.
+type arena []byte
+
+func newArena(batch []*appendReq) *arena {
+	n := 0
+	for _, r := range batch {
+		n += len(r.events)*(keySize+recordHeader) + int(r.size)
+	}
+	a := arena(make([]byte, n))
+	return &a
+}
+
+func (a *arena) take(n int) []byte {
+	b := (*a)[:n:n]
+	*a = (*a)[n:]
+	return b
 }
