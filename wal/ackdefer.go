@@ -99,38 +99,43 @@ type hidden struct {
 
 // hide counts the entries from the oldest visible one through upTo and
 // finds the one after them, in a read transaction: no commit.
-func (w *WAL) hide(upTo uint64) (hidden, error) {
-	var h hidden
+func (w *WAL) hide(upTo uint64) (h hidden, err error) {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
-	err := guard(w.path, func() error {
+	err = guard(w.path, func() error {
 		return w.db.View(func(tx *bolt.Tx) error {
-			c := tx.Bucket(eventsBucket).Cursor()
-			for k, v := c.Seek(seqKey(w.firstSeq)); k != nil; k, v = c.Next() {
-				seq, err := keySeq(k)
-				if err != nil {
-					return &CorruptionError{Path: w.path, Err: err}
-				}
-				if v == nil || len(v) < recordHeader {
-					return &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("record of %d bytes", len(v))}
-				}
-				if seq > upTo {
-					ts, _, err := decodeRecord(k, v)
-					if err != nil {
-						return &CorruptionError{Path: w.path, Seq: seq, Err: err}
-					}
-					h.nextSeq, h.nextAt = seq, ts
-					return nil
-				}
-				size := len(v) - recordHeader
-				h.events++
-				h.bytes += uint64(size)
-				h.cost += entryCost(size)
-			}
-			return nil
+			h, err = w.hideTx(tx, upTo)
+			return err
 		})
 	})
 	return h, err
+}
+
+func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
+	var h hidden
+	c := tx.Bucket(eventsBucket).Cursor()
+	for k, v := c.Seek(seqKey(w.firstSeq)); k != nil; k, v = c.Next() {
+		seq, err := keySeq(k)
+		if err != nil {
+			return h, &CorruptionError{Path: w.path, Err: err}
+		}
+		if v == nil || len(v) < recordHeader {
+			return h, &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("record of %d bytes", len(v))}
+		}
+		if seq > upTo {
+			ts, _, err := decodeRecord(k, v)
+			if err != nil {
+				return h, &CorruptionError{Path: w.path, Seq: seq, Err: err}
+			}
+			h.nextSeq, h.nextAt = seq, ts
+			return h, nil
+		}
+		size := len(v) - recordHeader
+		h.events++
+		h.bytes += uint64(size)
+		h.cost += entryCost(size)
+	}
+	return h, nil
 }
 
 // FlushAcks commits the deletion of the entries acknowledged since the last

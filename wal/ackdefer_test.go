@@ -157,7 +157,7 @@ func TestAckedAfterCrashAndPowerLoss(t *testing.T) {
 	require.NoError(t, w.Ack(7)) // not committed: only in the marks file
 	require.Equal(t, 8, fileKeys(t, w))
 
-	copyTo := func(marks []byte) *WAL {
+	copyTo := func(marks []byte) string {
 		d := t.TempDir()
 		require.NoError(t, os.Chmod(d, 0o700))
 		db, err := os.ReadFile(filepath.Join(dir, fileName))
@@ -168,6 +168,9 @@ func TestAckedAfterCrashAndPowerLoss(t *testing.T) {
 			require.NoError(t, err)
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(d, marksFileName), marks, 0o600))
+		return d
+	}
+	open := func(d string) *WAL {
 		c, err := Open(d, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { c.Close() })
@@ -183,10 +186,17 @@ func TestAckedAfterCrashAndPowerLoss(t *testing.T) {
 		return out
 	}
 
-	killed := copyTo(nil)
+	killedDir := copyTo(nil)
+	st, es, err := Inspect(killedDir, 100)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), st.PendingEvents, "Inspect of a spool a killed process left")
+	require.Equal(t, uint64(8), st.FirstSeq)
+	require.Len(t, es, 4)
+	require.Equal(t, uint64(8), es[0].Seq)
+	killed := open(killedDir)
 	require.Equal(t, []uint64{8, 9, 10, 11}, seqs(killed), "after a process crash")
 	require.Equal(t, uint64(4), killed.Len())
 
-	powerCut := copyTo(marksSynced)
+	powerCut := open(copyTo(marksSynced))
 	require.Equal(t, []uint64{4, 5, 6, 7, 8, 9, 10, 11}, seqs(powerCut), "after a power loss")
 }

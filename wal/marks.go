@@ -66,6 +66,14 @@ func openMarks(dir string, sync bool) (*marks, error) {
 	m := &marks{f: f, sync: sync}
 	buf := make([]byte, marksSize)
 	n, _ := f.ReadAt(buf, 0)
+	m.parse(buf[:n])
+	return m, nil
+}
+
+// parse reads the numbers from the marks file's contents; a damaged file
+// leaves them zero.
+func (m *marks) parse(buf []byte) {
+	n := len(buf)
 	switch {
 	case n >= marksSize && binary.BigEndian.Uint32(buf[24:]) == crc32.Checksum(buf[:24], castagnoli):
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
@@ -75,7 +83,6 @@ func openMarks(dir string, sync bool) (*marks, error) {
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
 		m.removed = binary.BigEndian.Uint64(buf[8:16])
 	}
-	return m, nil
 }
 
 // reserve makes sure every sequence number below next is covered by the
