@@ -8,10 +8,11 @@ import (
 )
 
 const (
-	// For quickWindow after a socket path appeared, dials are retried every
-	// quickInterval rather than at the backoff's pace: the path appears at
-	// the listener's bind(2), and a dial before its listen(2) is refused.
-	quickWindow   = 50 * time.Millisecond
+	// After a socket path appeared, up to quickDials refused dials are
+	// retried every quickInterval rather than at the backoff's pace: the
+	// path appears at the listener's bind(2), and a dial before its
+	// listen(2) is refused.
+	quickDials    = 25
 	quickInterval = 2 * time.Millisecond
 )
 
@@ -20,8 +21,9 @@ const (
 // dials as soon as the path appears. On TCP, or where the watch cannot be
 // set up, the backoff alone paces the dials. Owned by the run goroutine.
 type resume struct {
-	watch    *pathwatch.Watch
-	appeared time.Time // when the path last appeared
+	watch *pathwatch.Watch
+	quick int    // quick dials left since the path last appeared
+	since uint64 // connections made when it appeared: one more ends the quick dials
 }
 
 // backoffWait waits before the next dial: the backoff's next interval, or
@@ -32,8 +34,12 @@ func (d *drainer) backoffWait() bool {
 		return d.sleep(dur)
 	}
 	r := &d.resume
-	if time.Since(r.appeared) < quickWindow {
+	// The run goroutine is the only writer of d.link: no lock to read it.
+	if r.quick > 0 && d.link.connects == r.since {
+		r.quick--
 		dur = min(dur, quickInterval)
+	} else {
+		r.quick = 0
 	}
 	if r.watch == nil {
 		w, err := pathwatch.New(d.addr)
@@ -52,7 +58,7 @@ func (d *drainer) backoffWait() bool {
 		return d.ctx.Err() == nil
 	}
 	if appeared {
-		r.appeared = time.Now()
+		r.quick, r.since = quickDials, d.link.connects
 	}
 	return d.ctx.Err() == nil
 }
