@@ -35,8 +35,9 @@ type group struct {
 	// out is how many requests the last commit released that have not come
 	// back (an estimate: any arrival counts as one of them).
 	out int
-	// lastCommit is how long the last commit took.
+	// lastCommit is how long the last commit took, released when it ended.
 	lastCommit time.Duration
+	released   time.Time
 	// A leader gathering waits until the queue holds want requests: the
 	// arrival that makes it so closes full.
 	want int
@@ -104,7 +105,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	took := time.Since(start)
 
 	g.mu.Lock()
-	g.lastCommit, g.out = took, len(batch)
+	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
 	released := false
 	for _, r := range batch {
 		if r.reserved {
@@ -135,18 +136,20 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 
 // gather runs in the leader, holding g.mu, before it takes the queue: if the
 // last commit released callers that have not come back, it waits for them
-// to queue, at most half a commit's time (and maxLinger). They are usually
-// back within microseconds, and waiting for them halves the fsyncs; a lone
-// caller, or callers that come back slowly, never wait.
+// to queue, at most half a commit's time (and maxLinger). Callers appending
+// in a loop are back within microseconds, and waiting for them halves the
+// fsyncs. A lone caller never waits, nor does the first caller after a
+// pause longer than a commit (the others are not coming soon).
 func (g *group) gather() {
 	want := len(g.queue) + g.out
-	if want <= len(g.queue) || g.lastCommit <= 0 {
+	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {
 		return
 	}
+	linger := min(g.lastCommit/2, maxLinger)
 	g.want, g.full = want, make(chan struct{})
 	full := g.full
 	g.mu.Unlock()
-	t := time.NewTimer(min(g.lastCommit/2, maxLinger))
+	t := time.NewTimer(linger)
 	select {
 	case <-full:
 	case <-t.C:

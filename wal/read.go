@@ -14,9 +14,10 @@ type Entry struct {
 }
 
 // Read returns pending entries with sequence numbers from from on, oldest
-// first (acknowledged ones are never returned), without removing them: at most maxEvents entries and, beyond the
-// first, at most maxBytes of event bytes (0 means no limit). A damaged record
-// is reported as a *CorruptionError; Repair salvages the spool.
+// first, without removing them (acknowledged ones are never returned): at
+// most maxEvents entries and, beyond the first, at most maxBytes of event
+// bytes (0 means no limit). A damaged record is reported as a
+// *CorruptionError; Repair salvages the spool.
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
