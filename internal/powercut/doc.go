@@ -18,11 +18,18 @@
 //     were made, the last one torn at a 4 KiB page; Subset keeps a random
 //     subset of the pending writes' 4 KiB pages, as LazyFS does. A pending
 //     truncate survives a Tear or Subset cut at random too.
+//   - Writeback makes everything written so far durable, as the kernel's
+//     background writeback does sooner or later without being asked.
 //   - PowerOn mounts the surviving state again, at the same mount point,
 //     with nothing cached by the kernel.
 //
 // Reads go through the kernel's page cache (no direct I/O), so a file
 // mapped with mmap (bbolt reads its file that way) sees every write.
+//
+// A Go process must not mmap files of a FUSE filesystem it serves itself: a
+// page fault waiting for the server blocks the garbage collector's
+// stop-the-world, which stops the server. Run such clients (bbolt, the
+// spool) in another process.
 //
 // Mounting needs /dev/fuse and the right to mount: root, with go-fuse's
 // direct mount (no fusermount binary is used). Mount reports ErrUnavailable

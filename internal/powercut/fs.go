@@ -87,7 +87,7 @@ type FS struct {
 
 // Stats counts what the filesystem saw, for reports.
 type Stats struct {
-	Writes, Syncs, DirSyncs, Cuts uint64
+	Writes, Syncs, DirSyncs, Cuts, Writebacks uint64
 	// Lost counts pending changes a cut threw away, Kept those it kept
 	// (Tear and Subset), in pages.
 	LostPages, KeptPages uint64
@@ -199,6 +199,40 @@ func (f *FS) unmount() error {
 	}
 	f.server.Wait()
 	f.server = nil
+	return nil
+}
+
+// Writeback makes everything written so far durable, files and directory
+// entries alike, as the kernel's background writeback eventually does
+// whether or not anyone calls fsync: a program that never syncs still finds
+// some of its writes after a cut, and the pages of a commit that was never
+// completed can be on disk. Writes made after it are pending as usual.
+func (f *FS) Writeback() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.off {
+		return ErrPoweredOff
+	}
+	seen := map[*dir]bool{}
+	var walk func(d *dir)
+	walk = func(d *dir) {
+		if seen[d] {
+			return
+		}
+		seen[d] = true
+		d.durable = cloneMap(d.cur)
+		for _, e := range d.cur {
+			switch e := e.(type) {
+			case *file:
+				e.durable = slices.Clone(e.cur)
+				e.pending = nil
+			case *dir:
+				walk(e)
+			}
+		}
+	}
+	walk(f.root)
+	f.stats.Writebacks++
 	return nil
 }
 

@@ -177,6 +177,22 @@ func TestPartialCuts(t *testing.T) {
 	}
 }
 
+// TestWriteback: what was written before a writeback survives a cut without
+// any fsync; what was written after it does not.
+func TestWriteback(t *testing.T) {
+	f := mountT(t)
+	require.NoError(t, os.Mkdir(filepath.Join(f.Dir(), "d"), 0o700))
+	p := filepath.Join(f.Dir(), "d", "a")
+	writeFile(t, p, []byte("before"), false)
+	require.NoError(t, f.Writeback())
+	writeFile(t, filepath.Join(f.Dir(), "d", "b"), []byte("after"), true)
+	cut(t, f, Drop, 1)
+	got, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.Equal(t, "before", string(got))
+	require.NoFileExists(t, filepath.Join(f.Dir(), "d", "b"))
+}
+
 // TestWritesFailWhilePoweredOff: after PowerOff nothing more reaches the
 // filesystem.
 func TestWritesFailWhilePoweredOff(t *testing.T) {
