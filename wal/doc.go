@@ -76,6 +76,9 @@
 //     always take a prefix, so they come back as one contiguous run from
 //     the head, in order, before any event that was not acknowledged: the
 //     at-least-once replay a receiver already sees when a connection dies.
+//     A second power loss during that replay (a drain has no appends to
+//     carry its acknowledgements) starts it over from the head: each power
+//     loss, one contiguous replay; none skips an event.
 //   - The size cap holds: acknowledged entries take pages until deleted,
 //     and an append deletes them before it stores anything; Ack itself
 //     never writes to spool.db, so it cannot grow it.
