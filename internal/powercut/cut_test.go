@@ -23,8 +23,9 @@ import (
 
 // TestPowercut is the power-cut torture: `evspool run` writes its spool into
 // the power-cut filesystem and delivers to a receiver; the power is cut at
-// random moments (while it takes input and delivers, while it replays a
-// backlog, while it opens or salvages the spool), and after each cut the
+// random moments (while it takes input and delivers, with the receiver
+// reading, paused or down; while it replays a backlog; while it opens,
+// compacts or salvages the spool), and after each cut the
 // spool is reopened and drained by a fresh `evspool run`. With --fsync on,
 // every event echoed before the cut must be delivered, in order, duplicates
 // only as a contiguous replay. With --fsync=false what the README says may
@@ -130,9 +131,16 @@ func runPowercut(t *testing.T, bin string, fsync bool, cycles int, seed uint64) 
 // reading during the run (a backlog to replay), and now and then the drain
 // run is itself cut.
 func (p *powercut) cycle(i int) {
-	paused := p.rng.IntN(3) == 0
-	if paused {
+	// The receiver: reading (most of what is echoed is delivered before
+	// the cut), paused (a backlog in the socket buffers, read after the
+	// cut whatever happens to the spool), or down (everything waits in the
+	// spool: only the spool can deliver it after the cut).
+	recv := p.rng.IntN(3)
+	switch recv {
+	case 1:
 		p.recv.PauseReading()
+	case 2:
+		require.NoError(p.t, p.recv.Kill())
 	}
 	run := p.start(true)
 	if p.rng.IntN(2) == 0 {
@@ -143,8 +151,11 @@ func (p *powercut) cycle(i int) {
 	}
 	time.Sleep(time.Duration(10+p.rng.IntN(300)) * time.Millisecond) // the random moment
 	p.cut(run, Mode(p.rng.IntN(3)))
-	if paused {
+	switch recv {
+	case 1:
 		p.recv.ResumeReading()
+	case 2:
+		require.NoError(p.t, p.recv.Restart())
 	}
 	if p.rng.IntN(4) == 0 {
 		// Cut the replay too, early or late.
