@@ -53,7 +53,8 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 	}
 	if r := spool.Salvaged(); r != nil {
 		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
-			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause)
+			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause,
+			"removed_damaged_copies", r.RemovedCopies)
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, spoolWarn: limiter{interval: o.WarnInterval}}
 	e.d = newDrainer(addr, &e.opts, spool)

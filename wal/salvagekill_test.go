@@ -136,10 +136,15 @@ func salvageCheck(t *testing.T, dir string, want []uint64) {
 	require.NotEmpty(t, copies, "the damaged copy is kept")
 }
 
+// TestSalvageKilledBySyscall kills the salvaging child with strace's fault
+// injection at the Nth call of a syscall (strace counts per thread).
 func TestSalvageKilledBySyscall(t *testing.T) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace is not installed (apt-get install strace): the syscall fault injection cannot run")
+	}
+	if out, err := exec.Command(strace, "-f", "-qq", "-o", "/dev/null", "true").CombinedOutput(); err != nil {
+		t.Skipf("strace cannot trace here (ptrace not permitted?): %v %s", err, out)
 	}
 	dir, want := salvageFixture(t)
 	t.Logf("a salvage left alone recovers %d of %d events", len(want), salvageEvents)

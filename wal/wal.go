@@ -99,8 +99,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 }
 
 // prepareDir creates dir 0700 whatever the umask (durably: see
-// mkdirDurable), and refuses a directory
-// other users can write to.
+// mkdirDurable), and refuses a directory other users can write to.
 func prepareDir(dir string, noSync bool) error {
 	if err := mkdirDurable(dir, noSync); err != nil {
 		return fmt.Errorf("wal: create spool directory: %w", err)

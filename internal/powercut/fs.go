@@ -28,6 +28,7 @@ const (
 	Subset
 )
 
+// String returns the mode's name: drop, tear or subset.
 func (m Mode) String() string {
 	switch m {
 	case Drop:
