@@ -9,11 +9,13 @@ import (
 
 const (
 	// After a socket path appeared, up to quickDials refused dials are
-	// retried every quickInterval rather than at the backoff's pace: the
-	// path appears at the listener's bind(2), and a dial before its
-	// listen(2) is refused.
-	quickDials    = 25
-	quickInterval = 2 * time.Millisecond
+	// retried quickly rather than at the backoff's pace, the first after
+	// quickFirst, doubling up to quickMax: the path appears at the
+	// listener's bind(2), and a dial before its listen(2), which usually
+	// follows within microseconds, is refused.
+	quickDials = 25
+	quickFirst = 250 * time.Microsecond
+	quickMax   = 2 * time.Millisecond
 )
 
 // resume cuts the backoff between dials short when the receiver comes back
@@ -36,8 +38,8 @@ func (d *drainer) backoffWait() bool {
 	r := &d.resume
 	// The run goroutine is the only writer of d.link: no lock to read it.
 	if r.quick > 0 && d.link.connects == r.since {
+		dur = min(dur, quickFirst<<min(quickDials-r.quick, 3), quickMax)
 		r.quick--
-		dur = min(dur, quickInterval)
 	} else {
 		r.quick = 0
 	}
