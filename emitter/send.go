@@ -17,10 +17,28 @@ const avgEventGuess = 256
 
 var errStalled = errors.New("receiver read nothing for the stall timeout")
 
-// sendBatch writes the next batch, waits until the receiver has read it and
-// acknowledges it. It returns how many events were delivered.
+// stallError is a stall that cost the connection; since is when the receiver
+// last read something, which is when the outage began.
+type stallError struct {
+	since time.Time
+	err   error
+}
+
+func (e *stallError) Error() string { return e.err.Error() }
+func (e *stallError) Unwrap() error { return e.err }
+
+// sendBatch writes the next batch (one event while isolating a poison
+// event), waits until the receiver has read it, puts it in the replay window
+// and acknowledges what has left the window. It returns how many events were
+// written.
 func (d *drainer) sendBatch() (int, error) {
-	entries, err := d.spool.Read(d.cursor, d.batch, min(d.batch*avgEventGuess, d.opts.BatchBytes))
+	n := d.batch
+	if d.isolating() {
+		n = 1
+	} else if d.poison.isolateTo != 0 {
+		d.poison.isolateTo = 0 // past what a failure left unproven
+	}
+	entries, err := d.spool.Read(d.cursor, n, min(n*avgEventGuess, d.opts.BatchBytes))
 	if errors.Is(err, wal.ErrCorrupt) {
 		d.repair(err)
 		return 0, nil
@@ -38,30 +56,58 @@ func (d *drainer) sendBatch() (int, error) {
 	if cap(buf) <= 2*d.opts.BatchBytes {
 		d.buf = buf
 	}
+	last := entries[len(entries)-1].Seq
+	d.poison.inflight, d.poison.written = entries[0].Seq, max(d.poison.written, last)
 	if err := d.write(buf); err != nil {
 		return 0, err
 	}
 	d.stalling = false
-	last := entries[len(entries)-1].Seq
 	d.cursor = last + 1
 	if !d.opts.AckOnWrite && d.waiter.Supported() {
 		if err := d.waitConsumed(); err != nil {
 			return 0, err
 		}
 	}
-	d.out.up(d.spool.Len)
-	if err := d.spool.Ack(last); err != nil {
-		return 0, err
-	}
+	d.poison.inflight = 0
+	d.win.add(entries, time.Now())
 	d.delivered = true
+	d.out.up(d.spool.Len)
 	d.batch = min(2*d.batch, d.opts.BatchEvents)
 	d.bo.Reset()
+	return len(entries), d.expire()
+}
+
+// expire acknowledges the events that have left the replay window, once it
+// has made sure the receiver is still there (a receiver that hung up may not
+// have handled them: they are resent instead).
+func (d *drainer) expire() error {
+	n := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger, d.isolating())
+	if n == 0 {
+		return nil
+	}
+	if d.waiter != nil && d.waiter.Supported() {
+		if gone, err := d.waiter.HungUp(); gone || err != nil {
+			return errors.Join(sockwait.ErrPeerGone, err)
+		}
+	}
+	e := d.win.drop(n)
+	if err := d.spool.Ack(e.seq); err != nil {
+		return err
+	}
+	if d.poison.suspect != 0 && d.poison.suspect <= e.seq {
+		d.poison.suspect, d.poison.strikes = 0, 0 // it was handled after all
+	}
 	d.mu.Lock()
-	d.link.delivered += uint64(len(entries))
+	d.link.delivered += uint64(n)
+	d.signalProgress()
+	d.mu.Unlock()
+	return nil
+}
+
+// signalProgress wakes Flush; d.mu must be held.
+func (d *drainer) signalProgress() {
 	close(d.progress)
 	d.progress = make(chan struct{})
-	d.mu.Unlock()
-	return len(entries), nil
 }
 
 // writeChunk bounds one write(2). On a Unix socket each write becomes buffers
@@ -116,7 +162,9 @@ func chunkEnd(buf []byte) int {
 
 // waitConsumed polls until the receiver has read everything written: the
 // queue first, a hang-up second (a dying peer's queue is freed, which also
-// reads as 0). A receiver that reads nothing for WriteTimeout is stalled.
+// reads as 0, so the error reports the last count seen before). A receiver
+// that reads nothing for WriteTimeout is stalled. While it waits, events in
+// the replay window that reach their linger time leave it.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
 	lastUnread, lastMove := -1, time.Now()
@@ -132,7 +180,8 @@ func (d *drainer) waitConsumed() error {
 			return err
 		}
 		if gone {
-			return fmt.Errorf("%w before reading %d queued bytes", sockwait.ErrPeerGone, unread)
+			return fmt.Errorf("%w with %d bytes still queued at the last check before; resending from the oldest event not known handled",
+				sockwait.ErrPeerGone, max(lastUnread, unread))
 		}
 		if unread == 0 {
 			return nil
@@ -144,6 +193,9 @@ func (d *drainer) waitConsumed() error {
 			if err := d.stalled(lastMove, unread); err != nil {
 				return err
 			}
+		}
+		if err := d.expire(); err != nil {
+			return err
 		}
 		t.Reset(interval)
 		select {
@@ -170,20 +222,32 @@ func (d *drainer) stalled(lastMove time.Time, unread int) error {
 		return errors.Join(sockwait.ErrPeerGone, err)
 	}
 	stalled := time.Since(lastMove)
-	if stalled >= d.opts.StallTimeout {
+	if limit := d.stallLimit(); stalled >= limit {
 		// Smaller batches make a slow reader's progress visible sooner: a
 		// receiver slower than StallTimeout per batch still gets everything.
 		d.batch = max(d.batch/8, 1)
-		return fmt.Errorf("%w (%v, %d bytes unread)", errStalled, d.opts.StallTimeout, unread)
+		return &stallError{since: lastMove, err: fmt.Errorf("%w (%v, %d bytes unread)", errStalled, limit, unread)}
 	}
 	if !d.stalling {
+		// One warning per stall, rate-limited: suppressed_since_last counts
+		// stalls, not the checks of one.
 		d.stalling = true
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
+		d.stallWarn.log(d.opts.Logger, "receiver is not reading; keeping the connection",
+			"addr", d.addr, "stalled_for", stalled.Round(time.Millisecond).String(), "unread_bytes", unread,
+			"gives_up_after", d.stallLimit().String())
 	}
-	d.stallWarn.log(d.opts.Logger, "receiver is not reading; keeping the connection",
-		"addr", d.addr, "stalled_for", stalled.Round(time.Millisecond).String(), "unread_bytes", unread,
-		"gives_up_after", d.opts.StallTimeout.String())
 	return nil
+}
+
+// stallLimit is how long a receiver may read nothing before the connection
+// is dropped: StallTimeout, or WriteTimeout while isolating a poison event (a
+// receiver that stopped reading at one line is what isolation looks for).
+func (d *drainer) stallLimit() time.Duration {
+	if d.isolating() {
+		return d.opts.WriteTimeout
+	}
+	return d.opts.StallTimeout
 }
 
 // repair salvages a spool whose records turned out damaged while draining.

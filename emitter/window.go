@@ -1,0 +1,78 @@
+package emitter
+
+import (
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// window is the replay window: events the receiver has read (SIOCOUTQ says
+// so) but may not have handled yet. cloud-event-proxy reads ahead into a
+// bufio.Scanner (4 KiB, up to 64 KiB for long lines) and handles one line at
+// a time, so a read event is only known handled once the receiver has read
+// ReplayWindow bytes after it (its scanner cannot hold both), or once it has
+// stayed connected ReplayLinger after reading it. Until then the event stays
+// in the spool: if the receiver hangs up, it is resent, with everything after
+// it, as one contiguous in-order replay. While isolating a poison event, one
+// event is written at a time, so the receiver reading the next one proves it
+// handled the one before.
+type window struct {
+	entries []winEntry // oldest first
+	read    uint64     // bytes read by the receiver on this connection
+}
+
+type winEntry struct {
+	seq uint64
+	end uint64    // window.read when the receiver had read this line
+	at  time.Time // when that was seen
+}
+
+// reset forgets the window: a new connection resends it from the spool.
+func (w *window) reset() { w.entries, w.read = w.entries[:0], 0 }
+
+// add records that the receiver read entries, in order, at now.
+func (w *window) add(entries []wal.Entry, now time.Time) {
+	for _, e := range entries {
+		w.read += uint64(len(e.Data)) + 1
+		w.entries = append(w.entries, winEntry{seq: e.Seq, end: w.read, at: now})
+	}
+}
+
+// due returns how many of the oldest entries have left the window at now:
+// read at least bytes before the receiver's last read, or at least linger
+// ago. With oneAtATime every entry but the newest is due.
+func (w *window) due(now time.Time, bytes uint64, linger time.Duration, oneAtATime bool) int {
+	n := 0
+	for i, e := range w.entries {
+		last := i == len(w.entries)-1
+		if (oneAtATime && !last) || w.read-e.end >= bytes || now.Sub(e.at) >= linger {
+			n = i + 1
+			continue
+		}
+		break
+	}
+	return n
+}
+
+// drop removes the n oldest entries and returns the last one removed.
+func (w *window) drop(n int) winEntry {
+	last := w.entries[n-1]
+	w.entries = append(w.entries[:0], w.entries[n:]...)
+	return last
+}
+
+// next returns when the oldest entry leaves the window by time.
+func (w *window) next(linger time.Duration) (time.Time, bool) {
+	if len(w.entries) == 0 {
+		return time.Time{}, false
+	}
+	return w.entries[0].at.Add(linger), true
+}
+
+// oldest returns the oldest entry's sequence number, 0 if none.
+func (w *window) oldest() uint64 {
+	if len(w.entries) == 0 {
+		return 0
+	}
+	return w.entries[0].seq
+}
