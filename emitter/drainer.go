@@ -205,12 +205,14 @@ func (d *drainer) fail(err error) {
 		return
 	}
 	d.record(func(l *linkStats) { l.writeErrors++ }, err)
-	d.blame()
-	d.disconnect()
 	var since time.Time
-	if se := (*stallError)(nil); errors.As(err, &se) {
+	se := (*stallError)(nil)
+	stalled := errors.As(err, &se)
+	if stalled {
 		since = se.since
 	}
+	d.blame(stalled)
+	d.disconnect()
 	d.out.down(err, d.spool.Len, since)
 }
 

@@ -18,7 +18,10 @@ import (
 	"github.com/evspool/evspool/internal/verify"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testrecv.MaybeRunCEP() // a receiver child of the poison tests
+	goleak.VerifyTestMain(m)
+}
 
 // rig is a receiver and an emitter on temporary paths.
 type rig struct {

@@ -15,9 +15,13 @@ import (
 // After a connection fails with events read but not known handled, or
 // written but not read, the next connection resends them one event at a
 // time (isolateTo marks the last of them). One at a time, the receiver reads
-// an event only after handling the one before, so when it fails again the
+// an event only after handling the one before, so when it hangs up again the
 // culprit is the oldest event not known handled: the one it read last, or,
-// if that one has since left the replay window, the one being written. Each
+// if that one has since left the replay window, the one being written. When
+// it stalls instead (alive, but reading no more: cloud-event-proxy after a
+// line too long for its scanner), the culprit is the one being written; a
+// receiver stuck for good on the event it read last is therefore blamed on
+// the next one (a limit: it would be set aside in the wrong place). Each
 // such failure is a strike against the culprit; MaxAttempts strikes in a row
 // set it aside. A cloud-event-proxy that re-executes itself on a line thus
 // restarts once in batch mode and MaxAttempts times in isolation: 4 with the
@@ -36,14 +40,15 @@ func (d *drainer) isolating() bool {
 	return d.poison.isolateTo != 0 && (d.cursor == 0 || d.cursor <= d.poison.isolateTo)
 }
 
-// blame is called when a connection failed: it picks the culprit, counts a
-// strike when the connection was isolating, sets the culprit aside after
-// MaxAttempts strikes, and makes the next connection isolate what this one
-// left unproven.
-func (d *drainer) blame() {
+// blame is called when a connection failed (stalled: the receiver stopped
+// reading but is there): it picks the culprit, counts a strike when the
+// connection was isolating, sets the culprit aside after MaxAttempts
+// strikes, and makes the next connection isolate what this one left
+// unproven.
+func (d *drainer) blame(stalled bool) {
 	p := &d.poison
 	culprit := d.win.oldest()
-	if culprit == 0 {
+	if culprit == 0 || (stalled && p.inflight != 0) {
 		culprit = p.inflight
 	}
 	if culprit == 0 {

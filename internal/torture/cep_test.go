@@ -69,28 +69,23 @@ func produce(c *child, evs []string, rate float64) {
 // random moments while events stream, and once more right after evspool run
 // exits 0: every event must be handled, in order (replays allowed).
 func TestCEPKillsLoseNothing(t *testing.T) {
-	cases := map[string]struct {
+	type scenario struct {
 		perLine time.Duration
 		events  int
 		rate    float64
-		kills   int
-	}{
-		"1ms a line":  {time.Millisecond, 1000, 500, 3},
-		"20ms a line": {20 * time.Millisecond, 150, 40, 2},
+		kills   int // at random moments while events stream
 	}
-	if long() {
-		cases["1ms a line"] = struct {
-			perLine time.Duration
-			events  int
-			rate    float64
-			kills   int
-		}{time.Millisecond, 5000, 500, 5}
-		cases["20ms a line"] = struct {
-			perLine time.Duration
-			events  int
-			rate    float64
-			kills   int
-		}{20 * time.Millisecond, 300, 40, 5}
+	cases := map[string]scenario{
+		"1ms a line":                 {time.Millisecond, 1000, 500, 3},
+		"20ms a line":                {20 * time.Millisecond, 150, 40, 2},
+		"20ms a line, killed at end": {20 * time.Millisecond, 150, 40, 0},
+	}
+	if long() { // the figures: 5,000 events at 500/s with 5 kills; 300 at 20 ms
+		cases = map[string]scenario{
+			"1ms a line":                 {time.Millisecond, 5000, 500, 5},
+			"20ms a line":                {20 * time.Millisecond, 300, 40, 5},
+			"20ms a line, killed at end": {20 * time.Millisecond, 300, 40, 0},
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -103,7 +98,7 @@ func TestCEPKillsLoseNothing(t *testing.T) {
 			go produce(c, evs, tc.rate)
 			span := time.Duration(float64(tc.events) / tc.rate * float64(time.Second))
 			for range tc.kills {
-				time.Sleep(rand.N(span / time.Duration(tc.kills))) // a random moment, not a wait
+				time.Sleep(rand.N(span / time.Duration(tc.kills))) // a random moment, not a wait for something
 				r.rcv.Kill()
 				require.NoError(t, r.rcv.Restart())
 			}
