@@ -78,13 +78,13 @@ func TestCEPKillsLoseNothing(t *testing.T) {
 	cases := map[string]scenario{
 		"1ms a line":                 {time.Millisecond, 1000, 500, 3},
 		"20ms a line":                {20 * time.Millisecond, 150, 40, 2},
-		"20ms a line, killed at end": {20 * time.Millisecond, 150, 40, 0},
+		"20ms a line, killed at end": {20 * time.Millisecond, 150, 1e4, 0},
 	}
 	if long() { // the figures: 5,000 events at 500/s with 5 kills; 300 at 20 ms
 		cases = map[string]scenario{
 			"1ms a line":                 {time.Millisecond, 5000, 500, 5},
 			"20ms a line":                {20 * time.Millisecond, 300, 40, 5},
-			"20ms a line, killed at end": {20 * time.Millisecond, 300, 40, 0},
+			"20ms a line, killed at end": {20 * time.Millisecond, 300, 1e4, 0},
 		}
 	}
 	for name, tc := range cases {
