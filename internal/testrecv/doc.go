@@ -17,7 +17,9 @@
 // difference from looking like loss in tests, lines already read from the
 // socket are always recorded, even when the receiver is then killed; only
 // what the kernel still held is lost, which is exactly what a sender that
-// acknowledges on consumption can recover.
+// acknowledges on consumption can recover. Options.HandleTime changes that:
+// each line then takes that long to handle before it is recorded, and Kill
+// loses the lines read but not handled, as a busy cloud-event-proxy does.
 //
 // # Differences from cloud-event-proxy
 //
