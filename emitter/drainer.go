@@ -181,7 +181,7 @@ func (d *drainer) sleep(dur time.Duration) bool {
 func (d *drainer) onConnect(conn net.Conn) {
 	d.conn, d.waiter, d.cursor, d.delivered = conn, sockwait.New(conn), 0, false
 	d.win.reset() // what it held is still spooled: resent from the oldest
-	d.poison.written, d.poison.inflight = 0, 0
+	d.poison.written, d.poison.inflight, d.poison.isolated = 0, 0, false
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)

@@ -30,6 +30,7 @@ type poison struct {
 	isolateTo   uint64 // while the cursor is at or below it, one event a write
 	written     uint64 // the highest sequence written on this connection
 	inflight    uint64 // the first sequence of the write not yet read, or 0
+	isolated    bool   // the last write on this connection was one event, isolating
 	suspect     uint64
 	strikes     int
 	sinceUpdate time.Time
@@ -54,7 +55,7 @@ func (d *drainer) blame(stalled bool) {
 	if culprit == 0 {
 		return // the receiver had handled everything: not its fault
 	}
-	if d.isolating() {
+	if p.isolated {
 		if culprit == p.suspect {
 			p.strikes++
 		} else {

@@ -89,3 +89,20 @@ func TestPoisonLiveStream(t *testing.T) {
 	assert.LessOrEqual(t, restarts, 4)
 	assert.EqualValues(t, 1, em.Stats().DeadLettered)
 }
+
+// The poison line last in the stream: nothing follows it to prove it
+// handled, and the receiver dies on it every time.
+func TestPoisonLastEvent(t *testing.T) {
+	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{ReplayLinger: 500 * time.Millisecond})
+	sent := events("tail", 20)
+	for _, ev := range append(append([]string{}, sent...), testrecv.DefaultRestartLine) {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx), "%+v", em.Stats())
+	res := verify.Check(sent, rcv.Lines())
+	assert.True(t, res.OK(), res.String())
+	assert.LessOrEqual(t, rcv.Starts()-1, 4)
+	assert.EqualValues(t, 1, em.Stats().DeadLettered)
+}

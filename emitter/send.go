@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/evspool/evspool/internal/sockwait"
@@ -33,10 +34,9 @@ func (e *stallError) Unwrap() error { return e.err }
 // written.
 func (d *drainer) sendBatch() (int, error) {
 	n := d.batch
-	if d.isolating() {
+	isolating := d.isolating()
+	if isolating {
 		n = 1
-	} else if d.poison.isolateTo != 0 {
-		d.poison.isolateTo = 0 // past what a failure left unproven
 	}
 	entries, err := d.spool.Read(d.cursor, n, min(n*avgEventGuess, d.opts.BatchBytes))
 	if errors.Is(err, wal.ErrCorrupt) {
@@ -58,6 +58,10 @@ func (d *drainer) sendBatch() (int, error) {
 	}
 	last := entries[len(entries)-1].Seq
 	d.poison.inflight, d.poison.written = entries[0].Seq, max(d.poison.written, last)
+	d.poison.isolated = isolating
+	if !isolating {
+		d.poison.isolateTo = 0 // past what a failure left unproven
+	}
 	if err := d.write(buf); err != nil {
 		return 0, err
 	}
@@ -65,11 +69,14 @@ func (d *drainer) sendBatch() (int, error) {
 	d.cursor = last + 1
 	if !d.opts.AckOnWrite && d.waiter.Supported() {
 		if err := d.waitConsumed(); err != nil {
+			if errors.Is(err, errReadThenGone) {
+				d.readThenGone(entries)
+			}
 			return 0, err
 		}
 	}
 	d.poison.inflight = 0
-	d.win.add(entries, time.Now())
+	d.win.add(entries, time.Now(), isolating)
 	d.delivered = true
 	d.out.up(d.spool.Len)
 	d.batch = min(2*d.batch, d.opts.BatchEvents)
@@ -77,12 +84,33 @@ func (d *drainer) sendBatch() (int, error) {
 	return len(entries), d.expire()
 }
 
-// expire acknowledges the events that have left the replay window, once it
-// has made sure the receiver is still there (a receiver that hung up may not
-// have handled them: they are resent instead).
+// errReadThenGone marks a hang-up after the receiver had read the whole write.
+var errReadThenGone = errors.New("receiver read everything, then hung up")
+
+// readThenGone records that the receiver read entries before it hung up: they
+// join the replay window (resent all the same), and what they prove handled
+// (while isolating, the event before them) leaves it, so that the culprit is
+// the newest.
+func (d *drainer) readThenGone(entries []wal.Entry) {
+	d.poison.inflight = 0
+	d.win.add(entries, time.Now(), d.poison.isolated)
+	proven, _ := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger)
+	if proven > 0 {
+		_ = d.ack(proven) // if it fails, they are resent: duplicates
+	}
+}
+
+// expire acknowledges the events that have left the replay window. Those that
+// left it by time only are acknowledged once it has made sure the receiver is
+// still there (one that hung up may not have handled them: they are resent).
 func (d *drainer) expire() error {
-	n := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger, d.isolating())
-	if n == 0 {
+	proven, all := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger)
+	if proven > 0 {
+		if err := d.ack(proven); err != nil {
+			return err
+		}
+	}
+	if all == proven {
 		return nil
 	}
 	if d.waiter != nil && d.waiter.Supported() {
@@ -90,6 +118,11 @@ func (d *drainer) expire() error {
 			return errors.Join(sockwait.ErrPeerGone, err)
 		}
 	}
+	return d.ack(all - proven)
+}
+
+// ack removes the n oldest events of the window from the spool.
+func (d *drainer) ack(n int) error {
 	e := d.win.drop(n)
 	if err := d.spool.Ack(e.seq); err != nil {
 		return err
@@ -171,17 +204,20 @@ func (d *drainer) waitConsumed() error {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
-		unread, err := d.waiter.Unread()
+		unread, gone, err := d.waiter.Probe()
 		if err != nil {
 			return err
 		}
-		gone, err := d.waiter.HungUp()
-		if err != nil {
+		if gone != nil {
+			err := fmt.Errorf("%w with %d bytes still queued at the last check before; resending from the oldest event not known handled",
+				gone, max(lastUnread, unread))
+			if unread == 0 && !errors.Is(gone.Cause, syscall.ECONNRESET) {
+				// No reset: its queue was empty when it closed, so it had
+				// read everything (the kernel resets a close with unread
+				// data, and nobody else reads this socket's error).
+				err = fmt.Errorf("%w: %w", errReadThenGone, err)
+			}
 			return err
-		}
-		if gone {
-			return fmt.Errorf("%w with %d bytes still queued at the last check before; resending from the oldest event not known handled",
-				sockwait.ErrPeerGone, max(lastUnread, unread))
 		}
 		if unread == 0 {
 			return nil

@@ -22,7 +22,8 @@ type window struct {
 }
 
 type winEntry struct {
-	seq uint64
+	seq   uint64
+	alone bool // written alone, after everything before it was read
 	end uint64    // window.read when the receiver had read this line
 	at  time.Time // when that was seen
 }
@@ -30,28 +31,35 @@ type winEntry struct {
 // reset forgets the window: a new connection resends it from the spool.
 func (w *window) reset() { w.entries, w.read = w.entries[:0], 0 }
 
-// add records that the receiver read entries, in order, at now.
-func (w *window) add(entries []wal.Entry, now time.Time) {
+// add records that the receiver read entries, in order, at now; alone says
+// they were one event written after everything before it was read.
+func (w *window) add(entries []wal.Entry, now time.Time, alone bool) {
 	for _, e := range entries {
 		w.read += uint64(len(e.Data)) + 1
-		w.entries = append(w.entries, winEntry{seq: e.Seq, end: w.read, at: now})
+		w.entries = append(w.entries, winEntry{seq: e.Seq, end: w.read, at: now, alone: alone && len(entries) == 1})
 	}
 }
 
 // due returns how many of the oldest entries have left the window at now:
-// read at least bytes before the receiver's last read, or at least linger
-// ago. With oneAtATime every entry but the newest is due.
-func (w *window) due(now time.Time, bytes uint64, linger time.Duration, oneAtATime bool) int {
-	n := 0
+// proven of them because the receiver has read at least bytes after them
+// (or anything after them, for one written alone: it read on only after
+// handling it), which holds even if it hung up since; all of them counting
+// also those read at least linger ago, which holds only if the receiver is
+// still there.
+func (w *window) due(now time.Time, bytes uint64, linger time.Duration) (proven, all int) {
 	for i, e := range w.entries {
 		last := i == len(w.entries)-1
-		if (oneAtATime && !last) || w.read-e.end >= bytes || now.Sub(e.at) >= linger {
-			n = i + 1
+		switch {
+		case (e.alone && !last) || w.read-e.end >= bytes:
+			proven, all = i+1, i+1
+			continue
+		case now.Sub(e.at) >= linger:
+			all = i + 1
 			continue
 		}
 		break
 	}
-	return n
+	return proven, all
 }
 
 // drop removes the n oldest entries and returns the last one removed.

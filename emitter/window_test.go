@@ -25,24 +25,25 @@ func TestWindowDue(t *testing.T) {
 		at         time.Duration
 		bytes      uint64
 		oneAtATime bool
-		want       int
+		want       [2]int // proven, all
 	}{
-		"nothing read":                   {nil, 0, 100, false, 0},
-		"all within the window":          {[][]wal.Entry{entries(1, 5, 10)}, 0, 100, false, 0},
-		"read 100 bytes after the first": {[][]wal.Entry{entries(1, 11, 10)}, 0, 100, false, 1},
-		"a later read pushes them out":   {[][]wal.Entry{entries(1, 5, 10), entries(6, 20, 10)}, 0, 100, false, 15},
-		"linger passed":                  {[][]wal.Entry{entries(1, 5, 10)}, linger, 100, false, 5},
-		"linger not yet passed":          {[][]wal.Entry{entries(1, 5, 10)}, linger - time.Millisecond, 100, false, 0},
-		"window off":                     {[][]wal.Entry{entries(1, 5, 10)}, 0, 0, false, 5},
-		"one at a time keeps the last":   {[][]wal.Entry{entries(1, 1, 10), entries(2, 1, 10), entries(3, 1, 10)}, 0, 1 << 20, true, 2},
+		"nothing read":                   {nil, 0, 100, false, [2]int{0, 0}},
+		"all within the window":          {[][]wal.Entry{entries(1, 5, 10)}, 0, 100, false, [2]int{0, 0}},
+		"read 100 bytes after the first": {[][]wal.Entry{entries(1, 11, 10)}, 0, 100, false, [2]int{1, 1}},
+		"a later read pushes them out":   {[][]wal.Entry{entries(1, 5, 10), entries(6, 20, 10)}, 0, 100, false, [2]int{15, 15}},
+		"linger passed":                  {[][]wal.Entry{entries(1, 5, 10)}, linger, 100, false, [2]int{0, 5}},
+		"linger not yet passed":          {[][]wal.Entry{entries(1, 5, 10)}, linger - time.Millisecond, 100, false, [2]int{0, 0}},
+		"window off":                     {[][]wal.Entry{entries(1, 5, 10)}, 0, 0, false, [2]int{5, 5}},
+		"one at a time keeps the last":   {[][]wal.Entry{entries(1, 1, 10), entries(2, 1, 10), entries(3, 1, 10)}, 0, 1 << 20, true, [2]int{2, 2}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			var w window
 			for _, r := range tc.reads {
-				w.add(r, t0)
+				w.add(r, t0, tc.oneAtATime)
 			}
-			assert.Equal(t, tc.want, w.due(t0.Add(tc.at), tc.bytes, linger, tc.oneAtATime))
+			proven, all := w.due(t0.Add(tc.at), tc.bytes, linger)
+			assert.Equal(t, tc.want, [2]int{proven, all})
 		})
 	}
 }
@@ -52,7 +53,7 @@ func TestWindowDropAndNext(t *testing.T) {
 	_, ok := w.next(time.Second)
 	assert.False(t, ok)
 	t0 := time.Now()
-	w.add(entries(7, 3, 10), t0)
+	w.add(entries(7, 3, 10), t0, false)
 	assert.EqualValues(t, 7, w.oldest())
 	assert.EqualValues(t, 8, w.drop(2).seq)
 	assert.EqualValues(t, 9, w.oldest())
