@@ -136,3 +136,26 @@ func TestUnixHungUpDoesNotConsume(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(got))
 }
+
+// TestUnixProbeTellsReadFromUnread: after a hang-up the queue reads 0 either
+// way; the cause tells whether the peer had read everything.
+func TestUnixProbeTellsReadFromUnread(t *testing.T) {
+	for name, readFirst := range map[string]bool{"read everything": true, "read nothing": false} {
+		t.Run(name, func(t *testing.T) {
+			client, server := unixPair(t)
+			w := sockwait.New(client)
+			_, err := client.Write(payload(3000))
+			require.NoError(t, err)
+			if readFirst {
+				_, err = io.ReadFull(server, make([]byte, 3000))
+				require.NoError(t, err)
+			}
+			require.NoError(t, server.Close())
+			unread, gone, err := w.Probe()
+			require.NoError(t, err)
+			require.NotNil(t, gone)
+			assert.Zero(t, unread)
+			assert.Equal(t, !readFirst, errors.Is(gone.Cause, syscall.ECONNRESET), "cause %v", gone.Cause)
+		})
+	}
+}
