@@ -199,7 +199,10 @@ func chunkEnd(buf []byte) int {
 // that reads nothing for WriteTimeout is stalled. While it waits, events in
 // the replay window that reach their linger time leave it.
 func (d *drainer) waitConsumed() error {
-	interval := sockwait.DefaultMinInterval
+	interval, maxInterval := sockwait.DefaultMinInterval, sockwait.DefaultMaxInterval
+	if d.poison.isolated {
+		maxInterval = isolatedPoll
+	}
 	lastUnread, lastMove := -1, time.Now()
 	t := time.NewTimer(interval)
 	defer t.Stop()
@@ -239,9 +242,13 @@ func (d *drainer) waitConsumed() error {
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}
-		interval = min(2*interval, sockwait.DefaultMaxInterval)
+		interval = min(2*interval, maxInterval)
 	}
 }
+
+// isolatedPoll caps the pause between two checks while isolating: one event
+// at a time, each check that comes late delays the next event.
+const isolatedPoll = 250 * time.Microsecond
 
 // stalled decides what to do about a receiver that has read nothing since
 // lastMove, longer than WriteTimeout. A receiver that is still there keeps its
