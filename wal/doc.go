@@ -15,6 +15,7 @@
 //	marks                       what salvage needs if spool.db is lost (below)
 //	spool.db.corrupt-<time>     a damaged file moved aside by salvage, kept for inspection
 //	spool.db.compact            a compaction in progress (removed at the next Open)
+//	dead-letters, dead-letters.1  poison events set aside by the emitter (deadletter.go)
 //
 // spool.db has two buckets:
 //
