@@ -1,8 +1,10 @@
 package emitter
 
 import (
+	"errors"
 	"time"
 
+	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -23,9 +25,9 @@ type window struct {
 
 type winEntry struct {
 	seq   uint64
-	alone bool // written alone, after everything before it was read
-	end uint64    // window.read when the receiver had read this line
-	at  time.Time // when that was seen
+	alone bool      // written alone, after everything before it was read
+	end   uint64    // window.read when the receiver had read this line
+	at    time.Time // when that was seen
 }
 
 // reset forgets the window: a new connection resends it from the spool.
@@ -83,4 +85,63 @@ func (w *window) oldest() uint64 {
 		return 0
 	}
 	return w.entries[0].seq
+}
+
+// errReadThenGone marks a hang-up after the receiver had read the whole write.
+var errReadThenGone = errors.New("receiver read everything, then hung up")
+
+// readThenGone records that the receiver read entries before it hung up: they
+// join the replay window (resent all the same), and what they prove handled
+// (while isolating, the event before them) leaves it, so that the culprit is
+// the newest.
+func (d *drainer) readThenGone(entries []wal.Entry) {
+	d.poison.inflight = 0
+	d.win.add(entries, time.Now(), d.poison.isolated)
+	proven, _ := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger)
+	if proven > 0 {
+		_ = d.ack(proven) // if it fails, they are resent: duplicates
+	}
+}
+
+// expire acknowledges the events that have left the replay window. Those that
+// left it by time only are acknowledged once it has made sure the receiver is
+// still there (one that hung up may not have handled them: they are resent).
+func (d *drainer) expire() error {
+	proven, all := d.win.due(time.Now(), uint64(d.opts.ReplayWindow), d.opts.ReplayLinger)
+	if proven > 0 {
+		if err := d.ack(proven); err != nil {
+			return err
+		}
+	}
+	if all == proven {
+		return nil
+	}
+	if d.waiter != nil && d.waiter.Supported() {
+		if gone, err := d.waiter.HungUp(); gone || err != nil {
+			return errors.Join(sockwait.ErrPeerGone, err)
+		}
+	}
+	return d.ack(all - proven)
+}
+
+// ack removes the n oldest events of the window from the spool.
+func (d *drainer) ack(n int) error {
+	e := d.win.drop(n)
+	if err := d.spool.Ack(e.seq); err != nil {
+		return err
+	}
+	if d.poison.suspect != 0 && d.poison.suspect <= e.seq {
+		d.poison.suspect, d.poison.strikes = 0, 0 // it was handled after all
+	}
+	d.mu.Lock()
+	d.link.delivered += uint64(n)
+	d.signalProgress()
+	d.mu.Unlock()
+	return nil
+}
+
+// signalProgress wakes Flush; d.mu must be held.
+func (d *drainer) signalProgress() {
+	close(d.progress)
+	d.progress = make(chan struct{})
 }
