@@ -30,7 +30,7 @@ func TestHangUpLogsUnreadBeforeVanishing(t *testing.T) {
 	require.Eventually(t, func() bool { return r.logs.count(slog.LevelWarn, outageMsg) > 0 }, 5*time.Second, time.Millisecond)
 	v, ok := r.logs.attr(outageMsg, "error")
 	require.True(t, ok)
-	m := regexp.MustCompile(`with (\d+) bytes still queued`).FindStringSubmatch(v.String())
+	m := regexp.MustCompile(`with (\d+) bytes unread`).FindStringSubmatch(v.String())
 	require.NotNil(t, m, "error: %s", v)
 	n, _ := strconv.Atoi(m[1])
 	assert.Positive(t, n, "error: %s", v)

@@ -153,8 +153,8 @@ func (d *drainer) waitConsumed() error {
 			return err
 		}
 		if gone != nil {
-			err := fmt.Errorf("%w with %d bytes still queued at the last check before; resending from the oldest event not known handled",
-				gone, max(lastUnread, unread))
+			err := fmt.Errorf("%w (%w) with %d bytes unread at the last check before; resending from the oldest event not known handled",
+				sockwait.ErrPeerGone, gone.Cause, max(lastUnread, unread))
 			if unread == 0 && !errors.Is(gone.Cause, syscall.ECONNRESET) {
 				// No reset: its queue was empty when it closed, so it had
 				// read everything (the kernel resets a close with unread
