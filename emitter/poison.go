@@ -36,9 +36,16 @@ type poison struct {
 	sinceUpdate time.Time
 }
 
-// isolating reports whether the next write carries one event only.
+// isolating reports whether the next write carries one event only: while
+// the cursor is within what a failure left unproven, and until the last of
+// those is known handled (the event written after it, alone, is read).
 func (d *drainer) isolating() bool {
-	return d.poison.isolateTo != 0 && (d.cursor == 0 || d.cursor <= d.poison.isolateTo)
+	p := &d.poison
+	if p.isolateTo == 0 {
+		return false
+	}
+	oldest := d.win.oldest()
+	return d.cursor == 0 || d.cursor <= p.isolateTo || (oldest != 0 && oldest <= p.isolateTo)
 }
 
 // blame is called when a connection failed (stalled: the receiver stopped
