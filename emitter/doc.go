@@ -69,8 +69,8 @@
 // alive reads a new connection no faster than the old one, and if it reads
 // connections side by side (cloud-event-proxy does), events resent on a new
 // connection could overtake the old connection's queue. Only after
-// Options.StallTimeout (30 s) without progress (WriteTimeout while isolating
-// a poison event) is the connection dropped and
+// Options.StallTimeout (30 s) without progress (while isolating a poison
+// event, WriteTimeout or ReplayLinger, the larger) is the connection dropped and
 // the batch resent, in smaller batches until progress shows: nothing is lost,
 // but if that receiver later reads the abandoned queue, those events arrive
 // again and out of order. A receiver that dies instead frees its queue, and

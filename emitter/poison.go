@@ -79,8 +79,12 @@ func (d *drainer) blame(stalled bool) {
 // file, then removes it from the spool. A crash in between leaves it in both:
 // a duplicate in the file, never a loss.
 func (d *drainer) deadLetter(seq uint64, attempts int) {
-	if d.spool.FirstSeq() != seq {
-		return // not the head: cannot be removed alone (never expected)
+	if first := d.spool.FirstSeq(); first != seq {
+		// Only the oldest event can be removed alone; the ones before it
+		// have not left the replay window (never expected, see stallLimit).
+		d.dlWarn.log(d.opts.Logger, "cannot set a poison event aside yet: older events are not known handled",
+			"seq", seq, "oldest_pending_seq", first)
+		return
 	}
 	entries, err := d.spool.Read(seq, 1, 0)
 	if err != nil || len(entries) == 0 || entries[0].Seq != seq {

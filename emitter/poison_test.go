@@ -44,7 +44,7 @@ func cepRig(t *testing.T, cfg testrecv.CEPConfig, opts emitter.Options) (*emitte
 func TestPoisonLongLineSetAside(t *testing.T) {
 	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
 		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
-		ReplayLinger: 50 * time.Millisecond})
+		ReplayLinger: time.Second})
 	before, after := events("before", 50), events("after", 50)
 	long := "long " + strings.Repeat("x", 100<<10)
 	for _, ev := range append(append(append([]string{}, before...), long), after...) {

@@ -207,6 +207,11 @@ func (d *drainer) stalled(lastMove time.Time, unread int) error {
 	}
 	stalled := time.Since(lastMove)
 	if limit := d.stallLimit(); stalled >= limit {
+		// What was read ReplayLinger ago by a receiver still here is
+		// handled: only what it stopped reading at is to blame.
+		if err := d.expire(); err != nil {
+			return err
+		}
 		// Smaller batches make a slow reader's progress visible sooner: a
 		// receiver slower than StallTimeout per batch still gets everything.
 		d.batch = max(d.batch/8, 1)
@@ -225,11 +230,13 @@ func (d *drainer) stalled(lastMove time.Time, unread int) error {
 }
 
 // stallLimit is how long a receiver may read nothing before the connection
-// is dropped: StallTimeout, or WriteTimeout while isolating a poison event (a
-// receiver that stopped reading at one line is what isolation looks for).
+// is dropped: StallTimeout, or while isolating a poison event (a receiver that
+// stopped reading at one line is what isolation looks for) WriteTimeout, but
+// at least ReplayLinger, so that the event read before has left the window
+// and the one it stopped at is the oldest pending.
 func (d *drainer) stallLimit() time.Duration {
 	if d.isolating() {
-		return d.opts.WriteTimeout
+		return max(d.opts.WriteTimeout, d.opts.ReplayLinger)
 	}
 	return d.opts.StallTimeout
 }

@@ -174,3 +174,37 @@ func freeTCPAddr(t *testing.T) string {
 	require.NoError(t, ln.Close())
 	return addr
 }
+
+// TestCEPLongLineStall (long only: it waits out the 30 s stall timeout): a line
+// over cloud-event-proxy's 64 KiB limit, let through by a raised
+// --max-event-size, makes its scanner fail and the connection go unread. It
+// must be set aside without a single receiver restart, and the rest delivered.
+func TestCEPLongLineStall(t *testing.T) {
+	if !long() {
+		t.Skip("waits out the 30 s stall timeout: make torture")
+	}
+	r := newCEPRig(t, testrecv.CEPConfig{})
+	evs := make([]string, 200)
+	for i := range evs {
+		evs[i] = event(i)
+	}
+	c := r.run("unix", "--max-event-size", "256KiB", "--write-timeout", "1s", "--drain-timeout", "2m")
+	long := "long " + strings.Repeat("x", 100<<10)
+	for i, ev := range evs {
+		if i == 100 {
+			fmt.Fprintln(c.stdin, long)
+		}
+		fmt.Fprintln(c.stdin, ev)
+	}
+	c.stdin.Close()
+	begin := time.Now()
+	code := c.exitCode(t, 3*time.Minute)
+	res := verify.Check(evs, r.rcv.Lines())
+	t.Logf("long line: exit %d after %v, receiver restarts %d, %v", code, time.Since(begin).Round(time.Second), r.rcv.Starts()-1, res)
+	assert.True(t, res.OK(), "%v\nlogs:\n%s", res, c.logs())
+	assert.Equal(t, 4, code, c.logs())
+	assert.Zero(t, r.rcv.Starts()-1)
+	dl, err := os.ReadFile(filepath.Join(r.spool, "dead-letters"))
+	require.NoError(t, err)
+	assert.Contains(t, string(dl), long)
+}
