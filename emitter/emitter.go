@@ -129,8 +129,11 @@ func (e *Emitter) writeEcho(events [][]byte) {
 }
 
 // Flush returns once every event emitted before it was called has been
-// acknowledged by the receiver (or dropped by the full-spool policy), or ctx
-// ends.
+// delivered, that is read by the receiver and out of the replay window (see
+// Options.ReplayWindow), or dropped by the full-spool policy, or set aside
+// in the dead-letter file (Stats.DeadLettered), or ctx ends. With a receiver
+// that stays connected it returns at most ReplayLinger after the receiver
+// read the last event.
 func (e *Emitter) Flush(ctx context.Context) error {
 	if e.closed.Load() {
 		return ErrClosed
@@ -188,7 +191,8 @@ type Stats struct {
 	Emitted      uint64 // events spooled by this process
 	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
 	EchoErrors   uint64 // failed writes to Stdout
-	Delivered    uint64 // events acknowledged by the receiver
+	Delivered    uint64 // events the receiver handled: read, then out of the replay window
+	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
 	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
 	Connected    bool
 	Reconnects   uint64    // connections made after the first

@@ -17,6 +17,7 @@
 //	                            (at most 2, see Damage)
 //	spool.db.compact            a compaction in progress (removed at the next Open)
 //	spool.db.salvage            a salvage in progress (removed at the next Open)
+//	dead-letters, dead-letters.1  poison events set aside by the emitter (deadletter.go)
 //
 // spool.db has two buckets:
 //

@@ -11,12 +11,20 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N]
+const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N] [--dead-letters [--raw]]
 
 Shows a spool without changing it: pending events and bytes, the file's size,
 the oldest and newest sequence numbers, how long the oldest event has waited,
 and the events dropped by the full-spool policy. --dump N also prints the
 oldest N pending events, without removing them.
+
+Events the receiver kept failing on (it died, or stopped reading, on them 3
+times in a row) are set aside in DIR/dead-letters so that delivery goes on;
+inspect counts them, and --dead-letters lists them (seq, when spooled, when
+set aside, bytes). --dead-letters --raw prints only their bytes, one event a
+line, to re-inject them once the receiver is fixed:
+  evspool inspect --spool DIR --dead-letters --raw | evspool run --socket PATH --spool DIR2
+(then remove DIR/dead-letters yourself; inspect never changes anything).
 
 A spool that a running evspool holds is locked; inspect then says so and shows
 the status that evspool keeps beside the spool (DIR/status.json, rewritten
@@ -31,6 +39,7 @@ Examples:
   evspool inspect --spool /var/lib/evspool
   evspool inspect --spool /var/lib/evspool --json | jq .pending_events
   evspool inspect --spool /var/lib/evspool --dump 20
+  evspool inspect --spool /var/lib/evspool --dead-letters
 `
 
 // report is what inspect shows, as a table or as JSON.
@@ -44,6 +53,8 @@ type report struct {
 	Status           *status       `json:"status,omitempty"`
 	StatusAgeSeconds *float64      `json:"status_age_seconds,omitempty"`
 	Events           []dumpedEvent `json:"events,omitempty"`
+	// DeadLetters summarizes the dead-letter file, if there is one.
+	DeadLetters *deadLetterSummary `json:"dead_letters,omitempty"`
 }
 
 // dumpedEvent is one pending event shown by --dump.
@@ -58,6 +69,8 @@ func inspectCmd(args []string, e *env) int {
 	dir := fs.String("spool", "", "spool directory; required")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	dump := fs.Int("dump", 0, "also print the oldest N pending events")
+	deadLetters := fs.Bool("dead-letters", false, "list the events set aside in DIR/dead-letters instead")
+	raw := fs.Bool("raw", false, "with --dead-letters: print only their bytes, one a line (to re-inject)")
 	if done, code := parseFlags(fs, args, e, inspectHelp); done {
 		return code
 	}
@@ -68,12 +81,22 @@ func inspectCmd(args []string, e *env) int {
 		return usageErr(e, "inspect", "--spool is required")
 	case *dump < 0:
 		return usageErr(e, "inspect", "--dump must be 0 or more, not %d", *dump)
+	case *raw && !*deadLetters:
+		return usageErr(e, "inspect", "--raw goes with --dead-letters")
+	}
+	if *deadLetters {
+		if err := printDeadLetters(e.stdout, *dir, *raw); err != nil {
+			fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
+			return exitFatal
+		}
+		return exitOK
 	}
 	rep, err := inspect(*dir, *dump)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
 		return exitFatal
 	}
+	rep.DeadLetters = summarizeDeadLetters(*dir)
 	if *asJSON {
 		err = printJSON(e.stdout, rep)
 	} else {

@@ -19,6 +19,7 @@ const (
 	exitFatal   = 1 // fatal error
 	exitUsage   = 2 // bad command line
 	exitSpooled = 3 // stopped with events still spooled
+	exitLost    = 4 // events lost (dead-lettered)
 )
 
 // version is set at build time with -ldflags "-X main.version=...";

@@ -22,8 +22,17 @@ While it runs it keeps DIR/status.json up to date (every second), which
 'evspool inspect' shows. Started with more than 10,000 events spooled, it logs
 the replay's progress every 5 s until the backlog is delivered.
 
+An event the receiver has read stays spooled until it has read --replay-window
+bytes after it or stayed connected --replay-linger after reading it (a receiver
+reads ahead of what it handles): if it hangs up before, the event is resent.
+So at end of input run waits up to --replay-linger after the last read before
+it reports everything delivered. An event after which the receiver keeps
+dying or stops reading is set aside in DIR/dead-letters after 3 attempts
+(see 'evspool inspect --dead-letters').
+
 Exit status: 0 everything delivered; 3 stopped with events still spooled (the
-next run on the same spool delivers them); 1 fatal error; 2 bad usage.
+next run on the same spool delivers them); 4 events lost (set aside as dead
+letters); 1 fatal error; 2 bad usage.
 SIGINT/SIGTERM: stop reading, commit what was read, exit 0 or 3 within 2 s.
 
 Examples:
@@ -65,10 +74,16 @@ func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 	if st.SpoolErrors > 0 {
 		logger.Error("some events were echoed but could not be spooled, so were not delivered", "events", st.SpoolErrors)
 	}
+	if st.DeadLettered > 0 {
+		logger.Error("some events were set aside in the dead-letter file, not delivered", "events", st.DeadLettered)
+	}
 	if st.Pending > 0 {
 		logger.Info("stopped with events still spooled; the next run on this spool delivers them",
 			"pending_events", st.Pending, "delivered", st.Delivered)
 		return exitSpooled
+	}
+	if st.DeadLettered > 0 {
+		return exitLost
 	}
 	logger.Info("everything delivered", "delivered", st.Delivered, "dropped", st.Dropped)
 	return exitOK
