@@ -20,7 +20,10 @@ oldest N pending events, without removing them.
 
 A spool that a running evspool holds is locked; inspect then says so and shows
 the status that evspool keeps beside the spool (DIR/status.json, rewritten
-every second) with its age. A damaged spool is reported as such (the next
+every second) with its age. inspect never keeps 'evspool run' from starting: it
+holds no lock of the spool while it reads, and if a run takes the spool
+meanwhile it stops reading and shows that run's status (waiting up to 3 s for
+its first). A damaged spool is reported as such (the next
 'evspool run' on it moves the damaged file aside and salvages what it can).
 
 Exit status: 0 shown (stopped spool, or running with a status to show);
@@ -110,9 +113,21 @@ func inspect(dir string, dump int) (*report, error) {
 	return rep, nil
 }
 
-// inspectLive shows what the running evspool that holds dir last wrote.
+// liveWait is how long inspect waits for the status of an evspool that has
+// just taken the spool (it writes its first status once its start-up scan is
+// done).
+const liveWait = 3 * time.Second
+
+// inspectLive shows what the running evspool that holds dir last wrote. An
+// evspool that is starting has no status yet, or an older run's: inspect
+// waits up to liveWait for a live one.
 func inspectLive(dir string, now time.Time) (*report, error) {
 	st, err := readStatus(dir)
+	for deadline := now.Add(liveWait); (err != nil || !st.Running || !alive(st.PID)) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		st, err = readStatus(dir)
+	}
+	now = time.Now()
 	if err != nil {
 		return nil, fmt.Errorf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
 			"try its --metrics-addr, or inspect again once it has stopped", dir, err)

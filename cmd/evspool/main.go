@@ -15,10 +15,11 @@ import (
 
 // Exit codes of the CLI contract (DESIGN.md).
 const (
-	exitOK      = 0 // everything delivered
+	exitOK      = 0 // everything delivered, nothing lost
 	exitFatal   = 1 // fatal error
 	exitUsage   = 2 // bad command line
-	exitSpooled = 3 // stopped with events still spooled
+	exitSpooled = 3 // stopped with events still spooled, nothing lost
+	exitLost    = 4 // events lost: not spooled, dropped, expired, dead-lettered
 )
 
 // version is set at build time with -ldflags "-X main.version=...";
