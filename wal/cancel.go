@@ -62,14 +62,19 @@ func (p *writerProbe) held() (bool, error) {
 	return false, nil
 }
 
-// yield is WAL.yield for Inspect: ErrLocked once a writer holds the lock.
+// ErrGaveWay is returned by Inspect when a process opened the spool while
+// Inspect read it: Inspect stopped so as not to hold it up. It matches
+// ErrLocked.
+var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read it, and Inspect gave way", ErrLocked)
+
+// yield is WAL.yield for Inspect: ErrGaveWay once a writer holds the lock.
 func (p *writerProbe) yield() error {
 	held, err := p.held()
 	if err != nil {
 		return err
 	}
 	if held {
-		return fmt.Errorf("%w: a process opened the spool at %s while inspect read it; inspect gave way", ErrLocked, p.dir)
+		return fmt.Errorf("%w (%s)", ErrGaveWay, p.dir)
 	}
 	return nil
 }

@@ -198,6 +198,9 @@ func TestBigSpoolStartup(t *testing.T) {
 		require.NotContains(t, out, "in use")
 		<-inspDone
 		t.Logf("inspect said: %.300s", inspOut.String())
+		require.NotContains(t, inspOut.String(), "panic")
+		require.True(t, strings.Contains(inspOut.String(), `"pending_events"`) ||
+			strings.Contains(inspOut.String(), "took the spool"), "inspect shows figures or says it gave way: %s", inspOut.String())
 	})
 }
 
