@@ -205,3 +205,19 @@ func TestBigSpoolStartup(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+// exec: a second SIGTERM is not swallowed: it cuts the wait for a command
+// that ignores the first one short.
+func TestExecSecondSignalCutsWaitsShort(t *testing.T) {
+	sock, spool := paths(t)
+	p := start(t, "exec", "--socket", sock, "--spool", spool, "--fsync=false",
+		"--", "sh", "-c", "trap '' TERM INT; echo ready; for i in $(seq 3000); do sleep 0.01; done")
+	require.Eventually(t, func() bool { return len(p.echoed()) > 0 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Eventually(t, func() bool { return strings.Contains(p.logs(), "forwarding signal to the command") },
+		5*time.Second, time.Millisecond)
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.Equal(t, 128+int(syscall.SIGKILL), p.wait(t, 10*time.Second), p.logs())
+	require.Contains(t, p.logs(), "second stop signal: stopping at once")
+	require.Equal(t, 2, strings.Count(p.logs(), "forwarding signal to the command"), "both were forwarded")
+}
