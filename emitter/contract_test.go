@@ -53,13 +53,15 @@ func TestEmitAfterCloseEchoes(t *testing.T) {
 // A second Close that comes while the first is still stopping a stuck
 // drainer waits for it and returns its result, not nil at once.
 func TestSecondCloseWaitsForFirst(t *testing.T) {
-	release := make(chan struct{})
+	release, dialing := make(chan struct{}), make(chan struct{}, 1)
 	t.Cleanup(func() { close(release) })
 	stuck := func(context.Context, string, string) (net.Conn, error) {
+		dialing <- struct{}{}
 		<-release // a dial no context reaches
 		return nil, errors.New("released")
 	}
 	r := newRig(t, nil, &emitter.Options{Dial: stuck})
+	<-dialing // the drainer is stuck in it
 	firstDone := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -70,12 +72,8 @@ func TestSecondCloseWaitsForFirst(t *testing.T) {
 		return errors.Is(r.em.Emit(context.Background(), []byte("x")), emitter.ErrClosed)
 	}, 5*time.Second, time.Millisecond, "the first Close has begun")
 	second := r.em.Close(context.Background())
-	var first error
-	select {
-	case first = <-firstDone:
-	default:
-		t.Fatal("the second Close returned before the first finished")
-	}
+	require.Error(t, second, "the second Close waited for the first, which found the drainer stuck")
+	first := <-firstDone
 	require.Error(t, first, "the drainer was stuck: the first Close reports it")
 	require.Equal(t, first, second, "the second Close returns the first's result")
 }

@@ -161,8 +161,8 @@ func lockHeld(t *testing.T, path string) bool {
 }
 
 // A spool whose start-up scan takes a while (about 2 s for the race-enabled
-// evspool on 2 cores): SIGTERM during run's scan, and inspect while run
-// starts.
+// evspool on 2 cores): SIGTERM during run's and exec's scan, and inspect
+// while run starts.
 func TestBigSpoolStartup(t *testing.T) {
 	sock, spool := paths(t)
 	out, err := exec.Command(mkspool, spool, "2000000").CombinedOutput()
@@ -178,6 +178,20 @@ func TestBigSpoolStartup(t *testing.T) {
 		require.Less(t, time.Since(begin), 2*time.Second, "SIGTERM must end run within 2 s, start-up included")
 		require.Equal(t, exitSpooled, code, p.logs())
 		require.Contains(t, p.logs(), "signal received during start-up", "the start-up was cut short, not finished")
+	})
+
+	t.Run("exec: SIGTERM during the start-up scan, the command never started", func(t *testing.T) {
+		marker := filepath.Join(t.TempDir(), "started")
+		p := start(t, "exec", "--socket", sock, "--spool", spool, "--max-spool-size", "4GiB", "--", "touch", marker)
+		require.Eventually(t, func() bool { return lockHeld(t, filepath.Join(spool, "lock")) },
+			10*time.Second, time.Millisecond, "exec has the spool and scans it")
+		require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+		begin := time.Now()
+		code := p.wait(t, 10*time.Second)
+		require.Less(t, time.Since(begin), 2*time.Second, "SIGTERM must end exec within 2 s, start-up included")
+		require.Equal(t, exitSpooled, code, p.logs())
+		require.Contains(t, p.logs(), "signal received during start-up")
+		require.NoFileExists(t, marker, "the command was not started")
 	})
 
 	t.Run("inspect does not keep run from starting", func(t *testing.T) {

@@ -73,7 +73,11 @@ func execCmd(args []string, e *env) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
-	f, err := openForwarder(context.Background(), &rf, e.stdout, logger, newStatus(&rf, fl.Args()))
+	f, err := openBeforeStart(sigs, &rf, e, logger, fl.Args())
+	if errors.Is(err, errStartCancelled) {
+		logger.Info("signal received during start-up: stopping; the command was not started, the spool is as it was")
+		return exitSpooled
+	}
 	if err != nil {
 		return openError(e, "exec", err)
 	}
@@ -89,6 +93,34 @@ func execCmd(args []string, e *env) int {
 	f.status.setChild(c.cmd.Process.Pid)
 	logger.Info("command started", "command", fl.Arg(0), "pid", c.cmd.Process.Pid)
 	return c.supervise(f, sigs, logger)
+}
+
+// openBeforeStart opens the spool before COMMAND starts; a SIGINT/SIGTERM
+// meanwhile cancels the start-up (a long scan of a large spool), as for run.
+// Other signals have no command to go to yet and are dropped, logged.
+func openBeforeStart(sigs <-chan os.Signal, rf *runFlags, e *env, logger *slog.Logger, argv []string) (*forwarder, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opened, watching := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watching)
+		for {
+			select {
+			case <-opened:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+					cancel()
+					return
+				}
+				logger.Warn("signal received before the command started; dropped", "signal", sig.String())
+			}
+		}
+	}()
+	f, err := openForwarderContext(ctx, rf, e.stdout, logger, newStatus(rf, argv))
+	close(opened)
+	<-watching // sigs is supervise's from here on
+	return f, err
 }
 
 // child is COMMAND, running, with its stdout read through a pipe.
