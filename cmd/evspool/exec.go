@@ -31,7 +31,8 @@ spool; the status stays COMMAND's.
 After a SIGINT/SIGTERM evspool exits within 2 s whatever COMMAND does: it
 stops reading COMMAND's stdout after 0.6 s, kills COMMAND if it has not
 exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
-second SIGINT/SIGTERM is forwarded too and cuts every wait short.
+second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
+the start-up scan of a large spool stops it: COMMAND is not started, exit 3.
 
 Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
 (echoed but not spooled, dropped by --on-full, expired, dead-lettered; the
