@@ -100,6 +100,11 @@ Examples:
   evspool inspect --spool /var/lib/evspool
   evspool sink --socket /tmp/events.sock
 
+Exit status of run: 0 everything delivered, nothing lost; 3 stopped with events
+still spooled, nothing lost; 4 events lost (not spooled, dropped, expired,
+dead-lettered); 1 fatal; 2 bad usage. exec exits with COMMAND's status, 4
+instead of 0 if events were lost. A loss never exits 0.
+
 Sizes take KiB/MiB/GiB or KB/MB/GB (64MiB, 1GB); durations 500ms, 5s, 1m30s.
 Run 'evspool <command> --help' for a command's flags and examples, and
 'evspool --version' for the version.
