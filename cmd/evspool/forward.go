@@ -132,7 +132,10 @@ func (f *forwarder) drain(ctx context.Context, timeout time.Duration) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if err := f.em.Flush(ctx); err != nil {
+	switch err := f.em.Flush(ctx); {
+	case errors.Is(err, emitter.ErrNotDelivered):
+		f.logger.Warn("the spool is drained, but not everything in it was delivered", "error", err)
+	case err != nil:
 		f.logger.Warn("stopped before everything was delivered", "error", err)
 	}
 }
