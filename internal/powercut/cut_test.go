@@ -197,7 +197,10 @@ func (p *powercut) start(feed bool) *run {
 		level = "info" // a drain run's log is shown if it fails
 	}
 	args := []string{"run", "--socket", p.sock, "--spool", p.spool, "--max-spool-size", "4MiB",
-		"--log-level", level, "--drain-timeout", "60s", fmt.Sprintf("--fsync=%v", p.fsync)}
+		"--log-level", level, "--drain-timeout", "60s", fmt.Sprintf("--fsync=%v", p.fsync),
+		// testrecv records a line as it reads it: no read-ahead to wait for
+		// (the default 2 s would make every drain last 2 s).
+		"--replay-linger", "20ms"}
 	r := &run{cmd: exec.Command(p.bin, args...), stop: make(chan struct{}), done: make(chan struct{})}
 	r.cmd.Stderr = &lockedWriter{mu: &r.mu, b: &r.stderr}
 	var err error
