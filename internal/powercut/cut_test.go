@@ -42,6 +42,9 @@ import (
 // summary lines (the Makefile prints them last).
 func TestPowercut(t *testing.T) {
 	cutsOn, cutsOff := 4, 2
+	if d, err := time.ParseDuration(os.Getenv("EVSPOOL_POWERCUT_DRAIN_LIMIT")); err == nil {
+		drainLimit = d
+	}
 	if os.Getenv("EVSPOOL_POWERCUT") == "long" {
 		cutsOn, cutsOff = 250, 80
 	}
@@ -320,7 +323,9 @@ func waitStopped(pid int) {
 func (p *powercut) drain(when string) {
 	for attempt := 1; ; attempt++ {
 		r := p.start(false)
-		timer := time.AfterFunc(90*time.Second, func() { _ = r.cmd.Process.Kill() })
+		// A run that hangs dumps its goroutines (SIGQUIT) into the log the
+		// failure shows.
+		timer := time.AfterFunc(drainLimit, func() { _ = r.cmd.Process.Signal(syscall.SIGQUIT) })
 		err := r.cmd.Wait()
 		timer.Stop()
 		<-r.done
@@ -331,7 +336,7 @@ func (p *powercut) drain(when string) {
 		if err == nil {
 			return
 		}
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 && !p.fsync && attempt < 5 {
+		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 && !p.fsync && attempt < 5 && !strings.Contains(log, "SIGQUIT") {
 			p.drains3++
 			continue
 		}
@@ -436,3 +441,6 @@ var ptpLines = func() []string {
 	}
 	return strings.Split(strings.TrimSpace(string(b)), "\n")
 }()
+
+// drainLimit is how long a drain run may take before it counts as hung.
+var drainLimit = 90 * time.Second
