@@ -76,6 +76,33 @@
 // again and out of order. A receiver that dies instead frees its queue, and
 // then order holds.
 //
+// # Torn lines
+//
+// A receiver that reads with a bufio.Scanner (cloud-event-proxy does) hands
+// a partial last line to its handler at EOF and on a read error alike, so a
+// write cut short mid-line and then closed delivers a torn event, and no
+// reset takes back bytes already in the receiver's queue. The drainer
+// writes in chunks that end at a line's end, and writes a chunk only once
+// the socket's send buffer can take it whole (SO_MEMINFO on Linux), so each
+// write(2) takes all of it or, past its deadline, nothing. When Close, or a
+// stall past StallTimeout, abandons a write, the receiver has whole lines
+// only, on TCP (which accepts partial writes) as on Unix sockets. A line
+// larger than the send buffer can ever take (over about 200 KiB) raises
+// SO_SNDBUF, and past what the kernel allows it is written once the queue is
+// empty, and can still be torn.
+//
+// # Close, Flush, and what was lost
+//
+// Close returns by the time its context ends, whatever the drainer is doing;
+// a second Close waits for the first and returns its result. Emit after
+// Close still echoes the events (Stdout always gets them) and returns
+// ErrClosed. Flush returns once the events it waited for have left the spool,
+// whether delivered, dropped by the full-spool policy, expired or
+// dead-lettered, and says which with a *FlushError when not all were
+// delivered. Stats.Lost counts what this process lost since Open: not
+// spooled, dropped, expired, dead-lettered. OpenContext cancels the start-up
+// scan of a large spool.
+//
 // # Faults
 //
 // If the spool cannot commit (disk full, I/O error) the event is still echoed,

@@ -97,10 +97,14 @@ const writeChunk = 8 << 10
 func (d *drainer) write(buf []byte) error {
 	lastMove := time.Now()
 	for len(buf) > 0 {
-		if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
-			return err
+		chunk := buf[:chunkEnd(buf)]
+		n, err := 0, d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
+		if err == nil {
+			if err = d.armWrite(); err != nil {
+				return err
+			}
+			n, err = d.conn.Write(chunk)
 		}
-		n, err := d.conn.Write(buf[:chunkEnd(buf)])
 		buf = buf[n:]
 		if n > 0 {
 			lastMove = time.Now()

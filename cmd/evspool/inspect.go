@@ -28,7 +28,10 @@ line, to re-inject them once the receiver is fixed:
 
 A spool that a running evspool holds is locked; inspect then says so and shows
 the status that evspool keeps beside the spool (DIR/status.json, rewritten
-every second) with its age. A damaged spool is reported as such (the next
+every second) with its age. inspect never keeps 'evspool run' from starting: it
+holds no lock of the spool while it reads, and if a run takes the spool
+meanwhile it stops reading and shows that run's status (waiting up to 3 s for
+its first). A damaged spool is reported as such (the next
 'evspool run' on it moves the damaged file aside and salvages what it can).
 
 Exit status: 0 shown (stopped spool, or running with a status to show);
@@ -109,12 +112,35 @@ func inspectCmd(args []string, e *env) int {
 	return exitOK
 }
 
-// inspect reads the spool in dir, or the status of the process that holds it.
+// inspect reads the spool in dir, or the status of the process that holds
+// it. A process that has just taken the spool (inspect gave way to it) has
+// no status yet, or only an older run's: inspect tries again, the spool or
+// the status, for up to liveWait.
 func inspect(dir string, dump int) (*report, error) {
+	deadline := time.Now().Add(liveWait)
+	gaveWay := false
+	for {
+		rep, err := inspectOnce(dir, dump, &gaveWay)
+		var nl *notLiveError
+		if !errors.As(err, &nl) || time.Now().After(deadline) {
+			if nl != nil && gaveWay {
+				err = fmt.Errorf("an evspool took the spool at %s while inspect read it, and has not written its status yet "+
+					"(its start-up scan of a large spool can take a while): inspect again in a few seconds", dir)
+			}
+			return rep, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// inspectOnce reads the spool, or the status if it is locked; gaveWay is set
+// when inspect stopped reading for a process that took the spool.
+func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 	st, entries, err := wal.Inspect(dir, dump)
 	now := time.Now()
 	switch {
 	case errors.Is(err, wal.ErrLocked):
+		*gaveWay = *gaveWay || errors.Is(err, wal.ErrGaveWay)
 		return inspectLive(dir, now)
 	case errors.Is(err, wal.ErrCorrupt):
 		return nil, fmt.Errorf("the spool at %s is damaged: %w; the next 'evspool run' on it moves the damaged file aside and salvages what is readable", dir, err)
@@ -133,17 +159,28 @@ func inspect(dir string, dump int) (*report, error) {
 	return rep, nil
 }
 
+// liveWait is how long inspect tries again when the spool is locked by a
+// process with no live status: one that is starting writes its first status
+// once its start-up scan is done.
+const liveWait = 3 * time.Second
+
+// notLiveError is inspectLive's error when the status is missing or not
+// from a running evspool: inspect tries again for a while.
+type notLiveError struct{ msg string }
+
+func (e *notLiveError) Error() string { return e.msg }
+
 // inspectLive shows what the running evspool that holds dir last wrote.
 func inspectLive(dir string, now time.Time) (*report, error) {
 	st, err := readStatus(dir)
 	if err != nil {
-		return nil, fmt.Errorf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
-			"try its --metrics-addr, or inspect again once it has stopped", dir, err)
+		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
+			"try its --metrics-addr, or inspect again once it has stopped", dir, err)}
 	}
 	if !st.Running || !alive(st.PID) {
-		return nil, fmt.Errorf("the spool at %s is in use by a running process that keeps no status here "+
+		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running process that keeps no status here "+
 			"(the status file is from evspool pid %d, which has stopped): a daemon embedding evspool? "+
-			"Use its metrics, or inspect again once it has stopped", dir, st.PID)
+			"Use its metrics, or inspect again once it has stopped", dir, st.PID)}
 	}
 	rep := &report{Spool: dir, State: "in_use", figures: st.figures, Status: st, StatusAgeSeconds: age(st, now)}
 	if st.Running && st.OldestAgeSeconds > 0 {
