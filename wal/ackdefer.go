@@ -62,6 +62,13 @@ func (w *WAL) Ack(upTo uint64) error {
 	}
 	upTo = min(upTo, w.meta.nextSeq-1)
 	h, err := w.hide(upTo)
+	if err != nil && w.salvageOnWrite(err) {
+		// Damage: salvaged (the mark of earlier Acks applied); once more.
+		if w.firstSeq == 0 || upTo < w.firstSeq {
+			return nil
+		}
+		h, err = w.hide(upTo)
+	}
 	if err != nil {
 		return fmt.Errorf("wal: acknowledge through %d in %s: %w", upTo, w.path, err)
 	}
@@ -171,6 +178,12 @@ func (w *WAL) flushAcksLocked() error {
 		return w.db.Update(func(tx *bolt.Tx) error { return deleteAcked(tx, &m, upTo) })
 	})
 	w.dbmu.RUnlock()
+	if err != nil && w.salvageOnWrite(err) {
+		// A torn freelist makes bbolt panic in every commit that frees
+		// the page: salvaged instead, which applied the marks file's
+		// removed-through number (upTo): nothing is left to delete.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("wal: delete entries acknowledged through %d from %s: %w", upTo, w.path, err)
 	}

@@ -79,6 +79,19 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	return out, nil
 }
 
+// salvageOnWrite salvages the spool when a write transaction found damage
+// (a torn freelist makes bbolt panic, "page already freed", in every commit
+// that frees that page: without this, every Ack failed the same way and the
+// drainer retried forever). It reports whether the spool was salvaged and
+// the write is worth one more try. The caller holds wmu.
+func (w *WAL) salvageOnWrite(err error) bool {
+	if !isDamage(err) {
+		return false
+	}
+	_, rerr := w.repairLocked(err)
+	return rerr == nil
+}
+
 // ack deletes the entries up to upTo. It walks backwards from upTo: Delete
 // then Prev never skips a key (Delete then Next can), and it never passes
 // over the leaves it emptied, as First() after each Delete would: that walk

@@ -53,6 +53,11 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
+	return w.repairLocked(cause)
+}
+
+// repairLocked is Repair with wmu held.
+func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	if err := w.db.Close(); err != nil {
