@@ -20,13 +20,18 @@ type E2E struct {
 	Events            int       `json:"events"`
 	EvspoolRunPerSec  float64   `json:"evspool_run_events_per_sec"`
 	RawBoltPerSec     float64   `json:"raw_bolt_events_per_sec"`
-	Ratio             float64   `json:"ratio"`        // pooled: all events over all time, each side
-	RoundRatios       []float64 `json:"round_ratios"` // each round's pair
-	MedianRatio       float64   `json:"median_ratio"` // the figure the target is judged on
-	EvspoolRunSeconds []float64 `json:"evspool_run_seconds"`
-	RawBoltSeconds    []float64 `json:"raw_bolt_seconds"`
-	EvspoolRunRSSAnon int64     `json:"evspool_run_peak_rss_anon_bytes"`
-	Error             string    `json:"error,omitempty"`
+	Ratio             float64   `json:"ratio"`               // pooled: all events over all time, each side
+	RoundRatios       []float64 `json:"round_ratios"`        // each round's pair
+	MedianRatio       float64   `json:"median_ratio"`        // the figure the target is judged on
+	EvspoolRunSeconds []float64 `json:"evspool_run_seconds"` // start to the last event received
+	// EvspoolExitSeconds is start to exit: the last events wait in the
+	// replay window until the receiver has read 64 KiB more or stayed
+	// connected --replay-linger (2 s) after them; at the end of the input
+	// nothing more comes, so the exit waits for the linger.
+	EvspoolExitSeconds []float64 `json:"evspool_run_exit_seconds"`
+	RawBoltSeconds     []float64 `json:"raw_bolt_seconds"`
+	EvspoolRunRSSAnon  int64     `json:"evspool_run_peak_rss_anon_bytes"`
+	Error              string    `json:"error,omitempty"`
 }
 
 // runE2E builds cmd/evspool from the repository at root and runs both
@@ -68,8 +73,9 @@ func (e *E2E) runSide(which, tmp, bin, input string) (time.Duration, error) {
 		e.RawBoltSeconds = append(e.RawBoltSeconds, d.Seconds())
 		return d, err
 	}
-	d, rss, err := timeEvspoolRun(tmp, bin, input, e.Events)
+	d, exit, rss, err := timeEvspoolRun(tmp, bin, input, e.Events)
 	e.EvspoolRunSeconds = append(e.EvspoolRunSeconds, d.Seconds())
+	e.EvspoolExitSeconds = append(e.EvspoolExitSeconds, exit.Seconds())
 	e.EvspoolRunRSSAnon = max(e.EvspoolRunRSSAnon, rss)
 	return d, err
 }
@@ -96,32 +102,48 @@ func writeInput(path string, n int) error {
 }
 
 // timeEvspoolRun runs `evspool run` over input to a fresh receiver and
-// returns the time from start to exit, once every event was received.
-func timeEvspoolRun(tmp, bin, input string, events int) (time.Duration, int64, error) {
+// returns the time from start until the receiver has every event, and until
+// evspool exited 0.
+func timeEvspoolRun(tmp, bin, input string, events int) (received, exited time.Duration, rss int64, err error) {
 	dir, err := os.MkdirTemp(tmp, "e2e")
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "r.sock")
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	defer rcv.Kill()
 	cmd := exec.Command(bin, "run", "--socket", sock, "--spool", filepath.Join(dir, "spool"), "--drain-timeout", "60s")
 	samp := startSampler(dir)
-	d, err := timeCommand(cmd, input, samp)
-	rss, _ := samp.close()
-	if err != nil {
-		return 0, 0, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := rcv.WaitCount(ctx, events); err != nil {
-		return 0, 0, err
+	got := make(chan time.Time, 1)
+	go func() {
+		if rcv.WaitCount(ctx, events) == nil {
+			got <- time.Now()
+		}
+		close(got)
+	}()
+	start := time.Now()
+	exited, err = timeCommand(cmd, input, samp)
+	rss, _ = samp.close()
+	if err != nil {
+		return 0, 0, 0, err
 	}
-	return d, rss, nil
+	wctx, wcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer wcancel()
+	select {
+	case at, ok := <-got:
+		if !ok {
+			return 0, 0, 0, fmt.Errorf("the receiver did not get all %d events", events)
+		}
+		return at.Sub(start), exited, rss, nil
+	case <-wctx.Done():
+		return 0, 0, 0, fmt.Errorf("the receiver did not get all %d events within 5 s of evspool's exit", events)
+	}
 }
 
 // timeRawBolt runs this binary's rawbolt mode over input.
@@ -135,7 +157,11 @@ func timeRawBolt(tmp, input string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	return timeCommand(exec.Command(exe, "rawbolt", filepath.Join(dir, "raw.db")), input, nil)
+	cmd := exec.Command(exe, "rawbolt", filepath.Join(dir, "raw.db"))
+	// evspool sets GOGC=400 for itself (cmd/evspool/gc.go): give the
+	// ceiling the same collector, or the comparison measures GC settings.
+	cmd.Env = append(os.Environ(), "GOGC=400")
+	return timeCommand(cmd, input, nil)
 }
 
 // timeCommand runs cmd with input on stdin and stdout to /dev/null, and

@@ -19,6 +19,8 @@ type Results struct {
 	Scenarios  []scenario `json:"scenarios"`
 	Figures    []*Figures `json:"figures"`
 	E2E        *E2E       `json:"e2e,omitempty"`
+	Ceilings   []*Ceiling `json:"ceilings,omitempty"`
+	Resume     *ResumeFig `json:"resume,omitempty"`
 	Targets    []Target   `json:"targets"`
 	Headline   string     `json:"headline"`
 	Charts     []string   `json:"charts,omitempty"`
@@ -60,6 +62,17 @@ func runAll(o *options) (*Results, error) {
 		res.E2E = runE2E(tmp, o.root, o.e2eEvents, o.e2eRounds, prog)
 		if res.E2E.Error != "" {
 			res.Errors = append(res.Errors, "evspool run vs raw bbolt: "+res.E2E.Error)
+		}
+	}
+	if !o.skipCeilings {
+		res.Ceilings, res.Resume = runCeilings(tmp, o.quick, o.ceilingRounds, prog)
+		for _, c := range res.Ceilings {
+			if c.Error != "" {
+				res.Errors = append(res.Errors, c.Name+": "+c.Error)
+			}
+		}
+		if res.Resume.Error != "" {
+			res.Errors = append(res.Errors, "resume: "+res.Resume.Error)
 		}
 	}
 	res.Figures = runRounds(tmp, o.profileDir, plan, contenders, prog, res)
@@ -155,6 +168,9 @@ func countSteps(plan []scenario, contenders int, o *options) int {
 	}
 	if !o.skipE2E {
 		n += 2 * o.e2eRounds
+	}
+	if !o.skipCeilings {
+		n += 3*2*o.ceilingRounds + 1
 	}
 	return n
 }

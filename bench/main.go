@@ -33,8 +33,11 @@ type options struct {
 	e2eEvents  int
 	e2eRounds  int
 	skipE2E    bool
-	rounds     int
-	profileDir string
+	// the library vs raw bbolt at the same commit size, and resume (issue 13)
+	skipCeilings  bool
+	ceilingRounds int
+	rounds        int
+	profileDir    string
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -50,6 +53,8 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.e2eEvents, "e2e-events", 0, "events per evspool-run/raw-bbolt round (default 50k quick, 200k full)")
 	fs.IntVar(&o.e2eRounds, "e2e-rounds", 0, "rounds of that comparison (default 1 quick, 5 full)")
 	fs.BoolVar(&o.skipE2E, "skip-e2e", false, "skip the evspool run vs raw bbolt comparison")
+	fs.BoolVar(&o.skipCeilings, "skip-ceilings", false, "skip the library vs raw bbolt comparisons and the resume measurement")
+	fs.IntVar(&o.ceilingRounds, "ceiling-rounds", 0, "rounds of each library vs raw bbolt comparison (default 1 quick, 3 full)")
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds per scenario (default: the plan's)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of each producer process there")
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +66,9 @@ func parseOptions(args []string) (*options, error) {
 	o.contenders, o.scenarios = splitList(*contenders), splitList(*scenarios)
 	if o.e2eEvents == 0 {
 		o.e2eEvents = map[bool]int{true: 50_000, false: 200_000}[o.quick]
+	}
+	if o.ceilingRounds == 0 {
+		o.ceilingRounds = map[bool]int{true: 1, false: 3}[o.quick]
 	}
 	if o.e2eRounds == 0 {
 		o.e2eRounds = map[bool]int{true: 1, false: 5}[o.quick]

@@ -20,9 +20,10 @@ func printReport(w io.Writer, res *Results) {
 			fmt.Fprintf(w, "evspool run vs raw bbolt: error: %s\n", e.Error)
 		} else {
 			fmt.Fprintf(w, "`evspool run` (stdin → fast receiver, fsync on) %s events/s vs raw bbolt group commit %s events/s "+
-				"(%d events × %d rounds, alternated): **%.2f×** median of the rounds (%s), %.2f× pooled; evspool run peak RssAnon %s\n",
+				"(%d events × %d rounds, alternated): **%.2f×** median of the rounds (%s), %.2f× pooled; evspool run peak RssAnon %s; "+
+				"it exited %.2f s after starting (median; the last events wait out the replay window's linger)\n",
 				humanRate(e.EvspoolRunPerSec), humanRate(e.RawBoltPerSec), e.Events, len(e.RawBoltSeconds), e.MedianRatio,
-				ratios(e.RoundRatios), e.Ratio, mib(e.EvspoolRunRSSAnon))
+				ratios(e.RoundRatios), e.Ratio, mib(e.EvspoolRunRSSAnon), median(e.EvspoolExitSeconds))
 		}
 	}
 	fmt.Fprintln(w, "\n| target | measured | met |\n|---|---|---|")

@@ -47,6 +47,7 @@ type drainer struct {
 	dlWarn    limiter
 	drops     dropLog
 	out       outage
+	resume    resume // cuts the backoff short on a Unix socket
 	win       window
 	poison    poison
 
@@ -100,6 +101,7 @@ func (d *drainer) stop() { d.cancel() }
 func (d *drainer) run() {
 	defer close(d.done)
 	defer d.disconnect()
+	defer d.resume.close()
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
@@ -137,6 +139,9 @@ func (d *drainer) idle(check <-chan time.Time) {
 		}
 	case <-check:
 		d.checkIdle()
+		// Acks ride on appends; with none for a while, commit their
+		// deletions (an error shows again at the next Read).
+		_ = d.spool.FlushAcks(idleCheck)
 	case <-d.ctx.Done():
 	}
 }
@@ -147,7 +152,7 @@ func (d *drainer) idle(check <-chan time.Time) {
 func (d *drainer) connect() bool {
 	wait := !d.delivered && d.link.connects > 0
 	for {
-		if wait && !d.sleep(d.bo.NextBackOff()) {
+		if wait && !d.backoffWait() {
 			return false
 		}
 		wait = true

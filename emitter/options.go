@@ -63,8 +63,9 @@ type Options struct {
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the pause between connection attempts
 	// (exponential, with jitter, never giving up). Defaults 10 ms and 100 ms:
-	// a returning receiver gets its first event within about 100 ms, and a
-	// missing one costs about 10 dial attempts a second.
+	// a missing receiver costs about 10 dial attempts a second. On a Unix
+	// socket the pause is cut short when the socket's path appears (inotify
+	// on its directory, Linux): a returning receiver is dialled at once.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	// WarnInterval is the least time between two warnings of one kind: of

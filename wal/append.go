@@ -108,6 +108,7 @@ func (w *WAL) commit(batch []*appendReq) {
 		return
 	}
 	w.restore(st)
+	w.ackCommitted()
 	w.stats.commits++
 	w.cost.Store(st.cost)
 	if st.dropped {

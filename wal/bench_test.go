@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -157,41 +158,47 @@ func benchAppendBatch(b *testing.B, w *WAL, events [][]byte) {
 
 // BenchmarkRawBolt is the ceiling: plain bbolt, default options, fsync on,
 // the same events under 8-byte big-endian keys, without the spool's record
-// header, meta bucket or accounting.
+// header, meta bucket or accounting, committed 64, 100 and 1000 at a time:
+// the group sizes of BenchmarkAppend/concurrent64, of 100-event Emits and
+// of `evspool run`.
 func BenchmarkRawBolt(b *testing.B) {
-	b.Run("batch1000", func(b *testing.B) {
-		events := loadBenchEvents(b)
-		db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
-		require.NoError(b, err)
-		defer db.Close()
-		name := []byte("events")
-		require.NoError(b, db.Update(func(tx *bolt.Tx) error {
-			_, err := tx.CreateBucket(name)
-			return err
-		}))
-		b.SetBytes(benchEventSize)
-		b.ResetTimer()
-		for done := 0; done < b.N; {
-			n := min(1000, b.N-done)
-			err := db.Update(func(tx *bolt.Tx) error {
-				bk := tx.Bucket(name)
-				for i := done; i < done+n; i++ {
-					key := make([]byte, 8)
-					binary.BigEndian.PutUint64(key, uint64(i+1))
-					if err := bk.Put(key, events[i%len(events)]); err != nil {
-						return err
-					}
+	for _, size := range []int{64, 100, 1000} {
+		b.Run(fmt.Sprintf("batch%d", size), func(b *testing.B) { benchRawBolt(b, size) })
+	}
+}
+
+func benchRawBolt(b *testing.B, size int) {
+	events := loadBenchEvents(b)
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
+	require.NoError(b, err)
+	defer db.Close()
+	name := []byte("events")
+	require.NoError(b, db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket(name)
+		return err
+	}))
+	b.SetBytes(benchEventSize)
+	b.ResetTimer()
+	for done := 0; done < b.N; {
+		n := min(size, b.N-done)
+		err := db.Update(func(tx *bolt.Tx) error {
+			bk := tx.Bucket(name)
+			for i := done; i < done+n; i++ {
+				key := make([]byte, 8)
+				binary.BigEndian.PutUint64(key, uint64(i+1))
+				if err := bk.Put(key, events[i%len(events)]); err != nil {
+					return err
 				}
-				return nil
-			})
-			if err != nil {
-				b.Fatal(err)
 			}
-			done += n
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
 		}
-		b.StopTimer()
-		reportEventsPerSec(b, b.N)
-	})
+		done += n
+	}
+	b.StopTimer()
+	reportEventsPerSec(b, b.N)
 }
 
 // BenchmarkDrain reads and acknowledges a backlog of benchBacklog events,

@@ -76,6 +76,11 @@ func (w *WAL) compactOrCount() {
 // compactLocked needs wmu held: no write transaction runs meanwhile. Reads go
 // on during the copy and wait only for the swap.
 func (w *WAL) compactLocked() error {
+	// The copy takes what the file holds: acknowledged entries must be
+	// deleted first, or they would come back.
+	if err := w.flushAcksLocked(); err != nil {
+		return fmt.Errorf("wal: compact %s: %w", w.path, err)
+	}
 	tmp := w.path + ".compact"
 	_ = os.Remove(tmp)
 	w.dbmu.RLock()

@@ -40,11 +40,12 @@
 // big-endian each, then a crc32c of them): a sequence number no event has
 // reached yet, raised 65536 at a time and fsync'd before a commit would pass
 // it, and lowered to the next number (fsync'd) by Close; removed_through,
-// rewritten (without fsync) after every Ack; and a flag saying the first is
-// exact (the spool was closed cleanly). Salvage and a spool.db created anew
-// (the old one deleted) number on from the first; salvage drops what the
-// second says was removed. The 20-byte format of earlier versions (no flag)
-// is still read.
+// rewritten (without fsync) by every Ack: it is where an acknowledgement is
+// kept until a commit deletes the entries (see Acknowledgements); and a flag
+// saying the first is exact (the spool was closed cleanly). Salvage and a
+// spool.db created anew (the old one deleted) number on from the first;
+// Open and salvage drop what the second says was removed. The 20-byte
+// format of earlier versions (no flag) is still read.
 //
 // # Guarantees
 //
@@ -52,12 +53,44 @@
 // fsync'd them (unless Options.NoSync). Sequence numbers never go backwards,
 // across restarts, Ack, compaction, salvage and the loss of spool.db (not of
 // the marks file, below). Read returns entries in
-// sequence order; Ack(n) removes every entry up to n in one transaction.
+// sequence order; Ack(n) removes every entry up to n at once from what Read,
+// Len and Stats see.
+//
+// # Acknowledgements
+//
+// Ack costs no synced commit of its own while appends flow. It writes n to
+// the marks file's removed_through (pwrite, no fsync: the page cache
+// survives the death of the process), hides the entries, and the next
+// append transaction deletes them before it stores its events, so the
+// room they took is free for it. With no appends to ride on (a backlog
+// drained, an idle spool), the deletions are committed on their own,
+// batched: when the entries acknowledged but still in the file cost more
+// than min(budget/32, 2 MiB), when FlushAcks finds no commit for the time
+// it is given (the emitter's drainer calls it every 100 ms while idle),
+// before a compaction, and at Close. If the marks file cannot be written,
+// Ack commits the deletion at once.
+//
+//   - After a crash of the process no acknowledged event comes back: Open
+//     applies removed_through (the file may still hold the entries).
+//   - After a power loss or a kernel crash, the entries acknowledged since
+//     the last synced commit that deleted some may come back. Deletions
+//     always take a prefix, so they come back as one contiguous run from
+//     the head, in order, before any event that was not acknowledged: the
+//     at-least-once replay a receiver already sees when a connection dies.
+//     A second power loss during that replay (a drain has no appends to
+//     carry its acknowledgements) starts it over from the head: each power
+//     loss, one contiguous replay; none skips an event.
+//   - The size cap holds: acknowledged entries take pages until deleted,
+//     and an append deletes them before it stores anything; Ack itself
+//     never writes to spool.db, so it cannot grow it.
 //
 // Concurrent Appends are committed together (group commit): the first caller
 // leads a transaction holding everything queued while the previous commit was
 // on its fsync, so 64 concurrent callers cost about one fsync per group. A
-// lone caller commits at once: there is no timer.
+// lone caller commits at once. A leader first waits for the callers the
+// previous commit released and that have not come back (at most half a
+// commit's time, 2 ms at most): without that, callers appending in a loop
+// split into two groups that take turns, each half the size.
 //
 // # Size cap
 //
@@ -133,9 +166,13 @@
 //     only then. A cut before the second fdatasync leaves the previous meta
 //     page in force: the commit did not happen, but its pages may be in the
 //     file. Those are why Open settles (below).
-//   - Ack: one bbolt commit, as above. removed_through in marks is written
-//     after it without an fsync: it only matters to salvage, and if it is
-//     lost, acked events may be delivered again (at least once), never lost.
+//   - Ack: no commit. removed_through in marks is written (no fsync) and
+//     the entries are hidden; the next append's commit deletes them (or a
+//     commit of deletions alone, see Acknowledgements). A process crash
+//     keeps the mark (Open applies it); a cut may lose it, and then the
+//     entries acknowledged since the last commit that deleted some come
+//     back: one contiguous run from the head, in order, delivered again
+//     (at least once), never lost.
 //   - Open after a crash (settling): a reservation above the file's next
 //     number means the last process did not Close, so a commit may have been
 //     cut short, leaving pages with records and a meta bucket that were

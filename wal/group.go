@@ -1,13 +1,26 @@
 package wal
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
+
+// maxLinger bounds how long a leader waits for the callers the last commit
+// released (see gather).
+const maxLinger = 2 * time.Millisecond
 
 // group gathers concurrent Appends into one transaction (group commit). The
 // first caller to find no commit running becomes the leader: it commits
 // everything queued so far in one transaction and one fsync, then hands the
-// lead to the first request queued meanwhile. No goroutine, no timer: a lone
-// caller commits at once, and under load a group forms while the previous
-// commit is on its fsync.
+// lead to the first request queued meanwhile. No goroutine: a lone caller
+// commits at once, and under load a group forms while the previous commit is
+// on its fsync.
+//
+// Left at that, N callers that each append in a loop split into two groups
+// of N/2 that take turns: one commits while the other queues. So a leader
+// first waits, briefly, for the callers the last commit released and that
+// have not come back yet (see gather): they merge into one group of N, one
+// fsync for all.
 type group struct {
 	mu      sync.Mutex
 	queue   []*appendReq
@@ -18,6 +31,17 @@ type group struct {
 	// space is closed (and replaced) whenever space is freed.
 	space  chan struct{}
 	closed chan struct{}
+
+	// out is how many requests the last commit released that have not come
+	// back (an estimate: any arrival counts as one of them).
+	out int
+	// lastCommit is how long the last commit took, released when it ended.
+	lastCommit time.Duration
+	released   time.Time
+	// A leader gathering waits until the queue holds want requests: the
+	// arrival that makes it so closes full.
+	want int
+	full chan struct{}
 }
 
 type appendReq struct {
@@ -57,6 +81,11 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	req.wake = make(chan struct{})
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
+	g.out = max(g.out-1, 0)
+	if g.full != nil && len(g.queue) >= g.want {
+		close(g.full)
+		g.full = nil
+	}
 	if g.leading {
 		g.mu.Unlock()
 		<-req.wake
@@ -66,13 +95,17 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 		g.mu.Lock()
 	}
 	g.leading = true
+	g.gather()
 	batch := g.queue
 	g.queue = nil
 	g.mu.Unlock()
 
+	start := time.Now()
 	commit(batch)
+	took := time.Since(start)
 
 	g.mu.Lock()
+	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
 	released := false
 	for _, r := range batch {
 		if r.reserved {
@@ -99,4 +132,30 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 			close(r.wake)
 		}
 	}
+}
+
+// gather runs in the leader, holding g.mu, before it takes the queue: if the
+// last commit released callers that have not come back, it waits for them
+// to queue, at most half a commit's time (and maxLinger). Callers appending
+// in a loop are back within microseconds, and waiting for them halves the
+// fsyncs. A lone caller never waits, nor does the first caller after a
+// pause longer than a commit (the others are not coming soon).
+func (g *group) gather() {
+	want := len(g.queue) + g.out
+	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {
+		return
+	}
+	linger := min(g.lastCommit/2, maxLinger)
+	g.want, g.full = want, make(chan struct{})
+	full := g.full
+	g.mu.Unlock()
+	t := time.NewTimer(linger)
+	select {
+	case <-full:
+	case <-t.C:
+	case <-g.closed:
+	}
+	t.Stop()
+	g.mu.Lock()
+	g.full, g.out = nil, 0 // who has not come back by now is not coming soon
 }

@@ -50,8 +50,19 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 			if err := w.scan(tx); err != nil {
 				return err
 			}
+			// A process that died holding the spool may have left
+			// acknowledged entries in the file: the marks file says which
+			// (Open deletes them); they are not pending.
+			removed := readRemovedMark(dir)
+			if w.firstSeq != 0 && removed >= w.firstSeq {
+				h, err := w.hideTx(tx, removed)
+				if err != nil {
+					return err
+				}
+				w.pending, w.payload, w.firstSeq, w.firstAt = w.pending-h.events, w.payload-h.bytes, h.nextSeq, h.nextAt
+			}
 			if dump > 0 {
-				entries, err = w.readTx(tx, 0, dump, 0)
+				entries, err = w.readTx(tx, removed+1, dump, 0)
 			}
 			return err
 		})
@@ -62,4 +73,16 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	st := w.Stats()
 	st.MaxBytes = 0 // the cap is the running process's setting, not the file's
 	return st, entries, nil
+}
+
+// readRemovedMark reads the marks file's removed_through without creating or
+// changing anything: 0 when it is missing or damaged.
+func readRemovedMark(dir string) uint64 {
+	buf, err := os.ReadFile(filepath.Join(dir, marksFileName))
+	if err != nil {
+		return 0
+	}
+	var m marks
+	m.parse(buf)
+	return m.removed
 }

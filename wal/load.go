@@ -45,7 +45,13 @@ func (w *WAL) load(db *bolt.DB) error {
 	}); err != nil {
 		return err
 	}
-	return w.applyRemovedMark(db)
+	if err := w.applyRemovedMark(db); err != nil {
+		return err
+	}
+	// Nothing acknowledged is left in the file: the mark was applied.
+	w.debt = ackDebt{}
+	w.acked.Store(w.meta.removedSeq)
+	return nil
 }
 
 // applyRemovedMark removes what the marks file says was acked or dropped but

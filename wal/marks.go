@@ -66,6 +66,14 @@ func openMarks(dir string, sync bool) (*marks, error) {
 	m := &marks{f: f, sync: sync}
 	buf := make([]byte, marksSize)
 	n, _ := f.ReadAt(buf, 0)
+	m.parse(buf[:n])
+	return m, nil
+}
+
+// parse reads the numbers from the marks file's contents; a damaged file
+// leaves them zero.
+func (m *marks) parse(buf []byte) {
+	n := len(buf)
 	switch {
 	case n >= marksSize && binary.BigEndian.Uint32(buf[24:]) == crc32.Checksum(buf[:24], castagnoli):
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
@@ -75,7 +83,6 @@ func openMarks(dir string, sync bool) (*marks, error) {
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
 		m.removed = binary.BigEndian.Uint64(buf[8:16])
 	}
-	return m, nil
 }
 
 // reserve makes sure every sequence number below next is covered by the
@@ -99,13 +106,17 @@ func (m *marks) reserve(next uint64) error {
 	return nil
 }
 
-// remove records that every sequence number up to seq has left the spool.
-// It is best effort: on failure salvage may bring those events back.
-func (m *marks) remove(seq uint64) {
+// remove records that every sequence number up to seq has left the spool:
+// a write to the page cache, no fsync, so it survives a process crash.
+// Where it is only a hint for salvage its error is ignored (salvage may then
+// bring those events back); Ack relies on it (see ackdefer.go) and commits
+// the deletion at once when it fails.
+func (m *marks) remove(seq uint64) error {
 	if seq > m.removed {
 		m.removed = seq
-		_ = m.write()
+		return m.write()
 	}
+	return nil
 }
 
 // lower sets the reservation to next, the next number to be handed out, and

@@ -1,8 +1,6 @@
 package wal
 
 import (
-	"bytes"
-	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,13 +14,16 @@ type Entry struct {
 }
 
 // Read returns pending entries with sequence numbers from from on, oldest
-// first, without removing them: at most maxEvents entries and, beyond the
-// first, at most maxBytes of event bytes (0 means no limit). A damaged record
-// is reported as a *CorruptionError; Repair salvages the spool.
+// first, without removing them (acknowledged ones are never returned): at
+// most maxEvents entries and, beyond the first, at most maxBytes of event
+// bytes (0 means no limit). A damaged record is reported as a
+// *CorruptionError; Repair salvages the spool.
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
+	// Entries acknowledged but not yet deleted from the file are hidden.
+	from = max(from, w.acked.Load()+1)
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	var out []Entry
@@ -37,6 +38,23 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 }
 
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
+	out, err := w.peekTx(tx, from, maxEvents, maxBytes)
+	// The entries' bytes point into the file's mapping, valid only in this
+	// transaction: copy them out, into one allocation.
+	size := 0
+	for _, e := range out {
+		size += len(e.Data)
+	}
+	buf := make([]byte, 0, size)
+	for i, e := range out {
+		buf = append(buf, e.Data...)
+		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
+	}
+	return out, err
+}
+
+// peekTx is readTx without the copy.
+func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
 	size := 0
 	c := tx.Bucket(eventsBucket).Cursor()
@@ -56,61 +74,9 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 			break
 		}
 		size += len(data)
-		out = append(out, Entry{Seq: seq, Time: time.Unix(0, ts), Data: bytes.Clone(data)})
+		out = append(out, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
 	}
 	return out, nil
-}
-
-// Ack removes every pending entry with a sequence number up to and including
-// upTo, in one transaction. Acknowledging what is already gone is a no-op.
-// Once a backlog has drained, Ack gives the file's space back (see Compact).
-func (w *WAL) Ack(upTo uint64) error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	if w.firstSeq == 0 || upTo < w.firstSeq {
-		return nil
-	}
-	var st *state
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		w.dbmu.RLock()
-		st = w.snapshot()
-		err = guard(w.path, func() error {
-			return w.db.Update(func(tx *bolt.Tx) error { return st.ack(tx, upTo) })
-		})
-		w.dbmu.RUnlock()
-		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
-			break
-		}
-		if w.firstSeq == 0 || upTo < w.firstSeq {
-			return nil
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("wal: acknowledge through %d in %s: %w", upTo, w.path, err)
-	}
-	w.stats.acked += w.pending - st.pending
-	w.restore(st)
-	w.marks.remove(st.meta.removedSeq)
-	w.cost.Store(st.cost)
-	if st.pending == 0 {
-		// enforceCap lowered the budget for entries that packed badly
-		// into pages; they are gone.
-		w.budget.Store(initialBudget(w.opts.MaxBytes))
-	}
-	w.group.freed()
-	w.maybeReclaim()
-	// Deleting rewrites leaves and the freelist into new pages, and bbolt
-	// cannot reuse the pages this very commit freed: an Ack can grow the
-	// file too. Bring it back under the cap as a commit would.
-	w.enforceCap()
-	return nil
 }
 
 // salvageOnWrite salvages the spool when a write transaction found damage

@@ -63,7 +63,11 @@ func keySeq(k []byte) (uint64, error) {
 
 // encodeRecord returns the stored form of an event.
 func encodeRecord(key []byte, unixNano int64, data []byte) []byte {
-	v := make([]byte, recordHeader+len(data))
+	return encodeRecordInto(make([]byte, recordHeader+len(data)), key, unixNano, data)
+}
+
+// encodeRecordInto encodes into v, which is recordHeader+len(data) long.
+func encodeRecordInto(v, key []byte, unixNano int64, data []byte) []byte {
 	binary.BigEndian.PutUint64(v[4:12], uint64(unixNano))
 	copy(v[recordHeader:], data)
 	binary.BigEndian.PutUint32(v[0:4], recordSum(key, v[4:]))

@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"encoding/binary"
+
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -15,13 +17,15 @@ type state struct {
 	cost     int64 // the pending entries' cost, see entryCost
 	budget   int64
 	policy   Policy
-	dropped  bool // events were dropped: space was freed
+	dropped  bool   // events were dropped: space was freed
+	acked    uint64 // delete entries up to this first (see ackdefer.go)
 	appended uint64
 }
 
 func (w *WAL) snapshot() *state {
 	return &state{meta: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
-		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull}
+		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
+		acked: w.acked.Load()}
 }
 
 func (w *WAL) restore(st *state) {
@@ -33,6 +37,15 @@ func (w *WAL) restore(st *state) {
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
+	// Acknowledged entries ride in this transaction: deleted before
+	// anything is stored, so the room they take is free for the batch.
+	if st.acked > st.meta.removedSeq {
+		if err := deleteThrough(eb, st.acked); err != nil {
+			return err
+		}
+		st.meta.removedSeq = st.acked
+	}
+	mem := newArena(batch)
 	for _, r := range batch {
 		if r.cost > st.budget {
 			r.err = errTooLarge(r.cost, st.budget)
@@ -54,8 +67,9 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 			// drop events Block promised to keep; later appends wait longer.
 		}
 		for _, e := range r.events {
-			key := seqKey(st.meta.nextSeq)
-			if err := eb.Put(key, encodeRecord(key, now, e)); err != nil {
+			key := mem.take(keySize)
+			binary.BigEndian.PutUint64(key, st.meta.nextSeq)
+			if err := eb.Put(key, encodeRecordInto(mem.take(recordHeader+len(e)), key, now, e)); err != nil {
 				return err
 			}
 			if st.firstSeq == 0 {
@@ -119,4 +133,24 @@ func (st *state) refreshFirst(eb *bolt.Bucket) error {
 	}
 	st.firstSeq, st.firstAt = seq, ts
 	return nil
+}
+
+// arena hands out the keys and records of one transaction from a single
+// allocation instead of two per event: bbolt holds on to them until the
+// commit has written them out, and not after.
+type arena []byte
+
+func newArena(batch []*appendReq) *arena {
+	n := 0
+	for _, r := range batch {
+		n += len(r.events)*(keySize+recordHeader) + int(r.size)
+	}
+	a := arena(make([]byte, n))
+	return &a
+}
+
+func (a *arena) take(n int) []byte {
+	b := (*a)[:n:n]
+	*a = (*a)[n:]
+	return b
 }

@@ -25,6 +25,7 @@ type Stats struct {
 
 	Appended     uint64 // events appended since Open
 	Acked        uint64 // events acknowledged since Open
+	AckCommits   uint64 // commits made only to delete acknowledged events (see FlushAcks)
 	Commits      uint64 // append transactions since Open (a group commit counts once)
 	CommitErrors uint64 // append transactions that failed
 	Compactions  uint64 // times the file was rewritten to give space back
@@ -33,7 +34,7 @@ type Stats struct {
 }
 
 type processStats struct {
-	appended, acked, commits, commitErrors, compactions, compactErrors, heals uint64
+	appended, acked, ackCommits, commits, commitErrors, compactions, compactErrors, heals uint64
 }
 
 // Stats returns a snapshot of the spool's counters.
@@ -51,6 +52,7 @@ func (w *WAL) Stats() Stats {
 		DroppedNewest: w.meta.droppedNewest,
 		Appended:      w.stats.appended,
 		Acked:         w.stats.acked,
+		AckCommits:    w.stats.ackCommits,
 		Commits:       w.stats.commits,
 		CommitErrors:  w.stats.commitErrors,
 		Compactions:   w.stats.compactions,

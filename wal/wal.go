@@ -41,6 +41,13 @@ type WAL struct {
 	stats    processStats
 	salvage  *SalvageReport
 
+	// acked is the acknowledged-through number (see ackdefer.go): entries
+	// up to it are hidden from Read, Len and Stats even while the file
+	// still holds them (debt). Written under wmu, read by Read without it.
+	acked      atomic.Uint64
+	debt       ackDebt   // wmu
+	lastCommit time.Time // wmu: when a commit last deleted or appended
+
 	// cost mirrors the entries' cost, and budget is the cost they may take
 	// (see entryCost), both for Block's waiters, which read them holding
 	// the group's lock and must not take wmu: a commit holds wmu while it
@@ -263,6 +270,10 @@ func (w *WAL) Close() error {
 	w.group.close()
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
+	if w.broken.Load() == nil {
+		// Best effort: the marks file says the same if this fails.
+		_ = w.flushAcksLocked()
+	}
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	err := w.db.Close() // a no-op if a failed compaction or repair closed it

@@ -89,6 +89,7 @@ func TestPowercut(t *testing.T) {
 	require.Zero(t, on.lost, "fsync on: echoed events lost")
 	require.Zero(t, on.outOfOrder, "fsync on: events first delivered out of order")
 	require.Zero(t, on.badReplays, "fsync on: duplicates outside a contiguous replay")
+	require.LessOrEqual(t, on.restarts, on.cuts, "fsync on: more replays started over than there were cuts")
 }
 
 // buildEvspool builds the evspool binary for the run.
@@ -102,8 +103,13 @@ func buildEvspool(t *testing.T) string {
 type cutResult struct {
 	cuts, echoed, lost, dups, salvages int
 	// outOfOrder counts events first delivered after a later one;
-	// badReplays duplicates that are not part of a contiguous replay.
-	outOfOrder, badReplays int
+	// badReplays duplicates that skip ahead within a replay; restarts
+	// replays that start over from an earlier event before reaching new
+	// ones: a cut during a replay, whose acknowledgements were not yet
+	// committed (wal commits them with the next append, and a drain has
+	// none), so the next run replays from the head again. Each cut starts
+	// at most one.
+	outOfOrder, badReplays, restarts int
 }
 
 // powercut is one run: a filesystem, a receiver, evspool runs and cuts.
@@ -379,13 +385,16 @@ func (p *powercut) check() cutResult {
 		}
 		if i, seen := first[id]; seen {
 			res.dups++
-			if replayAt >= 0 && i > replayAt+1 {
+			switch {
+			case replayAt >= 0 && i > replayAt+1:
 				// A replay that skips events: a hole in what the spool
 				// still held. (Going back is a new replay: the previous
 				// one was cut short, and the next run replays again from
 				// what had been acknowledged.)
 				res.badReplays++
 				p.t.Logf("replay skips: event %d (delivered %dth) after the %dth", id, i, replayAt)
+			case replayAt >= 0 && i <= replayAt:
+				res.restarts++
 			}
 			replayAt = i
 			continue
@@ -403,8 +412,8 @@ func (p *powercut) check() cutResult {
 			res.lost++
 		}
 	}
-	p.t.Logf("fsync=%v: %d cuts, %d echoed, %d lost, %d out of order, %d duplicates (%d outside contiguous replays), %d salvages, %d drain runs repeated (exit 3); filesystem %+v",
-		p.fsync, res.cuts, res.echoed, res.lost, res.outOfOrder, res.dups, res.badReplays, res.salvages, p.drains3, p.fs.Stats())
+	p.t.Logf("fsync=%v: %d cuts, %d echoed, %d lost, %d out of order, %d duplicates (%d outside contiguous replays, %d replays started over), %d salvages, %d drain runs repeated (exit 3); filesystem %+v",
+		p.fsync, res.cuts, res.echoed, res.lost, res.outOfOrder, res.dups, res.badReplays, res.restarts, res.salvages, p.drains3, p.fs.Stats())
 	return res
 }
 

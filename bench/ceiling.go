@@ -1,0 +1,407 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/wal"
+)
+
+// Ceiling compares one way of using the library with raw bbolt doing the
+// same work at the same commit size (fsync on, default options), in this
+// process, side by side: each round runs both, in alternating order, and the
+// target is judged on the median of the rounds' ratios (issue 13).
+type Ceiling struct {
+	Name          string    `json:"name"`
+	Events        int       `json:"events"`
+	Target        float64   `json:"target"`
+	EvspoolPerSec []float64 `json:"evspool_events_per_sec"`
+	RawPerSec     []float64 `json:"raw_events_per_sec"`
+	RoundRatios   []float64 `json:"round_ratios"`
+	MedianRatio   float64   `json:"median_ratio"`
+	Error         string    `json:"error,omitempty"`
+}
+
+// ResumeFig is the time from the receiver listening again to the first
+// event received, over restarts of a receiver after a 300 ms outage.
+type ResumeFig struct {
+	Restarts int       `json:"restarts"`
+	Ms       []float64 `json:"ms"`
+	P50Ms    float64   `json:"p50_ms"`
+	MaxMs    float64   `json:"max_ms"`
+	Error    string    `json:"error,omitempty"`
+}
+
+// ceilingCase is one row: the library's side and raw bbolt's.
+type ceilingCase struct {
+	name    string
+	events  int
+	evspool func(dir string, events int) (time.Duration, error)
+	raw     func(dir string, events int) (time.Duration, error)
+}
+
+func ceilingCases(quick bool) []ceilingCase {
+	n, backlog := 100_000, 1_000_000
+	if quick {
+		n, backlog = 20_000, 100_000
+	}
+	drain := &drainRig{events: backlog}
+	return []ceilingCase{
+		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n,
+			func(dir string, n int) (time.Duration, error) { return emitToReceiver(dir, n, 64, 1) },
+			func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 64) }},
+		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n,
+			func(dir string, n int) (time.Duration, error) { return emitToReceiver(dir, n, 1, 100) },
+			func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 100) }},
+		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog,
+			drain.evspool, drain.raw},
+	}
+}
+
+// runCeilings runs every case rounds times, alternating the sides, then
+// the resume measurement.
+func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling, *ResumeFig) {
+	var out []*Ceiling
+	for _, cc := range ceilingCases(quick) {
+		c := &Ceiling{Name: cc.name, Events: cc.events, Target: 0.8}
+		out = append(out, c)
+		for r := range rounds {
+			for _, side := range rotate([]string{"evspool", "raw bbolt"}, r) {
+				prog.begin(fmt.Sprintf("ceiling %s: %s round %d/%d", cc.name[:20], side, r+1, rounds))
+				run := map[string]func(string, int) (time.Duration, error){"evspool": cc.evspool, "raw bbolt": cc.raw}[side]
+				d, err := inTempDir(tmp, func(dir string) (time.Duration, error) { return run(dir, cc.events) })
+				if err != nil {
+					c.Error = fmt.Sprintf("%s: %v", side, err)
+					prog.end("error: " + c.Error)
+					break
+				}
+				rate := float64(cc.events) / d.Seconds()
+				if side == "evspool" {
+					c.EvspoolPerSec = append(c.EvspoolPerSec, rate)
+				} else {
+					c.RawPerSec = append(c.RawPerSec, rate)
+				}
+				prog.end(humanRate(rate) + " events/s")
+			}
+			if c.Error != "" {
+				break
+			}
+		}
+		for i := range min(len(c.EvspoolPerSec), len(c.RawPerSec)) {
+			c.RoundRatios = append(c.RoundRatios, c.EvspoolPerSec[i]/c.RawPerSec[i])
+		}
+		c.MedianRatio = median(c.RoundRatios)
+	}
+	prog.begin("ceiling: resume after receiver restarts")
+	res := measureResume(tmp, map[bool]int{true: 5, false: 15}[quick])
+	prog.end(fmt.Sprintf("p50 %.1f ms", res.P50Ms))
+	return out, res
+}
+
+func inTempDir(tmp string, f func(dir string) (time.Duration, error)) (time.Duration, error) {
+	dir, err := os.MkdirTemp(tmp, "ceiling")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(dir)
+	return f(dir)
+}
+
+// emitToReceiver emits n events through the library (fsync on) from
+// goroutines goroutines, per events per Emit, and returns the time until the
+// receiver has them all.
+func emitToReceiver(dir string, n, goroutines, per int) (time.Duration, error) {
+	sock := filepath.Join(dir, "r.sock")
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+	if err != nil {
+		return 0, err
+	}
+	defer rcv.Kill()
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{Stdout: io.Discard})
+	if err != nil {
+		return 0, err
+	}
+	defer em.Close(context.Background())
+	ctx := context.Background()
+	errs := make(chan error, goroutines)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range goroutines {
+		wg.Go(func() {
+			batch := make([][]byte, 0, per)
+			for i := g * per; i < n; i += goroutines * per {
+				batch = batch[:0]
+				for j := i; j < min(i+per, n); j++ {
+					batch = append(batch, appendEvent(nil, g, uint64(j)))
+				}
+				if err := em.Emit(ctx, batch...); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return 0, err
+	}
+	wctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := rcv.WaitCount(wctx, n); err != nil {
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+// rawCommits puts n events into plain bbolt, per events a commit.
+func rawCommits(dir string, n, per int) (time.Duration, error) {
+	db, err := bolt.Open(filepath.Join(dir, "raw.db"), 0o600, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	name := []byte("events")
+	start := time.Now()
+	for done := 0; done < n; done += per {
+		err := db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists(name)
+			if err != nil {
+				return err
+			}
+			for i := done; i < min(done+per, n); i++ {
+				if err := b.Put(rawKey(uint64(i+1)), appendEvent(nil, 0, uint64(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
+}
+
+func rawKey(seq uint64) []byte {
+	return []byte{byte(seq >> 56), byte(seq >> 48), byte(seq >> 40), byte(seq >> 32),
+		byte(seq >> 24), byte(seq >> 16), byte(seq >> 8), byte(seq)}
+}
+
+// measureResume restarts a receiver restarts times after a 300 ms outage
+// with an event waiting, and times listening again to that event received.
+func measureResume(tmp string, restarts int) *ResumeFig {
+	res := &ResumeFig{Restarts: restarts}
+	_, err := inTempDir(tmp, func(dir string) (time.Duration, error) {
+		sock := filepath.Join(dir, "r.sock")
+		rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+		if err != nil {
+			return 0, err
+		}
+		defer rcv.Close()
+		em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{Stdout: io.Discard})
+		if err != nil {
+			return 0, err
+		}
+		defer em.Close(context.Background())
+		ctx := context.Background()
+		for i := range restarts {
+			if err := rcv.Kill(); err != nil {
+				return 0, err
+			}
+			if err := em.Emit(ctx, appendEvent(nil, 0, uint64(i))); err != nil {
+				return 0, err
+			}
+			time.Sleep(300 * time.Millisecond) // the outage
+			want := rcv.Count() + 1
+			start := time.Now()
+			if err := rcv.Restart(); err != nil {
+				return 0, err
+			}
+			wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			err := rcv.WaitCount(wctx, want)
+			cancel()
+			if err != nil {
+				return 0, err
+			}
+			res.Ms = append(res.Ms, float64(time.Since(start))/float64(time.Millisecond))
+		}
+		return 0, nil
+	})
+	if err != nil {
+		res.Error = err.Error()
+	}
+	if len(res.Ms) > 0 {
+		res.P50Ms, res.MaxMs = median(res.Ms), slices.Max(res.Ms)
+	}
+	return res
+}
+
+// drainRig builds each backlog once (without fsync: the fill is not
+// measured) and drains a fresh copy of it each round.
+type drainRig struct {
+	events       int
+	spool, rawDB string // the backlogs built, "" until then
+}
+
+func (d *drainRig) evspool(dir string, n int) (time.Duration, error) {
+	if d.spool == "" {
+		src := filepath.Join(filepath.Dir(dir), "backlog-spool")
+		if err := fillSpool(src, n); err != nil {
+			return 0, err
+		}
+		d.spool = src
+	}
+	spool := filepath.Join(dir, "spool")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		return 0, err
+	}
+	if err := copyFile(filepath.Join(d.spool, "spool.db"), filepath.Join(spool, "spool.db")); err != nil {
+		return 0, err
+	}
+	w, err := wal.Open(spool, &wal.Options{MaxBytes: 1 << 30})
+	if err != nil {
+		return 0, err
+	}
+	defer w.Close()
+	if w.Len() != uint64(n) {
+		return 0, fmt.Errorf("backlog holds %d events, not %d", w.Len(), n)
+	}
+	start := time.Now()
+	for from := uint64(0); ; {
+		es, err := w.Read(from, 1000, 0)
+		if err != nil {
+			return 0, err
+		}
+		if len(es) == 0 {
+			break
+		}
+		from = es[len(es)-1].Seq + 1
+		if err := w.Ack(from - 1); err != nil {
+			return 0, err
+		}
+	}
+	if err := w.Close(); err != nil { // commits what is left to delete
+		return 0, err
+	}
+	return time.Since(start), nil
+}
+
+func fillSpool(dir string, n int) error {
+	w, err := wal.Open(dir, &wal.Options{MaxBytes: 1 << 30, NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	for done := 0; done < n; done += 1000 {
+		batch := make([][]byte, 0, 1000)
+		for i := done; i < min(done+1000, n); i++ {
+			batch = append(batch, appendEvent(nil, 0, uint64(i)))
+		}
+		if _, err := w.Append(context.Background(), batch...); err != nil {
+			return err
+		}
+	}
+	return w.Close()
+}
+
+func (d *drainRig) raw(dir string, n int) (time.Duration, error) {
+	if d.rawDB == "" {
+		src := filepath.Join(filepath.Dir(dir), "backlog-raw.db")
+		if err := fillRaw(src, n); err != nil {
+			return 0, err
+		}
+		d.rawDB = src
+	}
+	path := filepath.Join(dir, "raw.db")
+	if err := copyFile(d.rawDB, path); err != nil {
+		return 0, err
+	}
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	name := []byte("events")
+	start := time.Now()
+	got := 0
+	for more := true; more; {
+		err := db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(name)
+			var keys [][]byte
+			c := b.Cursor()
+			for k, v := c.First(); k != nil && len(keys) < 1000; k, v = c.Next() {
+				_ = append([]byte(nil), v...) // what a sender would take
+				keys = append(keys, append([]byte(nil), k...))
+			}
+			more = len(keys) > 0
+			got += len(keys)
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	if got != n {
+		return 0, fmt.Errorf("raw backlog held %d events, not %d", got, n)
+	}
+	return time.Since(start), nil
+}
+
+func fillRaw(path string, n int) error {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for done := 0; done < n; done += 1000 {
+		err := db.Update(func(tx *bolt.Tx) error {
+			b, err := tx.CreateBucketIfNotExists([]byte("events"))
+			if err != nil {
+				return err
+			}
+			for i := done; i < min(done+1000, n); i++ {
+				if err := b.Put(rawKey(uint64(i+1)), appendEvent(nil, 0, uint64(i))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return db.Sync()
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}

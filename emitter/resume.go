@@ -1,0 +1,78 @@
+package emitter
+
+import (
+	"os"
+	"time"
+
+	"github.com/evspool/evspool/internal/pathwatch"
+)
+
+const (
+	// After a socket path appeared, up to quickDials refused dials are
+	// retried quickly rather than at the backoff's pace, the first after
+	// quickFirst, doubling up to quickMax: the path appears at the
+	// listener's bind(2), and a dial before its listen(2), which usually
+	// follows within microseconds, is refused.
+	quickDials = 25
+	quickFirst = 250 * time.Microsecond
+	quickMax   = 2 * time.Millisecond
+)
+
+// resume cuts the backoff between dials short when the receiver comes back
+// on a Unix socket: it watches the socket's directory (see pathwatch) and
+// dials as soon as the path appears. On TCP, or where the watch cannot be
+// set up, the backoff alone paces the dials. Owned by the run goroutine.
+type resume struct {
+	watch *pathwatch.Watch
+	quick int    // quick dials left since the path last appeared
+	since uint64 // connections made when it appeared: one more ends the quick dials
+}
+
+// backoffWait waits before the next dial: the backoff's next interval, or
+// less. It returns false when the drainer is stopped.
+func (d *drainer) backoffWait() bool {
+	dur := d.bo.NextBackOff()
+	if d.opts.Network != "unix" {
+		return d.sleep(dur)
+	}
+	r := &d.resume
+	// The run goroutine is the only writer of d.link: no lock to read it.
+	if r.quick > 0 && d.link.connects == r.since {
+		dur = min(dur, quickFirst<<min(quickDials-r.quick, 3), quickMax)
+		r.quick--
+	} else {
+		r.quick = 0
+	}
+	if r.watch == nil {
+		w, err := pathwatch.New(d.addr)
+		if err != nil {
+			return d.sleep(dur) // no directory yet, or no inotify
+		}
+		r.watch = w
+		// It may have appeared between the failed dial and the watch.
+		if pathExists(d.addr) {
+			return d.ctx.Err() == nil
+		}
+	}
+	appeared, err := r.watch.Wait(d.ctx, dur)
+	if err != nil {
+		r.close() // the directory went: watch it anew next time
+		return d.ctx.Err() == nil
+	}
+	if appeared {
+		r.quick, r.since = quickDials, d.link.connects
+	}
+	return d.ctx.Err() == nil
+}
+
+func pathExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func (r *resume) close() {
+	if r.watch != nil {
+		r.watch.Close()
+		r.watch = nil
+	}
+}
