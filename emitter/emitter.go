@@ -33,6 +33,8 @@ type Emitter struct {
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeErr    error
+
+	writerRefused atomic.Uint64 // see writer.go
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -47,7 +49,7 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 	if addr == "" {
 		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +99,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(time.Since(begin), len(clean), err)
 	}
+	e.d.health.noteCommit(err) // for Ready
 	if err != nil {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
@@ -198,6 +201,11 @@ type Stats struct {
 	LastErrorAt  time.Time // when it happened
 	OutageStart  time.Time // when the current outage began; zero when connected
 	Spool        wal.Stats
+
+	Expired uint64 // events older than Options.MaxAge, dropped unsent (survives restarts)
+
+	PreambleErrors uint64 // connections dropped because Options.Preamble failed
+	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize
 }
 
 // Stats returns a snapshot of the emitter's counters.
@@ -213,6 +221,8 @@ func (e *Emitter) Stats() Stats {
 		Spool:        ss,
 	}
 	e.d.fillStats(&s)
+	s.Expired = ss.Expired.Events
+	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }
 

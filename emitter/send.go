@@ -28,8 +28,9 @@ func (d *drainer) sendBatch() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(entries) == 0 {
-		return 0, nil
+	var n int
+	if entries, n, err = d.expire(entries); n > 0 || err != nil || len(entries) == 0 {
+		return n, err
 	}
 	buf := d.buf[:0]
 	for _, e := range entries {
@@ -77,6 +78,7 @@ const writeChunk = 8 << 10
 func (d *drainer) write(buf []byte) error {
 	lastMove := time.Now()
 	for len(buf) > 0 {
+		d.health.beat()
 		if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
 			return err
 		}
@@ -123,6 +125,7 @@ func (d *drainer) waitConsumed() error {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
+		d.health.beat()
 		unread, err := d.waiter.Unread()
 		if err != nil {
 			return err

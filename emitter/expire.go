@@ -1,0 +1,67 @@
+package emitter
+
+import (
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// expiry logs the events Options.MaxAge removed unsent: the first at once,
+// then at most one line per WarnInterval with the count since the last line.
+// The count itself is kept in the spool file (wal.Stats.Expired).
+type expiry struct {
+	unlogged uint64
+	lastLog  time.Time
+}
+
+// expire applies Options.MaxAge to a batch just read, at the moment it is
+// its turn to be sent. When the batch starts with expired events, it removes
+// that run from the spool and returns how many it removed: the caller reads
+// again. Otherwise it returns the batch cut before its first expired event
+// (clocks can step back, so one may follow fresh ones), which then waits for
+// the next turn: the order is kept.
+func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
+	if d.opts.MaxAge <= 0 {
+		return entries, 0, nil
+	}
+	now := d.opts.Now()
+	old := 0
+	for old < len(entries) && now.Sub(entries[old].Time) > d.opts.MaxAge {
+		old++
+	}
+	if old == 0 {
+		for i, e := range entries {
+			if now.Sub(e.Time) > d.opts.MaxAge {
+				return entries[:i], 0, nil
+			}
+		}
+		return entries, 0, nil
+	}
+	gone, err := d.spool.Expire(entries[old-1].Seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.cursor = entries[old-1].Seq + 1
+	d.logExpired(gone, now)
+	d.progressed()
+	return nil, old, nil
+}
+
+func (d *drainer) logExpired(gone wal.Counter, now time.Time) {
+	d.exp.unlogged += gone.Events
+	if d.exp.unlogged == 0 || (!d.exp.lastLog.IsZero() && now.Sub(d.exp.lastLog) < d.opts.WarnInterval) {
+		return
+	}
+	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
+		"expired_events", d.exp.unlogged, "expired_total", d.spool.Stats().Expired.Events,
+		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
+	d.exp.unlogged, d.exp.lastLog = 0, now
+}
+
+// progressed wakes Flush callers: events left the spool.
+func (d *drainer) progressed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.progress)
+	d.progress = make(chan struct{})
+}

@@ -1,0 +1,100 @@
+package emitter_test
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+// clock is a settable clock for Options.Now.
+type clock struct{ ns atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return c
+}
+func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
+func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// After a long outage, events older than MaxAge are dropped unsent, counted
+// and logged once; the fresh ones are delivered, in order.
+func TestMaxAgeExpiresStaleEvents(t *testing.T) {
+	clk := newClock()
+	r := newRig(t, nil, &emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now})
+	stale := events("stale", 300)
+	r.emitAll(stale) // the receiver is down
+	clk.Advance(time.Hour)
+	fresh := events("fresh", 200)
+	r.emitAll(fresh)
+
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush(10 * time.Second)
+	requireDelivered(t, fresh, waitLines(t, rcv, len(fresh)))
+	require.Equal(t, fresh, rcv.Lines(), "no stale event was sent")
+
+	st := r.em.Stats()
+	require.EqualValues(t, 300, st.Expired)
+	require.EqualValues(t, 300, st.Spool.Expired.Events)
+	require.EqualValues(t, 200, st.Delivered)
+	require.Zero(t, st.Pending)
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "events older than the maximum age dropped unsent"), "logged, rate-limited")
+	n, ok := r.logs.attr("events older than the maximum age dropped unsent", "expired_events")
+	require.True(t, ok)
+	require.LessOrEqual(t, n.Uint64(), uint64(300))
+
+	// The count is kept in the spool file.
+	require.NoError(t, r.em.Close(context.Background()))
+	r.open(&emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now})
+	require.EqualValues(t, 300, r.em.Stats().Expired)
+}
+
+// An event whose clock stepped back sits among fresh ones: it is expired when
+// its turn comes, and those around it are delivered in order.
+func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
+	clk := newClock()
+	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Now: clk.Now})
+	clk.Advance(time.Hour)
+	r.emitAll([]string{"a", "b"})
+	clk.Advance(-time.Hour) // the clock stepped back
+	r.emitAll([]string{"old"})
+	clk.Advance(time.Hour)
+	r.emitAll([]string{"c"})
+	clk.Advance(30 * time.Second)
+
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush(10 * time.Second)
+	waitLines(t, rcv, 3)
+	require.Equal(t, []string{"a", "b", "c"}, rcv.Lines())
+	require.EqualValues(t, 1, r.em.Stats().Expired)
+}
+
+// Without MaxAge nothing expires, however old.
+func TestMaxAgeOffByDefault(t *testing.T) {
+	clk := newClock()
+	r := newRig(t, nil, &emitter.Options{Now: clk.Now})
+	r.emitAll([]string{"ancient"})
+	clk.Advance(1000 * time.Hour)
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush(10 * time.Second)
+	require.Equal(t, []string{"ancient"}, waitLines(t, rcv, 1))
+	require.Zero(t, r.em.Stats().Expired)
+}
+
+func TestMaxAgeNegativeRefused(t *testing.T) {
+	_, err := emitter.Open("x.sock", t.TempDir(), &emitter.Options{MaxAge: -time.Second})
+	require.ErrorContains(t, err, "MaxAge -1s is negative")
+}

@@ -1,0 +1,146 @@
+package emitter_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+const liveStart = "CMD LIVE_START"
+
+func writeLiveStart(_ context.Context, w io.Writer) error {
+	_, err := fmt.Fprintln(w, liveStart)
+	return err
+}
+
+// firstLines returns the first line received on each connection, by
+// connection number.
+func firstLines(rcv *testrecv.Receiver) map[int]string {
+	first := map[int]string{}
+	for _, l := range rcv.Received() {
+		if _, ok := first[l.Conn]; !ok {
+			first[l.Conn] = l.Data
+		}
+	}
+	return first
+}
+
+// The preamble comes first on every connection, before anything spooled,
+// and is neither echoed nor spooled.
+func TestPreambleFirstOnEveryConnection(t *testing.T) {
+	var out bytes.Buffer
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, Stdout: &out})
+	first := events("first", 100)
+	r.emitAll(first)
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, len(first)+1)
+
+	require.NoError(t, r.rcv.Kill())
+	second := events("second", 100)
+	r.emitAll(second)
+	require.NoError(t, r.rcv.Restart())
+	r.flush(10 * time.Second)
+
+	var evs []string
+	for _, l := range r.rcv.Lines() {
+		if l != liveStart {
+			evs = append(evs, l)
+		}
+	}
+	requireDelivered(t, append(first, second...), evs)
+	fl := firstLines(r.rcv)
+	require.GreaterOrEqual(t, len(fl), 2, "a second connection was made")
+	for conn, l := range fl {
+		require.Equal(t, liveStart, l, "connection %d", conn)
+	}
+	require.NotContains(t, out.String(), liveStart, "never echoed")
+	st := r.em.Stats()
+	require.EqualValues(t, 200, st.Emitted, "never spooled")
+	require.Zero(t, st.PreambleErrors)
+}
+
+// The preamble may wait past the dial timeout (for the receiver to finish its
+// replay): its context ends with the emitter, nothing spooled is sent
+// meanwhile, and the wait is neither a dial error nor an outage.
+func TestPreambleMayWait(t *testing.T) {
+	gate := make(chan struct{})
+	entered := make(chan bool, 1)
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+		DialTimeout: 10 * time.Millisecond,
+		Preamble: func(ctx context.Context, w io.Writer) error {
+			_, bounded := ctx.Deadline()
+			entered <- bounded
+			select {
+			case <-gate:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			return writeLiveStart(ctx, w)
+		},
+	})
+	require.False(t, <-entered, "the preamble's context has no dial deadline")
+	sent := events("waited", 50)
+	r.emitAll(sent)
+	require.Zero(t, r.rcv.Count(), "nothing is sent before the preamble")
+	close(gate)
+	r.flush(5 * time.Second)
+	lines := waitLines(t, r.rcv, len(sent)+1)
+	require.Equal(t, append([]string{liveStart}, sent...), lines)
+	st := r.em.Stats()
+	require.Zero(t, st.DialErrors)
+	require.Zero(t, st.Reconnects)
+	require.Zero(t, r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back"))
+}
+
+// A failing preamble fails the connection: counted, logged once, redialled
+// after a backoff; nothing spooled was sent on the failed connections.
+func TestPreambleFailureRedials(t *testing.T) {
+	var calls atomic.Int32
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+		Preamble: func(ctx context.Context, w io.Writer) error {
+			if calls.Add(1) <= 3 {
+				return errors.New("replay not finished")
+			}
+			return writeLiveStart(ctx, w)
+		},
+	})
+	sent := events("after", 20)
+	r.emitAll(sent)
+	r.flush(10 * time.Second)
+	require.Equal(t, append([]string{liveStart}, sent...), waitLines(t, r.rcv, len(sent)+1))
+	st := r.em.Stats()
+	require.EqualValues(t, 3, st.PreambleErrors)
+	require.EqualValues(t, 4, calls.Load())
+	require.EqualValues(t, 4, r.rcv.Accepted())
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "connection preamble failed; reconnecting"), "rate-limited")
+	require.Contains(t, st.LastError, "replay not finished")
+	require.Contains(t, st.LastError, "preamble")
+}
+
+// Close interrupts a preamble that waits.
+func TestCloseDuringPreamble(t *testing.T) {
+	entered := make(chan struct{})
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+		Preamble: func(ctx context.Context, w io.Writer) error {
+			close(entered)
+			<-ctx.Done()
+			return ctx.Err()
+		},
+	})
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, r.em.Close(ctx))
+	require.Zero(t, r.em.Stats().PreambleErrors, "closing is not a preamble failure")
+}
