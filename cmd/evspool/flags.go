@@ -84,6 +84,9 @@ type runFlags struct {
 	fsync                    bool
 	metricsAddr              string
 	logFormat, logLevel      string
+
+	preamble []string      // --preamble, see preamble.go
+	maxAge   time.Duration // --max-age; 0: off
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -103,6 +106,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(durationFlag{&r.drainTimeout}, "drain-timeout", "after end of input, how long to keep delivering (default: until drained)")
 	fs.BoolVar(&r.fsync, "fsync", true, "fsync each spool commit (false survives a process crash, not a power loss)")
 	fs.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9477 (default off)")
+	fs.Var(linesFlag{&r.preamble}, "preamble", "a line written first on every connection, never spooled nor echoed (repeatable)")
+	fs.Var(durationFlag{&r.maxAge}, "max-age", "events older than this when their turn comes are dropped unsent and counted (default off)")
 	fs.StringVar(&r.logFormat, "log-format", "text", "text or json (logs go to stderr)")
 	fs.StringVar(&r.logLevel, "log-level", "info", "debug, info, warn or error")
 }
@@ -123,6 +128,11 @@ func (r *runFlags) validate() error {
 		return fmt.Errorf("--max-event-size %s must be between 2 bytes and a quarter of --max-spool-size", units.FormatSize(r.maxEvent))
 	case r.dialTimeout <= 0 || r.writeTimout <= 0:
 		return fmt.Errorf("--dial-timeout and --write-timeout must be positive")
+	case r.maxAge < 0:
+		return fmt.Errorf("--max-age must be positive (or 0 for off), not %v", r.maxAge)
+	}
+	if err := checkPreamble(r.preamble, r.maxEvent); err != nil {
+		return err
 	}
 	if _, err := parseLevel(r.logLevel); err != nil {
 		return err
@@ -143,6 +153,8 @@ func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 		DialTimeout:   r.dialTimeout,
 		WriteTimeout:  r.writeTimout,
 		Logger:        logger,
+		MaxAge:        r.maxAge,
+		Preamble:      preambleFunc(r.preamble),
 	}
 }
 
