@@ -98,3 +98,18 @@ func TestMaxAgeNegativeRefused(t *testing.T) {
 	_, err := emitter.Open("x.sock", t.TempDir(), &emitter.Options{MaxAge: -time.Second})
 	require.ErrorContains(t, err, "MaxAge -1s is negative")
 }
+
+// Flush returns when everything left the spool by expiring: nothing was
+// acknowledged, but nothing is pending either.
+func TestFlushReturnsWhenAllExpired(t *testing.T) {
+	clk := newClock()
+	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Now: clk.Now})
+	r.emitAll(events("stale", 50))
+	clk.Advance(time.Hour)
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush(5 * time.Second)
+	require.EqualValues(t, 50, r.em.Stats().Expired)
+	require.Zero(t, rcv.Count())
+}
