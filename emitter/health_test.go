@@ -75,7 +75,7 @@ func TestAliveWhileWaitingInPreamble(t *testing.T) {
 			return ctx.Err()
 		},
 	})
-	at := <-entered
+	at := within(t, entered, "preamble called")
 	// The wedge limit here is 20 ms: wait until it has passed three times over.
 	require.Eventually(t, func() bool { return time.Since(at) > 60*time.Millisecond }, 5*time.Second, time.Millisecond)
 	require.NoError(t, r.em.Alive())

@@ -19,6 +19,19 @@ import (
 
 const liveStart = "CMD LIVE_START"
 
+// within receives from ch, failing the test if nothing comes in 5 s.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: nothing within 5 s", what)
+	}
+	var zero T
+	return zero
+}
+
 func writeLiveStart(_ context.Context, w io.Writer) error {
 	_, err := fmt.Fprintln(w, liveStart)
 	return err
@@ -89,7 +102,7 @@ func TestPreambleMayWait(t *testing.T) {
 			return writeLiveStart(ctx, w)
 		},
 	})
-	require.False(t, <-entered, "the preamble's context has no dial deadline")
+	require.False(t, within(t, entered, "preamble called"), "the preamble's context has no dial deadline")
 	sent := events("waited", 50)
 	r.emitAll(sent)
 	require.Zero(t, r.rcv.Count(), "nothing is sent before the preamble")
@@ -138,7 +151,7 @@ func TestCloseDuringPreamble(t *testing.T) {
 			return ctx.Err()
 		},
 	})
-	<-entered
+	within(t, entered, "preamble called")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	require.NoError(t, r.em.Close(ctx))
