@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -156,4 +157,63 @@ func TestCloseDuringPreamble(t *testing.T) {
 	defer cancel()
 	require.NoError(t, r.em.Close(ctx))
 	require.Zero(t, r.em.Stats().PreambleErrors, "closing is not a preamble failure")
+}
+
+// waitGate waits, as a daemon's live gate does, until open returns true.
+func waitGate(ctx context.Context, open func() bool) error {
+	for !open() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// The reproduction: before Options.Preamble, the only place to wait
+// for the receiver's replay was Options.Dial, bounded by the dial timeout, so
+// the wait was counted as dial errors and logged as an outage. The preamble
+// waits the same time with neither.
+func TestGateWaitInDialVersusPreamble(t *testing.T) {
+	const wait, dialTimeout = time.Second, 200 * time.Millisecond
+	type result struct{ dialErrors, warnings int }
+	measure := func(opts *emitter.Options) result {
+		r := newRig(t, &testrecv.Options{}, opts)
+		r.emitAll(events("gated", 10))
+		r.flush(10 * time.Second)
+		require.Equal(t, liveStart, waitLines(t, r.rcv, 11)[0])
+		st := r.em.Stats()
+		require.NoError(t, r.em.Close(context.Background()))
+		return result{int(st.DialErrors), r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back")}
+	}
+
+	start := time.Now()
+	open := func() bool { return time.Since(start) > wait }
+	var d net.Dialer
+	inDial := measure(&emitter.Options{DialTimeout: dialTimeout,
+		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			if err := waitGate(ctx, open); err != nil {
+				return nil, err
+			}
+			c, err := d.DialContext(ctx, network, addr)
+			if err == nil {
+				_, err = fmt.Fprintln(c, liveStart)
+			}
+			return c, err
+		}})
+	t.Logf("gate wait %v in Options.Dial (dial timeout %v): %d dial errors, %d outage warnings", wait, dialTimeout, inDial.dialErrors, inDial.warnings)
+	require.GreaterOrEqual(t, inDial.dialErrors, 3)
+	require.Equal(t, 1, inDial.warnings)
+
+	start = time.Now()
+	inPreamble := measure(&emitter.Options{DialTimeout: dialTimeout,
+		Preamble: func(ctx context.Context, w io.Writer) error {
+			if err := waitGate(ctx, open); err != nil {
+				return err
+			}
+			return writeLiveStart(ctx, w)
+		}})
+	t.Logf("gate wait %v in Options.Preamble: %d dial errors, %d outage warnings", wait, inPreamble.dialErrors, inPreamble.warnings)
+	require.Equal(t, result{}, inPreamble)
 }
