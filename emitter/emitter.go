@@ -174,6 +174,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	select {
 	case <-e.d.done:
 		e.d.checkDrops(true) // the drainer is gone: its state is ours now
+		e.d.logExpired(wal.Counter{}, time.Now(), true)
 	case <-ctx.Done():
 		// The drainer is stuck in something no deadline reaches; the spool
 		// is closed under it, which it survives (its calls get ErrClosed).

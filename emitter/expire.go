@@ -42,14 +42,16 @@ func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.cursor = entries[old-1].Seq + 1
-	d.logExpired(gone, now)
+	d.logExpired(gone, now, false)
 	d.progressed()
 	return nil, old, nil
 }
 
-func (d *drainer) logExpired(gone wal.Counter, now time.Time) {
+// logExpired counts gone and logs what was not logged yet if the interval
+// has passed, or anyway when final (at Close).
+func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
 	d.exp.unlogged += gone.Events
-	if d.exp.unlogged == 0 || (!d.exp.lastLog.IsZero() && now.Sub(d.exp.lastLog) < d.opts.WarnInterval) {
+	if d.exp.unlogged == 0 || (!final && !d.exp.lastLog.IsZero() && now.Sub(d.exp.lastLog) < d.opts.WarnInterval) {
 		return
 	}
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",

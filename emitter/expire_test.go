@@ -28,7 +28,9 @@ func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
 // and logged once; the fresh ones are delivered, in order.
 func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	clk := newClock()
-	r := newRig(t, nil, &emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now})
+	// Batches of 100: the stale events expire in three steps, one logged at
+	// once, two within the warning interval.
+	r := newRig(t, nil, &emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now, BatchEvents: 100})
 	stale := events("stale", 300)
 	r.emitAll(stale) // the receiver is down
 	clk.Advance(time.Hour)
@@ -47,13 +49,15 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	require.EqualValues(t, 300, st.Spool.Expired.Events)
 	require.EqualValues(t, 200, st.Delivered)
 	require.Zero(t, st.Pending)
-	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "events older than the maximum age dropped unsent"), "logged, rate-limited")
-	n, ok := r.logs.attr("events older than the maximum age dropped unsent", "expired_events")
+	const msg = "events older than the maximum age dropped unsent"
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, msg), "logged, rate-limited")
+	n, ok := r.logs.attr(msg, "expired_events")
 	require.True(t, ok)
 	require.LessOrEqual(t, n.Uint64(), uint64(300))
 
-	// The count is kept in the spool file.
+	// Close logs the rest; the count is kept in the spool file.
 	require.NoError(t, r.em.Close(context.Background()))
+	require.Equal(t, 300, r.logs.sum(msg, "expired_events"), "every expired event was in a log line")
 	r.open(&emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now})
 	require.EqualValues(t, 300, r.em.Stats().Expired)
 }
@@ -112,4 +116,23 @@ func TestFlushReturnsWhenAllExpired(t *testing.T) {
 	r.flush(5 * time.Second)
 	require.EqualValues(t, 50, r.em.Stats().Expired)
 	require.Zero(t, rcv.Count())
+}
+
+// sum adds up the integer attribute key of the records with msg.
+func (l *logSink) sum(msg, key string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	total := 0
+	for _, r := range l.records {
+		if r.Message != msg {
+			continue
+		}
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == key {
+				total += int(a.Value.Uint64())
+			}
+			return true
+		})
+	}
+	return total
 }
