@@ -63,7 +63,8 @@
 // MaxEventSize is refused whole, never cut.
 //
 // Options.MaxAge drops, unsent, an event older than it when its turn to be
-// sent comes; the count is kept in the spool file (Stats.Expired) and
+// sent comes; it is counted (Stats.Expired for this process, and in the
+// spool file across restarts, Stats.Spool.Expired) and
 // delivery goes on in order.
 //
 // Alive and Ready back liveness and readiness probes (package

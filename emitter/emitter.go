@@ -203,7 +203,9 @@ type Stats struct {
 	OutageStart  time.Time // when the current outage began; zero when connected
 	Spool        wal.Stats
 
-	Expired uint64 // events older than Options.MaxAge, dropped unsent (survives restarts)
+	// Expired counts the events this process dropped unsent for being older
+	// than Options.MaxAge; Spool.Expired has the count across restarts.
+	Expired uint64
 
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
 	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize
@@ -222,7 +224,7 @@ func (e *Emitter) Stats() Stats {
 		Spool:        ss,
 	}
 	e.d.fillStats(&s)
-	s.Expired = ss.Expired.Events
+	s.Expired = e.d.exp.here.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }

@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/evspool/evspool/wal"
@@ -8,8 +9,10 @@ import (
 
 // expiry logs the events Options.MaxAge removed unsent: the first at once,
 // then at most one line per WarnInterval with the count since the last line.
-// The count itself is kept in the spool file (wal.Stats.Expired).
+// The count across restarts is kept in the spool file (wal.Stats.Expired);
+// here is this process's, for Stats.Expired.
 type expiry struct {
+	here     atomic.Uint64
 	unlogged uint64
 	lastLog  time.Time
 }
@@ -42,6 +45,7 @@ func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.cursor = entries[old-1].Seq + 1
+	d.exp.here.Add(gone.Events)
 	d.logExpired(gone, now, false)
 	d.progressed()
 	return nil, old, nil

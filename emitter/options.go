@@ -71,8 +71,8 @@ type Options struct {
 
 	// MaxAge, when positive, is the age past which an event is not worth
 	// sending: when its turn to be sent comes, an event spooled longer ago is
-	// removed unsent, counted (Stats.Expired, kept in the spool file across
-	// restarts) and logged (rate-limited), and delivery goes on in order with
+	// removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps the
+	// count across restarts in the spool file) and logged (rate-limited), and delivery goes on in order with
 	// the next one. For a daemon that prefers fresh state to a long outage's
 	// history. Default 0: events never expire.
 	MaxAge time.Duration
