@@ -47,7 +47,7 @@ type drainer struct {
 	drops     dropLog
 	out       outage
 
-	exp    expiry        // see expire.go
+	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
 	health health        // see health.go
 

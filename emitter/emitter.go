@@ -224,7 +224,7 @@ func (e *Emitter) Stats() Stats {
 		Spool:        ss,
 	}
 	e.d.fillStats(&s)
-	s.Expired = e.d.exp.here.Load()
+	s.Expired = e.d.aged.here.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }

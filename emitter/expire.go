@@ -7,24 +7,31 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// expiry logs the events Options.MaxAge removed unsent: the first at once,
+// expiredLog logs the events Options.MaxAge removed unsent: the first at once,
 // then at most one line per WarnInterval with the count since the last line.
 // The count across restarts is kept in the spool file (wal.Stats.Expired);
 // here is this process's, for Stats.Expired.
-type expiry struct {
+type expiredLog struct {
 	here     atomic.Uint64
 	unlogged uint64
 	lastLog  time.Time
 }
 
-// expire applies Options.MaxAge to a batch just read, at the moment it is
+// applyMaxAge applies Options.MaxAge to a batch just read, at the moment it is
 // its turn to be sent. When the batch starts with expired events, it removes
 // that run from the spool and returns how many it removed: the caller reads
 // again. Otherwise it returns the batch cut before its first expired event
 // (clocks can step back, so one may follow fresh ones), which then waits for
 // the next turn: the order is kept.
-func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
-	if d.opts.MaxAge <= 0 {
+func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
+	if d.opts.MaxAge <= 0 || len(entries) == 0 {
+		return entries, 0, nil
+	}
+	if first := d.spool.FirstSeq(); first != 0 && entries[0].Seq > first {
+		// Events before these were written and await acknowledgement:
+		// removing through these would remove those too. These are sent;
+		// an event expires only from the head of the spool, which it is
+		// after a reconnection (the outage this option is for).
 		return entries, 0, nil
 	}
 	now := d.opts.Now()
@@ -45,7 +52,7 @@ func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.cursor = entries[old-1].Seq + 1
-	d.exp.here.Add(gone.Events)
+	d.aged.here.Add(gone.Events)
 	d.logExpired(gone, now, false)
 	d.progressed()
 	return nil, old, nil
@@ -54,14 +61,14 @@ func (d *drainer) expire(entries []wal.Entry) ([]wal.Entry, int, error) {
 // logExpired counts gone and logs what was not logged yet if the interval
 // has passed, or anyway when final (at Close).
 func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
-	d.exp.unlogged += gone.Events
-	if d.exp.unlogged == 0 || (!final && !d.exp.lastLog.IsZero() && now.Sub(d.exp.lastLog) < d.opts.WarnInterval) {
+	d.aged.unlogged += gone.Events
+	if d.aged.unlogged == 0 || (!final && !d.aged.lastLog.IsZero() && now.Sub(d.aged.lastLog) < d.opts.WarnInterval) {
 		return
 	}
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
-		"expired_events", d.exp.unlogged, "expired_total", d.spool.Stats().Expired.Events,
+		"expired_events", d.aged.unlogged, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	d.exp.unlogged, d.exp.lastLog = 0, now
+	d.aged.unlogged, d.aged.lastLog = 0, now
 }
 
 // progressed wakes Flush callers: events left the spool.

@@ -29,7 +29,7 @@ func (d *drainer) sendBatch() (int, error) {
 		return 0, err
 	}
 	var n int
-	if entries, n, err = d.expire(entries); n > 0 || err != nil || len(entries) == 0 {
+	if entries, n, err = d.applyMaxAge(entries); n > 0 || err != nil || len(entries) == 0 {
 		return n, err
 	}
 	buf := d.buf[:0]
