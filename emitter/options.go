@@ -93,14 +93,15 @@ type Options struct {
 	// how long it took, how many events it held and its error: a hook for
 	// a latency histogram (see package emitter/metrics). It must be quick.
 	OnCommit func(d time.Duration, events int, err error)
-	// Now is the clock that stamps events and judges MaxAge. Default
-	// time.Now.
-	Now func() time.Time
 	// AckOnWrite acknowledges events once written instead of once read by
 	// the receiver. It is what happens anyway where the read cannot be seen
 	// (not Linux, or a connection other than Unix stream or TCP). Default
 	// false.
 	AckOnWrite bool
+
+	// Now is the clock that stamps events and judges MaxAge. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 func (o *Options) withDefaults() (Options, error) {

@@ -128,10 +128,8 @@ func (r *runFlags) validate() error {
 		return fmt.Errorf("--max-event-size %s must be between 2 bytes and a quarter of --max-spool-size", units.FormatSize(r.maxEvent))
 	case r.dialTimeout <= 0 || r.writeTimout <= 0:
 		return fmt.Errorf("--dial-timeout and --write-timeout must be positive")
-	case r.maxAge < 0:
-		return fmt.Errorf("--max-age must be positive (or 0 for off), not %v", r.maxAge)
 	}
-	if err := checkPreamble(r.preamble, r.maxEvent); err != nil {
+	if err := r.checkDropIn(); err != nil { // preamble.go
 		return err
 	}
 	if _, err := parseLevel(r.logLevel); err != nil {
@@ -145,6 +143,8 @@ func (r *runFlags) validate() error {
 
 func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 	return &emitter.Options{
+		MaxAge:        r.maxAge,
+		Preamble:      preambleFunc(r.preamble),
 		Network:       r.network,
 		MaxSpoolBytes: r.maxSpool,
 		OnFull:        r.onFull,
@@ -153,8 +153,6 @@ func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 		DialTimeout:   r.dialTimeout,
 		WriteTimeout:  r.writeTimout,
 		Logger:        logger,
-		MaxAge:        r.maxAge,
-		Preamble:      preambleFunc(r.preamble),
 	}
 }
 

@@ -40,8 +40,8 @@ func printTable(w io.Writer, rep *report, dump int) error {
 	row("oldest seq", "%d", f.OldestSeq)
 	row("newest seq", "%d", f.NewestSeq)
 	row("oldest age", "%s", seconds(f.OldestAgeSeconds))
-	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
 	row("expired events", "%d (older than --max-age, dropped unsent)", f.ExpiredEvents)
+	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
 	if rep.State == "stopped" && rep.Status != nil && rep.Status.LastError != "" {
 		row("last run's last error", "%s", rep.Status.LastError)
 	}

@@ -24,14 +24,17 @@ func (f linesFlag) Set(s string) error {
 	return nil
 }
 
-// checkPreamble validates the --preamble lines like events: no newline in
-// them, each within --max-event-size.
-func checkPreamble(lines []string, maxEvent int64) error {
-	for i, l := range lines {
+// checkDropIn validates --max-age, and the --preamble lines like events: no
+// newline in them, each within --max-event-size.
+func (r *runFlags) checkDropIn() error {
+	if r.maxAge < 0 {
+		return fmt.Errorf("--max-age must be positive (or 0 for off), not %v", r.maxAge)
+	}
+	for i, l := range r.preamble {
 		if bytes.IndexByte([]byte(l), '\n') >= 0 {
 			return fmt.Errorf("--preamble #%d contains a newline: give each line its own --preamble", i+1)
 		}
-		if _, err := emitter.Validate([]byte(l), int(maxEvent)); err != nil {
+		if _, err := emitter.Validate([]byte(l), int(r.maxEvent)); err != nil {
 			return fmt.Errorf("--preamble #%d: %w", i+1, err)
 		}
 	}
