@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/evspool/evspool/emitter"
 )
@@ -16,7 +17,7 @@ func (f linesFlag) String() string {
 	if f.lines == nil {
 		return ""
 	}
-	return fmt.Sprint(*f.lines)
+	return strings.Join(*f.lines, " | ")
 }
 
 func (f linesFlag) Set(s string) error {
