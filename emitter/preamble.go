@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync/atomic"
 	"time"
 )
@@ -44,7 +45,9 @@ func (d *drainer) preamble() error {
 		return nil
 	}
 	d.pre.running.Store(true)
-	err := d.opts.Preamble(d.ctx, preambleWriter{d})
+	w := &preambleWriter{d: d, conn: d.conn}
+	err := d.opts.Preamble(d.ctx, w)
+	w.done.Store(true)
 	d.pre.running.Store(false)
 	d.health.beat()
 	if err == nil {
@@ -63,19 +66,29 @@ func (d *drainer) preamble() error {
 	return err
 }
 
-// preambleWriter writes the preamble to the drainer's connection, each write
-// with a deadline.
-type preambleWriter struct{ d *drainer }
+// preambleWriter writes the preamble to the connection it was made for,
+// each write with a deadline, until the hook returns.
+type preambleWriter struct {
+	d    *drainer
+	conn net.Conn
+	done atomic.Bool
+}
 
-func (w preambleWriter) Write(p []byte) (int, error) {
+// errPreambleOver is what a hook's writer returns once the hook returned.
+var errPreambleOver = errors.New("emitter: preamble writer used after the preamble returned")
+
+func (w *preambleWriter) Write(p []byte) (int, error) {
 	d := w.d
-	if d.ctx.Err() != nil || d.conn == nil {
+	if w.done.Load() {
+		return 0, errPreambleOver
+	}
+	if d.ctx.Err() != nil {
 		return 0, ErrClosed
 	}
-	if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
+	if err := w.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
 		return 0, err
 	}
-	n, err := d.conn.Write(p)
+	n, err := w.conn.Write(p)
 	if err != nil {
 		err = fmt.Errorf("write to %s: %w", d.addr, err)
 	}

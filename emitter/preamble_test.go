@@ -217,3 +217,24 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 	t.Logf("gate wait %v in Options.Preamble: %d dial errors, %d outage warnings", wait, inPreamble.dialErrors, inPreamble.warnings)
 	require.Equal(t, result{}, inPreamble)
 }
+
+// The hook's writer is for the hook's call only: kept and used later, it
+// fails instead of writing into a stream the drainer owns.
+func TestPreambleWriterAfterReturn(t *testing.T) {
+	kept := make(chan io.Writer, 1)
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+		Preamble: func(ctx context.Context, w io.Writer) error {
+			select {
+			case kept <- w:
+			default:
+			}
+			return writeLiveStart(ctx, w)
+		},
+	})
+	w := within(t, kept, "preamble called")
+	r.emitAll([]string{"event"})
+	r.flush(5 * time.Second)
+	_, err := io.WriteString(w, "late\n")
+	require.ErrorContains(t, err, "after the preamble returned")
+	require.Equal(t, []string{liveStart, "event"}, waitLines(t, r.rcv, 2))
+}
