@@ -40,7 +40,8 @@ type Writer struct {
 	// returns nil: for an io.Copy, such as the one os/exec runs for
 	// cmd.Stdout, which would otherwise stop at the first error and leave
 	// the child writing to a closed pipe. ErrClosed and ErrWriterClosed are
-	// returned all the same.
+	// returned all the same. It is called with the Writer's lock held: it
+	// must not write to this Writer.
 	OnError func(error)
 
 	mu      sync.Mutex
