@@ -3,8 +3,11 @@ package main
 import (
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +100,47 @@ func TestRunProbeEndpoints(t *testing.T) {
 		require.Equal(t, http.StatusOK, code, path)
 		require.Equal(t, "ok\n", body, path)
 	}
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 10*time.Second)
+}
+
+// On a full disk /readyz turns 503 and says why, while /healthz stays 200
+// (restarting would not free the disk). (Ready again after a successful
+// commit: TestReadyFollowsCommits in package emitter.)
+func TestRunReadyzOnFullDisk(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipped: mounting a small tmpfs to fill the disk needs root; run as root (CI does)")
+	}
+	disk := t.TempDir()
+	if err := syscall.Mount("tmpfs", disk, "tmpfs", 0, "size=1048576,mode=0700"); err != nil {
+		t.Skipf("skipped: cannot mount a tmpfs here (%v)", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(disk, syscall.MNT_DETACH) })
+	sock, _ := paths(t)
+	p := start(t, "run", "--socket", sock, "--spool", filepath.Join(disk, "spool"), "--fsync=false",
+		"--max-spool-size", "8MiB", "--metrics-addr", "127.0.0.1:0", "--drain-timeout", "100ms")
+	var addr string
+	require.Eventually(t, func() bool {
+		m := metricsAddr.FindStringSubmatch(p.logs())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	}, 5*time.Second, 5*time.Millisecond)
+	code, _ := probe(t, "http://"+addr+"/readyz")
+	require.Equal(t, http.StatusOK, code)
+
+	line := strings.Repeat("f", 1000) + "\n"
+	for i := 0; !strings.Contains(p.logs(), "events not spooled"); i++ {
+		require.Less(t, i, 5000, "the disk never filled: %s", p.logs())
+		_, err := io.WriteString(p.stdin, line)
+		require.NoError(t, err)
+	}
+	code, body := probe(t, "http://"+addr+"/readyz")
+	require.Equal(t, http.StatusServiceUnavailable, code)
+	require.Contains(t, body, "last spool commit failed")
+	code, _ = probe(t, "http://"+addr+"/healthz")
+	require.Equal(t, http.StatusOK, code, "alive all the same")
 	require.NoError(t, p.stdin.Close())
 	p.wait(t, 10*time.Second)
 }
