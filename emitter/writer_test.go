@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -131,4 +132,27 @@ func TestWritersOfChildProcesses(t *testing.T) {
 		want = append(want, fmt.Sprintf("proc%d tail", p))
 		require.Equal(t, want, perProc[fmt.Sprintf("proc%d", p)])
 	}
+}
+
+// Real-shaped PTP output, written in chunks of every size from 1 byte up,
+// arrives line for line, byte for byte.
+func TestWriterChunkSizes(t *testing.T) {
+	raw, err := os.ReadFile("../wal/testdata/ptp-events.txt")
+	require.NoError(t, err)
+	want := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
+	r := newRig(t, &testrecv.Options{}, nil)
+	var sent []string
+	for size := 1; size <= 64; size *= 2 {
+		w := r.em.Writer()
+		for rest := raw; len(rest) > 0; {
+			n := min(size, len(rest))
+			_, err := w.Write(rest[:n])
+			require.NoError(t, err)
+			rest = rest[n:]
+		}
+		require.NoError(t, w.Close())
+		sent = append(sent, want...)
+	}
+	r.flush(10 * time.Second)
+	require.Equal(t, sent, waitLines(t, r.rcv, len(sent)))
 }
