@@ -51,6 +51,7 @@ torture:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 600000x ./internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzWriter$$' -fuzztime 150000x ./emitter
 
 clean:
 	rm -rf bin
