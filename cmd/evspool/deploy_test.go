@@ -204,6 +204,7 @@ func TestSpoolUnderEmptyDir(t *testing.T) {
 	_, err := wal.Open(mount, nil)
 	require.ErrorIs(t, err, wal.ErrUnsafeDir)
 	require.ErrorContains(t, err, "chmod 700")
+	require.ErrorContains(t, err, "give a subdirectory of it", "the error says what to do on an emptyDir")
 	w, err := wal.Open(filepath.Join(mount, "spool"), nil)
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
