@@ -46,7 +46,7 @@ func (d *drainer) preamble() error {
 	}
 	d.pre.running.Store(true)
 	w := &preambleWriter{d: d, conn: d.conn}
-	err := d.opts.Preamble(d.ctx, w)
+	err := callPreamble(d.opts.Preamble, d.ctx, w)
 	w.done.Store(true)
 	d.pre.running.Store(false)
 	d.health.beat()
@@ -64,6 +64,18 @@ func (d *drainer) preamble() error {
 	d.pre.warn.log(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
+}
+
+// callPreamble calls the hook, turning a panic into an error: a bug in the
+// daemon's hook fails connections (counted, logged), it does not take the
+// drainer down with the process.
+func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("preamble panicked: %v", r)
+		}
+	}()
+	return f(ctx, w)
 }
 
 // preambleWriter writes the preamble to the connection it was made for,

@@ -123,8 +123,11 @@ func TestPreambleFailureRedials(t *testing.T) {
 	var calls atomic.Int32
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
-			if calls.Add(1) <= 3 {
+			switch calls.Add(1) {
+			case 1, 2:
 				return errors.New("replay not finished")
+			case 3:
+				panic("a bug in the hook") // fails the connection, not the process
 			}
 			return writeLiveStart(ctx, w)
 		},
@@ -138,8 +141,10 @@ func TestPreambleFailureRedials(t *testing.T) {
 	require.EqualValues(t, 4, calls.Load())
 	require.EqualValues(t, 4, r.rcv.Accepted())
 	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "connection preamble failed; reconnecting"), "rate-limited")
-	require.Contains(t, st.LastError, "replay not finished")
-	require.Contains(t, st.LastError, "preamble")
+	require.Contains(t, st.LastError, "preamble panicked: a bug in the hook")
+	v, ok := r.logs.attr("connection preamble failed; reconnecting", "error")
+	require.True(t, ok)
+	require.Contains(t, v.String(), "replay not finished")
 }
 
 // Close interrupts a preamble that waits.
