@@ -22,9 +22,11 @@ import (
 // may wait as long as it needs (for the receiver to finish replaying its
 // state, say), and meanwhile nothing spooled is sent. Waiting is neither a
 // dial error nor an outage. It should return soon after ctx ends: Close
-// waits for it, up to Close's own context. A panic is taken as an error. A hook that returns an error fails the
-// connection: it is closed, counted (Stats.PreambleErrors), logged
-// (rate-limited), and a new one is dialled after a backoff.
+// waits for it, up to Close's own context.
+//
+// A hook that returns an error (or panics) fails the connection: it is
+// closed, counted (Stats.PreambleErrors), logged (rate-limited), and a new
+// one is dialled after a backoff.
 type PreambleFunc func(ctx context.Context, w io.Writer) error
 
 // ErrPreamble is matched by a failure of Options.Preamble, as Stats.LastError
