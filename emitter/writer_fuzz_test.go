@@ -13,18 +13,18 @@ import (
 	"github.com/evspool/evspool/emitter"
 )
 
-type lockedBuffer struct {
+type echoBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+func (l *echoBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) take() string {
+func (l *echoBuffer) take() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.b.String()
@@ -41,7 +41,7 @@ func FuzzWriter(f *testing.F) {
 	f.Add([]byte("a\nbb\n\nccc"), uint8(3))
 	f.Add([]byte(strings.Repeat("x", 40)+"\nok\n"+strings.Repeat("y", 15)), uint8(7))
 	f.Add([]byte("exactly 15 byte\n\r\x00\xff\n"), uint8(0))
-	var echo lockedBuffer
+	var echo echoBuffer
 	dir := f.TempDir()
 	em, err := emitter.Open(filepath.Join(dir, "none.sock"), filepath.Join(dir, "spool"),
 		&emitter.Options{NoSync: true, MaxEventSize: limit, Stdout: &echo})
