@@ -28,9 +28,9 @@ func (d *drainer) sendBatch() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var n int
-	if entries, n, err = d.applyMaxAge(entries); n > 0 || err != nil || len(entries) == 0 {
-		return n, err
+	var expired int // see expire.go
+	if entries, expired, err = d.applyMaxAge(entries); expired > 0 || err != nil || len(entries) == 0 {
+		return expired, err
 	}
 	buf := d.buf[:0]
 	for _, e := range entries {
