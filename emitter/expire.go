@@ -18,20 +18,14 @@ type expiredLog struct {
 }
 
 // applyMaxAge applies Options.MaxAge to a batch just read, at the moment it is
-// its turn to be sent. When the batch starts with expired events, it removes
-// that run from the spool and returns how many it removed: the caller reads
-// again. Otherwise it returns the batch cut before its first expired event
-// (clocks can step back, so one may follow fresh ones), which then waits for
-// the next turn: the order is kept.
+// its turn to be sent. When the batch starts with expired events at the head
+// of the spool, it removes that run and returns how many it removed: the
+// caller reads again. When they wait behind events not yet acknowledged, it
+// returns nothing to send until those are. Otherwise it returns the batch cut
+// before its first expired event (clocks can step back, so one may follow
+// fresh ones), which then waits for its turn: the order is kept.
 func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if d.opts.MaxAge <= 0 || len(entries) == 0 {
-		return entries, 0, nil
-	}
-	if first := d.spool.FirstSeq(); first != 0 && entries[0].Seq > first {
-		// Events before these were written and await acknowledgement:
-		// removing through these would remove those too. These are sent;
-		// an event expires only from the head of the spool, which it is
-		// after a reconnection (the outage this option is for).
 		return entries, 0, nil
 	}
 	now := d.opts.Now()
@@ -46,6 +40,13 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 			}
 		}
 		return entries, 0, nil
+	}
+	if entries[0].Seq > d.spool.FirstSeq() {
+		// Events before these were written and await acknowledgement (a
+		// replay window keeps them): expiring through these would remove
+		// those too. Send nothing meanwhile; the drainer reads again when
+		// woken or at its next tick, and these expire once at the head.
+		return nil, 0, nil
 	}
 	gone, err := d.spool.Expire(entries[old-1].Seq)
 	if err != nil {

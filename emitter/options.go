@@ -74,9 +74,9 @@ type Options struct {
 	// removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps the
 	// count across restarts in the spool file) and logged (rate-limited), and delivery goes on in order with
 	// the next one. For a daemon that prefers fresh state to a long outage's
-	// history. An event is judged when nothing before it is still awaiting
-	// acknowledgement (as after a reconnection); an event found stale behind
-	// unacknowledged ones is sent. Default 0: events never expire.
+	// history. A stale event waiting behind events not yet acknowledged
+	// (the receiver has them, unconfirmed) holds back what follows until
+	// they are, then expires. Default 0: events never expire.
 	MaxAge time.Duration
 	// Preamble, if set, is called on every new connection before anything
 	// spooled is sent on it: see PreambleFunc. Default: none.
