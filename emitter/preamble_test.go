@@ -16,6 +16,7 @@ import (
 
 	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
 )
 
 const liveStart = "CMD LIVE_START"
@@ -66,13 +67,20 @@ func TestPreambleFirstOnEveryConnection(t *testing.T) {
 	require.NoError(t, r.rcv.Restart())
 	r.flush(10 * time.Second)
 
-	var evs []string
-	for _, l := range r.rcv.Lines() {
-		if l != liveStart {
-			evs = append(evs, l)
+	// Read (so acknowledged) a moment before recorded: wait for the record.
+	sent := append(first, second...)
+	received := func() []string {
+		var evs []string
+		for _, l := range r.rcv.Lines() {
+			if l != liveStart {
+				evs = append(evs, l)
+			}
 		}
+		return evs
 	}
-	requireDelivered(t, append(first, second...), evs)
+	require.Eventually(t, func() bool { return verify.Check(sent, received()).Missing == 0 },
+		5*time.Second, time.Millisecond, "%v", verify.Check(sent, received()))
+	requireDelivered(t, sent, received())
 	fl := firstLines(r.rcv)
 	require.GreaterOrEqual(t, len(fl), 2, "a second connection was made")
 	for conn, l := range fl {
