@@ -39,7 +39,9 @@ bench:
 	cd bench && $(GO) run .
 
 # Long fault runs (under 10 minutes): the chaos loop for 3 minutes, a 1 GB
-# line, the rest of internal/torture, then each fuzz target for about 30 s.
+# line, the rest of internal/torture (among it a cloud-event-proxy-like
+# receiver killed 5 times under 5,000 events, a poison line, half-closed
+# receivers), then each fuzz target for about 30 s.
 # The short versions of all of these run in make test. Fuzz budgets are
 # execution counts sized to ~30 s on a 2-core machine, not durations: Go 1.26's
 # fuzz coordinator can fail a duration run at its deadline with "context

@@ -82,7 +82,7 @@ func runOne(tmp, profileDir string, sc *scenario, contender string) (*runResult,
 }
 
 func (r *rig) startReceiver() error {
-	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{CountOnly: true, Out: r.col})
+	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{CountOnly: true, Out: r.col, HandleTime: r.sc.RecvHandle})
 	r.rcv = rcv
 	return err
 }

@@ -25,14 +25,18 @@ type scenario struct {
 	Rate        float64       `json:"producer_rate,omitempty"`     // paced mode
 	MaxRate     float64       `json:"producer_max_rate,omitempty"` // batch mode cap
 	RecvRate    float64       `json:"receiver_rate,omitempty"`
-	Backlog     int           `json:"backlog,omitempty"` // events spooled before the receiver appears
-	Fault       fault         `json:"fault"`
-	Period      time.Duration `json:"period_ns,omitempty"`
-	Pause       time.Duration `json:"pause_ns,omitempty"`
-	Down        time.Duration `json:"down_ns,omitempty"`
-	Rounds      int           `json:"rounds"`
-	Group       string        `json:"group,omitempty"` // run back to back with the other scenarios of the group
-	Chart       bool          `json:"-"`
+	// RecvHandle is the receiver's handling time per line, as a busy
+	// cloud-event-proxy: it reads ahead of what it handled, and a kill loses
+	// what it read but had not handled yet.
+	RecvHandle time.Duration `json:"receiver_handle_ns,omitempty"`
+	Backlog    int           `json:"backlog,omitempty"` // events spooled before the receiver appears
+	Fault      fault         `json:"fault"`
+	Period     time.Duration `json:"period_ns,omitempty"`
+	Pause      time.Duration `json:"pause_ns,omitempty"`
+	Down       time.Duration `json:"down_ns,omitempty"`
+	Rounds     int           `json:"rounds"`
+	Group      string        `json:"group,omitempty"` // run back to back with the other scenarios of the group
+	Chart      bool          `json:"-"`
 }
 
 // faultRateCap caps the producer in the fault scenarios. Without it a
@@ -52,6 +56,8 @@ func fullPlan() []scenario {
 			Mode: "batch", Duration: 6 * s, Batch: 100, MaxRate: faultRateCap, Fault: faultRestart, Period: 2 * s, Down: 300 * time.Millisecond, Rounds: 3, Chart: true, Group: "restart-ratio"},
 		{Name: "unread-kill", Description: "every 2 s the receiver stops reading for 200 ms, then dies with data unread, back 300 ms later",
 			Mode: "batch", Duration: 8 * s, Batch: 100, MaxRate: faultRateCap, Fault: faultUnread, Period: 2 * s, Pause: 200 * time.Millisecond, Down: 300 * time.Millisecond, Rounds: 1, Chart: true},
+		{Name: "busy", Description: "receiver handles a line in 1 ms (reading ahead like cloud-event-proxy), killed every 2 s, back 300 ms later; 500 events/s",
+			Mode: "paced", Duration: 8 * s, Batch: 1, Rate: 500, RecvHandle: time.Millisecond, Fault: faultRestart, Period: 2 * s, Down: 300 * time.Millisecond, Rounds: 1},
 		{Name: "slow", Description: "receiver reads 5,000 events/s; a burst of 20,000 events",
 			Mode: "batch", Duration: 10 * s, Count: 20_000, Batch: 100, RecvRate: 5000, Fault: faultNone, Rounds: 1},
 		{Name: "sigkill", Description: "producer SIGKILLed every 2 s and restarted (same spool)",

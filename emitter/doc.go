@@ -8,7 +8,8 @@
 // Options.Stdout and wakes the drainer. It never waits on the network.
 //
 // One drainer goroutine owns the connection. It reads a batch from the spool,
-// writes it with a deadline, waits until the receiver has read it, and only
+// writes it with a deadline, waits until the receiver has read it, keeps it
+// in the replay window until the receiver must have handled it, and only
 // then acknowledges (removes) it. On any error it closes the connection,
 // backs off (exponential with jitter, never giving up, 10 ms to 100 ms by
 // default), redials and resends from the oldest unacknowledged event. Events
@@ -24,12 +25,38 @@
 // second). For TCP, zero means the receiver's kernel has the bytes, not that
 // the application read them. Elsewhere, or with Options.AckOnWrite, events are
 // acknowledged once written: then events unread in a crashing receiver's
-// buffer are lost, as they are without evspool.
+// buffer are lost, as they are without evspool. A receiver that shut down its
+// writing side (receive-only) has not hung up: it is delivered to normally.
+//
+// # The replay window
+//
+// Read is not handled: cloud-event-proxy reads ahead into a bufio.Scanner
+// (4 KiB, up to 64 KiB after a long line) and handles one line at a time. So
+// an event the receiver has read stays spooled until the receiver has read
+// Options.ReplayWindow bytes after it (64 KiB) or has stayed connected
+// Options.ReplayLinger after reading it (2 s). If it hangs up before, the
+// events from the oldest one still in the window on are resent in order: a
+// duplicate, never a loss. Flush returns once its events have left the window,
+// so up to ReplayLinger after the last read. Stats.Delivered counts events
+// that left it.
+//
+// # Poison events
+//
+// When the receiver fails (hangs up, or stalls past its timeout) with events
+// read but not known handled, or written but not read, the next connection
+// resends those one at a time, so the event the receiver fails on is known:
+// the one it read last (on a hang-up) or the one being written (on a stall).
+// After Options.MaxAttempts (3) such failures on one event, it is appended to
+// the dead-letter file in the spool directory (wal.AppendDeadLetter, bytes
+// exact, fsync'd), then removed from the spool, counted in
+// Stats.DeadLettered and logged once; delivery goes on. A line that makes
+// cloud-event-proxy re-execute itself costs at most 4 restarts.
 //
 // # Outages
 //
 // A receiver that goes away while the connection is idle is noticed within
-// 100 ms. An outage logs one warning when it starts (with the error and its
+// 100 ms. An outage logs one warning when it starts (a stalled receiver's
+// outage starts when it last read, not when its connection was dropped) (with the error and its
 // class: broken_pipe, connection_refused, no_such_socket, timeout,
 // permission...), at most one more every 30 s, and one info line when it ends
 // with its length and the events held back.
@@ -42,7 +69,8 @@
 // alive reads a new connection no faster than the old one, and if it reads
 // connections side by side (cloud-event-proxy does), events resent on a new
 // connection could overtake the old connection's queue. Only after
-// Options.StallTimeout (30 s) without progress is the connection dropped and
+// Options.StallTimeout (30 s) without progress (while isolating a poison
+// event, WriteTimeout or ReplayLinger, the larger) is the connection dropped and
 // the batch resent, in smaller batches until progress shows: nothing is lost,
 // but if that receiver later reads the abandoned queue, those events arrive
 // again and out of order. A receiver that dies instead frees its queue, and
@@ -72,6 +100,33 @@
 // stopped or has not moved for twice StallTimeout (waiting in the preamble
 // is not counted), Ready when the emitter is closed, the spool lost its file,
 // or the last commit failed.
+//
+// # Torn lines
+//
+// A receiver that reads with a bufio.Scanner (cloud-event-proxy does) hands
+// a partial last line to its handler at EOF and on a read error alike, so a
+// write cut short mid-line and then closed delivers a torn event, and no
+// reset takes back bytes already in the receiver's queue. The drainer
+// writes in chunks that end at a line's end, and writes a chunk only once
+// the socket's send buffer can take it whole (SO_MEMINFO on Linux), so each
+// write(2) takes all of it or, past its deadline, nothing. When Close, or a
+// stall past StallTimeout, abandons a write, the receiver has whole lines
+// only, on TCP (which accepts partial writes) as on Unix sockets. A line
+// larger than the send buffer can ever take (over about 200 KiB) raises
+// SO_SNDBUF, and past what the kernel allows it is written once the queue is
+// empty, and can still be torn.
+//
+// # Close, Flush, and what was lost
+//
+// Close returns by the time its context ends, whatever the drainer is doing;
+// a second Close waits for the first and returns its result. Emit after
+// Close still echoes the events (Stdout always gets them) and returns
+// ErrClosed. Flush returns once the events it waited for have left the spool,
+// whether delivered, dropped by the full-spool policy, expired or
+// dead-lettered, and says which with a *FlushError when not all were
+// delivered. Stats.Lost counts what this process lost since Open: not
+// spooled, dropped, expired, dead-lettered. OpenContext cancels the start-up
+// scan of a large spool.
 //
 // # Faults
 //

@@ -44,8 +44,11 @@ type drainer struct {
 	stalling  bool // the receiver read nothing for WriteTimeout; counted once
 	batch     int  // events per write: BatchEvents, less after a stall
 	stallWarn limiter
+	dlWarn    limiter
 	drops     dropLog
 	out       outage
+	win       window
+	poison    poison
 
 	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
@@ -62,6 +65,7 @@ type linkStats struct {
 	dialErrors, writeErrors uint64
 	stalls                  uint64
 	delivered               uint64
+	deadLettered            uint64
 	lastErr                 string
 	lastErrAt               time.Time
 }
@@ -83,6 +87,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		drops:     dropLog{logged: dropped},
 		out:       outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
 		stallWarn: limiter{interval: opts.WarnInterval},
+		dlWarn:    limiter{interval: opts.WarnInterval},
 	}
 }
 
@@ -116,13 +121,28 @@ func (d *drainer) run() {
 			continue
 		}
 		d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
-		select {
-		case <-d.wake:
-		case <-idle.C:
-			d.checkIdle()
-		case <-d.ctx.Done():
-			return
+		d.idle(idle.C)
+	}
+}
+
+// idle waits for new events, for the replay window's next expiry, or for the
+// idle check, whichever comes first.
+func (d *drainer) idle(check <-chan time.Time) {
+	var expiry <-chan time.Time
+	if at, ok := d.win.next(d.opts.ReplayLinger); ok {
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		expiry = t.C
+	}
+	select {
+	case <-d.wake:
+	case <-expiry:
+		if err := d.expire(); err != nil {
+			d.fail(err)
 		}
+	case <-check:
+		d.checkIdle()
+	case <-d.ctx.Done():
 	}
 }
 
@@ -152,7 +172,7 @@ func (d *drainer) connect() bool {
 			return false
 		}
 		d.record(func(l *linkStats) { l.dialErrors++ }, err)
-		d.out.down(err, d.spool.Len)
+		d.out.down(err, d.spool.Len, time.Time{})
 	}
 }
 
@@ -169,6 +189,8 @@ func (d *drainer) sleep(dur time.Duration) bool {
 
 func (d *drainer) onConnect(conn net.Conn) {
 	d.conn, d.waiter, d.cursor, d.delivered = conn, sockwait.New(conn), 0, false
+	d.win.reset() // what it held is still spooled: resent from the oldest
+	d.poison.written, d.poison.inflight, d.poison.isolated = 0, 0, false
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
@@ -185,14 +207,22 @@ func (d *drainer) disconnect() {
 }
 
 // fail drops the connection after an error; the next batch is read again
-// from the oldest unacknowledged entry.
+// from the oldest unacknowledged entry, the replay window included. The
+// outage began when the receiver last read something if it stalled.
 func (d *drainer) fail(err error) {
 	if d.ctx.Err() != nil {
 		return
 	}
 	d.record(func(l *linkStats) { l.writeErrors++ }, err)
+	var since time.Time
+	se := (*stallError)(nil)
+	stalled := errors.As(err, &se)
+	if stalled {
+		since = se.since
+	}
+	d.blame(stalled)
 	d.disconnect()
-	d.out.down(err, d.spool.Len)
+	d.out.down(err, d.spool.Len, since)
 }
 
 // checkIdle notices a receiver that went away while nothing was being sent.
@@ -231,6 +261,7 @@ func (d *drainer) fillStats(s *Stats) {
 	s.WriteErrors = d.link.writeErrors
 	s.Stalls = d.link.stalls
 	s.Delivered = d.link.delivered
+	s.DeadLettered = d.link.deadLettered
 	s.LastError, s.LastErrorAt = d.link.lastErr, d.link.lastErrAt
 	s.OutageStart = d.out.started()
 }

@@ -32,9 +32,11 @@ type Emitter struct {
 	echoErrors  atomic.Uint64
 	closed      atomic.Bool
 	closeOnce   sync.Once
+	closeDone   chan struct{} // closed when the first Close has finished
 	closeErr    error
 
 	writerRefused atomic.Uint64 // see writer.go
+	droppedAtOpen uint64        // the spool's drop counters at Open: earlier runs' drops
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -42,6 +44,13 @@ type Emitter struct {
 // salvaged (logged as a warning); a spool held by another process fails with
 // an error matching wal.ErrLocked.
 func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
+	return OpenContext(context.Background(), addr, spoolDir, opts)
+}
+
+// OpenContext is Open, cancelled by ctx: the start-up scan of a large spool
+// stops when ctx ends, and OpenContext then returns an error matching
+// ctx.Err() with the spool released as it was.
+func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -49,7 +58,7 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 	if addr == "" {
 		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Now: o.Now})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +66,10 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
 			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, spoolWarn: limiter{interval: o.WarnInterval}}
+	e := &Emitter{addr: addr, opts: o, spool: spool, spoolWarn: limiter{interval: o.WarnInterval},
+		closeDone: make(chan struct{})}
+	ss := spool.Stats()
+	e.droppedAtOpen = ss.DroppedOldest.Events + ss.DroppedNewest.Events
 	e.d = newDrainer(addr, &e.opts, spool)
 	go e.d.run()
 	return e, nil
@@ -81,11 +93,10 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 // the drainer. It never waits on the network. If any event is invalid nothing
 // is emitted. If the spool fails, the events are still echoed, the failure is
 // counted, and an error matching ErrSpool is returned. Under the Block policy
-// Emit waits for space until ctx ends.
+// Emit waits for space until ctx ends. After Close the events are still
+// echoed (Stdout always gets them), counted as not spooled, and Emit returns
+// an error matching both ErrClosed and ErrSpool.
 func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
-	if e.closed.Load() {
-		return ErrClosed
-	}
 	clean := make([][]byte, len(events))
 	for i, ev := range events {
 		c, err := Validate(ev, e.opts.MaxEventSize)
@@ -93,6 +104,11 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 			return err
 		}
 		clean[i] = c
+	}
+	if e.closed.Load() {
+		e.spoolErrors.Add(uint64(len(clean)))
+		e.writeEcho(clean)
+		return fmt.Errorf("%w: %w", ErrSpool, ErrClosed)
 	}
 	begin := time.Now()
 	_, err := e.spool.Append(ctx, clean...)
@@ -106,6 +122,9 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		}
 		e.spoolWarn.log(e.opts.Logger, "events not spooled, echoed only",
 			"events", len(clean), "reason", spoolFailure(err), "error", err.Error())
+		if errors.Is(err, wal.ErrClosed) {
+			err = fmt.Errorf("%w: %w", ErrClosed, err) // Close won the race
+		}
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
@@ -130,43 +149,29 @@ func (e *Emitter) writeEcho(events [][]byte) {
 	}
 }
 
-// Flush returns once every event emitted before it was called has been
-// acknowledged by the receiver (or dropped by the full-spool policy), or ctx
-// ends.
-func (e *Emitter) Flush(ctx context.Context) error {
-	if e.closed.Load() {
-		return ErrClosed
-	}
-	target := e.spool.LastSeq()
-	for {
-		progress := e.d.progressCh()
-		if first := e.spool.FirstSeq(); first == 0 || first > target {
-			return nil
-		}
-		select {
-		case <-progress:
-		case <-e.d.done:
-			return ErrClosed
-		case <-ctx.Done():
-			return fmt.Errorf("emitter: flush: %d events still pending: %w", e.spool.Len(), ctx.Err())
-		}
-	}
-}
-
-// Close stops the drainer promptly, even mid-outage, and closes the spool.
-// What was not delivered stays spooled for the next Open. A second Close
-// returns nil.
+// Close stops the drainer promptly, even mid-outage or mid-write, and closes
+// the spool; it returns by the time ctx ends whatever the drainer is doing.
+// What was not delivered stays spooled for the next Open. A write cut short
+// leaves the receiver whole lines only (see package doc, "Torn lines"). A
+// second Close, concurrent or later, waits until the first has finished
+// (or its own ctx ends) and returns the first's result.
 func (e *Emitter) Close(ctx context.Context) error {
 	first := false
 	e.closeOnce.Do(func() {
 		first = true
 		e.closed.Store(true)
-		e.closeErr = e.shutdown(ctx)
 	})
-	if !first {
-		return nil
+	if first {
+		e.closeErr = e.shutdown(ctx)
+		close(e.closeDone)
+		return e.closeErr
 	}
-	return e.closeErr
+	select {
+	case <-e.closeDone:
+		return e.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("emitter: close: waiting for the first Close: %w", ctx.Err())
+	}
 }
 
 func (e *Emitter) shutdown(ctx context.Context) error {
@@ -191,7 +196,8 @@ type Stats struct {
 	Emitted      uint64 // events spooled by this process
 	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
 	EchoErrors   uint64 // failed writes to Stdout
-	Delivered    uint64 // events acknowledged by the receiver
+	Delivered    uint64 // events the receiver handled: read, then out of the replay window
+	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
 	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
 	Connected    bool
 	Reconnects   uint64    // connections made after the first
@@ -209,6 +215,16 @@ type Stats struct {
 
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
 	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize
+
+	droppedAtOpen uint64 // Dropped as it was at Open
+}
+
+// Lost is how many events this emitter lost since Open: echoed but not
+// spooled (SpoolErrors), dropped by the full-spool policy (Dropped, less what
+// earlier runs dropped), expired, or dead-lettered. The CLI exits 4 when it is
+// not zero.
+func (s Stats) Lost() uint64 {
+	return s.SpoolErrors + (s.Dropped - min(s.droppedAtOpen, s.Dropped)) + s.Expired + s.DeadLettered
 }
 
 // Stats returns a snapshot of the emitter's counters.
@@ -222,6 +238,8 @@ func (e *Emitter) Stats() Stats {
 		EchoErrors:   e.echoErrors.Load(),
 		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
 		Spool:        ss,
+
+		droppedAtOpen: e.droppedAtOpen,
 	}
 	e.d.fillStats(&s)
 	s.Expired = e.d.aged.here.Load()

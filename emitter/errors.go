@@ -6,6 +6,10 @@ import (
 )
 
 var (
+	// ErrNotDelivered is matched by the *FlushError Flush returns when
+	// events it waited for left the spool without reaching the receiver.
+	ErrNotDelivered = errors.New("emitter: events left the spool undelivered")
+
 	// ErrClosed is returned by Emit and Flush after Close.
 	ErrClosed = errors.New("emitter: closed")
 

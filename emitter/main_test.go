@@ -18,7 +18,10 @@ import (
 	"github.com/evspool/evspool/internal/verify"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testrecv.MaybeRunCEP() // a receiver child of the poison tests
+	goleak.VerifyTestMain(m)
+}
 
 // rig is a receiver and an emitter on temporary paths.
 type rig struct {
@@ -51,6 +54,11 @@ func (r *rig) open(opts *emitter.Options) {
 		o = *opts
 	}
 	o.NoSync = true // durability across a power loss is not under test here
+	if o.ReplayLinger == 0 {
+		// The testrecv receiver records a line as it reads it: the window's
+		// linger only slows Flush down here (window tests set their own).
+		o.ReplayLinger = 20 * time.Millisecond
+	}
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}

@@ -24,6 +24,9 @@ const (
 	DefaultMinBackoff   = 10 * time.Millisecond
 	DefaultMaxBackoff   = 100 * time.Millisecond
 	DefaultWarnInterval = 30 * time.Second
+	DefaultReplayWindow = 64 << 10
+	DefaultReplayLinger = 2 * time.Second
+	DefaultMaxAttempts  = 3
 )
 
 // Options tunes an Emitter. The zero value, or a nil *Options, means defaults.
@@ -93,6 +96,30 @@ type Options struct {
 	// how long it took, how many events it held and its error: a hook for
 	// a latency histogram (see package emitter/metrics). It must be quick.
 	OnCommit func(d time.Duration, events int, err error)
+	// ReplayWindow and ReplayLinger bound the replay window: an event the
+	// receiver has read stays in the spool, to be resent if the receiver
+	// hangs up, until the receiver has read ReplayWindow bytes after it, or
+	// has stayed connected ReplayLinger after reading it. A receiver reads
+	// ahead of what it handles (cloud-event-proxy's bufio.Scanner holds 4 KiB,
+	// up to 64 KiB after a long line), so without the window the events it
+	// read but had not handled when it died are lost. The cost: after a
+	// hang-up, up to ReplayWindow bytes (plus what was read in the last
+	// ReplayLinger) arrive again, as one contiguous in-order replay; and
+	// Flush, and so `evspool run` at the end of its input, waits up to
+	// ReplayLinger after the last read. Defaults 64 KiB (the longest line
+	// cloud-event-proxy reads, so its whole buffer) and 2 s (650 lines of
+	// 100 bytes at 3 ms each). A negative ReplayWindow turns the window off:
+	// events are acknowledged once read, as before.
+	ReplayWindow int
+	ReplayLinger time.Duration
+	// MaxAttempts is how many failures of the receiver (hang-ups, or
+	// stalls) with an event as the culprit set it aside in the dead-letter
+	// file (wal.DeadLetterFile in the spool directory). Default 3.
+	MaxAttempts int
+	// MaxDeadLetterBytes is the dead-letter file's size at which it is
+	// rotated (to dead-letters.1, replacing the older one). Default
+	// wal.DefaultMaxDeadLetterBytes (16 MiB).
+	MaxDeadLetterBytes int64
 	// AckOnWrite acknowledges events once written instead of once read by
 	// the receiver. It is what happens anyway where the read cannot be seen
 	// (not Linux, or a connection other than Unix stream or TCP). Default
@@ -123,6 +150,14 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MinBackoff, DefaultMinBackoff)
 	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
 	setDefault(&c.WarnInterval, DefaultWarnInterval)
+	setDefault(&c.ReplayWindow, DefaultReplayWindow)
+	c.ReplayWindow = max(c.ReplayWindow, 0)
+	setDefault(&c.ReplayLinger, DefaultReplayLinger)
+	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
+	setDefault(&c.MaxDeadLetterBytes, wal.DefaultMaxDeadLetterBytes)
+	if c.ReplayLinger < 0 || c.MaxAttempts < 1 {
+		return c, fmt.Errorf("emitter: ReplayLinger %v and MaxAttempts %d must be positive", c.ReplayLinger, c.MaxAttempts)
+	}
 	if c.Stdout == nil {
 		c.Stdout = os.Stdout
 	}

@@ -21,7 +21,9 @@ type outage struct {
 	failures int
 }
 
-func (o *outage) down(err error, pending func() uint64) {
+// down records a failure. since, when not zero, is when delivery really
+// stopped (a stalled receiver's last read), which starts the outage.
+func (o *outage) down(err error, pending func() uint64, since time.Time) {
 	now := time.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -29,6 +31,9 @@ func (o *outage) down(err error, pending func() uint64) {
 	switch {
 	case o.start.IsZero():
 		o.start, o.lastWarn = now, now
+		if !since.IsZero() && since.Before(now) {
+			o.start = since
+		}
 		o.log.Warn("receiver unreachable; spooling events until it is back",
 			"addr", o.addr, "error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
 	case now.Sub(o.lastWarn) >= o.interval:

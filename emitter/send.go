@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/evspool/evspool/internal/sockwait"
@@ -17,10 +18,27 @@ const avgEventGuess = 256
 
 var errStalled = errors.New("receiver read nothing for the stall timeout")
 
-// sendBatch writes the next batch, waits until the receiver has read it and
-// acknowledges it. It returns how many events were delivered.
+// stallError is a stall that cost the connection; since is when the receiver
+// last read something, which is when the outage began.
+type stallError struct {
+	since time.Time
+	err   error
+}
+
+func (e *stallError) Error() string { return e.err.Error() }
+func (e *stallError) Unwrap() error { return e.err }
+
+// sendBatch writes the next batch (one event while isolating a poison
+// event), waits until the receiver has read it, puts it in the replay window
+// and acknowledges what has left the window. It returns how many events were
+// written.
 func (d *drainer) sendBatch() (int, error) {
-	entries, err := d.spool.Read(d.cursor, d.batch, min(d.batch*avgEventGuess, d.opts.BatchBytes))
+	n := d.batch
+	isolating := d.isolating()
+	if isolating {
+		n = 1
+	}
+	entries, err := d.spool.Read(d.cursor, n, min(n*avgEventGuess, d.opts.BatchBytes))
 	if errors.Is(err, wal.ErrCorrupt) {
 		d.repair(err)
 		return 0, nil
@@ -39,30 +57,32 @@ func (d *drainer) sendBatch() (int, error) {
 	if cap(buf) <= 2*d.opts.BatchBytes {
 		d.buf = buf
 	}
+	last := entries[len(entries)-1].Seq
+	d.poison.inflight, d.poison.written = entries[0].Seq, max(d.poison.written, last)
+	d.poison.isolated = isolating
+	if !isolating {
+		d.poison.isolateTo = 0 // past what a failure left unproven
+	}
 	if err := d.write(buf); err != nil {
 		return 0, err
 	}
 	d.stalling = false
-	last := entries[len(entries)-1].Seq
 	d.cursor = last + 1
 	if !d.opts.AckOnWrite && d.waiter.Supported() {
 		if err := d.waitConsumed(); err != nil {
+			if errors.Is(err, errReadThenGone) {
+				d.readThenGone(entries)
+			}
 			return 0, err
 		}
 	}
-	d.out.up(d.spool.Len)
-	if err := d.spool.Ack(last); err != nil {
-		return 0, err
-	}
+	d.poison.inflight = 0
+	d.win.add(entries, time.Now(), isolating)
 	d.delivered = true
+	d.out.up(d.spool.Len)
 	d.batch = min(2*d.batch, d.opts.BatchEvents)
 	d.bo.Reset()
-	d.mu.Lock()
-	d.link.delivered += uint64(len(entries))
-	close(d.progress)
-	d.progress = make(chan struct{})
-	d.mu.Unlock()
-	return len(entries), nil
+	return len(entries), d.expire()
 }
 
 // writeChunk bounds one write(2). On a Unix socket each write becomes buffers
@@ -79,10 +99,14 @@ func (d *drainer) write(buf []byte) error {
 	lastMove := time.Now()
 	for len(buf) > 0 {
 		d.health.beat()
-		if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
-			return err
+		chunk := buf[:chunkEnd(buf)]
+		n, err := 0, d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
+		if err == nil {
+			if err = d.armWrite(); err != nil {
+				return err
+			}
+			n, err = d.conn.Write(chunk)
 		}
-		n, err := d.conn.Write(buf[:chunkEnd(buf)])
 		buf = buf[n:]
 		if n > 0 {
 			lastMove = time.Now()
@@ -118,24 +142,33 @@ func chunkEnd(buf []byte) int {
 
 // waitConsumed polls until the receiver has read everything written: the
 // queue first, a hang-up second (a dying peer's queue is freed, which also
-// reads as 0). A receiver that reads nothing for WriteTimeout is stalled.
+// reads as 0, so the error reports the last count seen before). A receiver
+// that reads nothing for WriteTimeout is stalled. While it waits, events in
+// the replay window that reach their linger time leave it.
 func (d *drainer) waitConsumed() error {
-	interval := sockwait.DefaultMinInterval
+	interval, maxInterval := sockwait.DefaultMinInterval, sockwait.DefaultMaxInterval
+	if d.poison.isolated {
+		maxInterval = isolatedPoll
+	}
 	lastUnread, lastMove := -1, time.Now()
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		d.health.beat()
-		unread, err := d.waiter.Unread()
+		unread, gone, err := d.waiter.Probe()
 		if err != nil {
 			return err
 		}
-		gone, err := d.waiter.HungUp()
-		if err != nil {
+		if gone != nil {
+			err := fmt.Errorf("%w (%w) with %d bytes unread at the last check before; resending from the oldest event not known handled",
+				sockwait.ErrPeerGone, gone.Cause, max(lastUnread, unread))
+			if unread == 0 && !errors.Is(gone.Cause, syscall.ECONNRESET) {
+				// No reset: its queue was empty when it closed, so it had
+				// read everything (the kernel resets a close with unread
+				// data, and nobody else reads this socket's error).
+				err = fmt.Errorf("%w: %w", errReadThenGone, err)
+			}
 			return err
-		}
-		if gone {
-			return fmt.Errorf("%w before reading %d queued bytes", sockwait.ErrPeerGone, unread)
 		}
 		if unread == 0 {
 			return nil
@@ -148,15 +181,22 @@ func (d *drainer) waitConsumed() error {
 				return err
 			}
 		}
+		if err := d.expire(); err != nil {
+			return err
+		}
 		t.Reset(interval)
 		select {
 		case <-t.C:
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}
-		interval = min(2*interval, sockwait.DefaultMaxInterval)
+		interval = min(2*interval, maxInterval)
 	}
 }
+
+// isolatedPoll caps the pause between two checks while isolating: one event
+// at a time, each check that comes late delays the next event.
+const isolatedPoll = 250 * time.Microsecond
 
 // stalled decides what to do about a receiver that has read nothing since
 // lastMove, longer than WriteTimeout. A receiver that is still there keeps its
@@ -173,20 +213,39 @@ func (d *drainer) stalled(lastMove time.Time, unread int) error {
 		return errors.Join(sockwait.ErrPeerGone, err)
 	}
 	stalled := time.Since(lastMove)
-	if stalled >= d.opts.StallTimeout {
+	if limit := d.stallLimit(); stalled >= limit {
+		// What was read ReplayLinger ago by a receiver still here is
+		// handled: only what it stopped reading at is to blame.
+		if err := d.expire(); err != nil {
+			return err
+		}
 		// Smaller batches make a slow reader's progress visible sooner: a
 		// receiver slower than StallTimeout per batch still gets everything.
 		d.batch = max(d.batch/8, 1)
-		return fmt.Errorf("%w (%v, %d bytes unread)", errStalled, d.opts.StallTimeout, unread)
+		return &stallError{since: lastMove, err: fmt.Errorf("%w (%v, %d bytes unread)", errStalled, limit, unread)}
 	}
 	if !d.stalling {
+		// One warning per stall, rate-limited: suppressed_since_last counts
+		// stalls, not the checks of one.
 		d.stalling = true
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
+		d.stallWarn.log(d.opts.Logger, "receiver is not reading; keeping the connection",
+			"addr", d.addr, "stalled_for", stalled.Round(time.Millisecond).String(), "unread_bytes", unread,
+			"gives_up_after", d.stallLimit().String())
 	}
-	d.stallWarn.log(d.opts.Logger, "receiver is not reading; keeping the connection",
-		"addr", d.addr, "stalled_for", stalled.Round(time.Millisecond).String(), "unread_bytes", unread,
-		"gives_up_after", d.opts.StallTimeout.String())
 	return nil
+}
+
+// stallLimit is how long a receiver may read nothing before the connection
+// is dropped: StallTimeout, or while isolating a poison event (a receiver that
+// stopped reading at one line is what isolation looks for) WriteTimeout, but
+// at least ReplayLinger, so that the event read before has left the window
+// and the one it stopped at is the oldest pending.
+func (d *drainer) stallLimit() time.Duration {
+	if d.isolating() {
+		return max(d.opts.WriteTimeout, d.opts.ReplayLinger)
+	}
+	return d.opts.StallTimeout
 }
 
 // repair salvages a spool whose records turned out damaged while draining.

@@ -15,6 +15,7 @@
 //	marks                       what salvage needs if spool.db is lost (below)
 //	spool.db.corrupt-<time>     a damaged file moved aside by salvage, kept for inspection
 //	spool.db.compact            a compaction in progress (removed at the next Open)
+//	dead-letters, dead-letters.1  poison events set aside by the emitter (deadletter.go)
 //
 // spool.db has two buckets:
 //
@@ -118,4 +119,12 @@
 //     copies everything pending: with a full 64 MiB spool, a fraction of a
 //     second.
 //   - The file lock is flock(2): it does not work across NFS.
+//   - Open's start-up scan reads every record; Options.Context cuts it short.
+//     bbolt's own open (which reads the file ahead, MAP_POPULATE) cannot be
+//     interrupted.
+//   - Inspect holds no lock of the spool's while it reads, but bbolt holds a
+//     shared flock on spool.db for as long as Inspect has it open. Inspect
+//     therefore looks at the writer's lock every 1024 records and gives way
+//     (ErrLocked) as soon as a process has taken it, well inside that
+//     process's LockTimeout.
 package wal

@@ -8,35 +8,36 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-	"golang.org/x/sys/unix"
 )
 
 // Inspect reads the spool in dir without changing it: its Stats (the
-// process counters are zero) and the oldest dump pending entries. It takes
-// the spool's lock for the time it reads, so it fails with ErrLocked at once
-// when a running process holds the spool; it never salvages or compacts: a
-// damaged file is reported as a *CorruptionError.
+// process counters are zero) and the oldest dump pending entries. It never
+// stands in a writer's way: it fails with ErrLocked at once when a running
+// process holds the spool, and it holds no lock of the spool's while it
+// reads; if a process opens the spool meanwhile, Inspect stops reading (within
+// a few milliseconds, well inside the writer's Options.LockTimeout) and
+// fails with ErrLocked. It never salvages or compacts: a damaged file is
+// reported as a *CorruptionError.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	path := filepath.Join(dir, fileName)
 	if _, err := os.Stat(path); err != nil {
 		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
 	}
-	lf, err := os.OpenFile(filepath.Join(dir, lockFileName), os.O_RDWR, 0)
-	if err == nil {
-		defer lf.Close()
-		if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
-			if errors.Is(err, unix.EWOULDBLOCK) {
-				return Stats{}, nil, fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
-			}
-			return Stats{}, nil, fmt.Errorf("wal: lock %s: %w", dir, err)
+	probe := newWriterProbe(dir)
+	if held, err := probe.held(); err != nil || held {
+		if err == nil {
+			err = fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
 		}
+		return Stats{}, nil, err
 	}
-	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}}
+	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}, yield: probe.yield}
 	var entries []Entry
 	if err := checkFile(path); err != nil {
 		return Stats{}, nil, err
 	}
-	err = guard(path, func() error {
+	err := guard(path, func() error {
+		// bbolt takes a shared flock on the file for as long as it is
+		// open: the scan gives way (w.yield) so a writer gets it in time.
 		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
 		if err != nil {
 			return classifyOpenErr(path, err)

@@ -84,6 +84,11 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	c := eb.Cursor()
 	var prev uint64
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if pending%scanCheckEvery == 0 {
+			if err := w.scanCancelled(); err != nil {
+				return err
+			}
+		}
 		seq, err := keySeq(k)
 		if err != nil {
 			return &CorruptionError{Path: w.path, Err: err}

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -71,6 +72,11 @@ type Options struct {
 
 	// Now is the clock used to stamp events. Default time.Now.
 	Now func() time.Time
+
+	// Context, if set, cancels Open: the start-up scan of a large spool
+	// stops when it ends, and Open returns an error matching its Err().
+	// Used by Open only. Default: Open runs to the end.
+	Context context.Context
 }
 
 // withDefaults returns a filled-in copy; the caller's Options are not touched.

@@ -48,6 +48,10 @@ type WAL struct {
 	// compactedSize is the file's size after the last compaction (wmu).
 	compactedSize int64
 
+	// yield, if set, is asked during the start-up scan whether to stop:
+	// Inspect gives way to a writer that takes the spool (see cancel.go).
+	yield func() error
+
 	group  group
 	closed atomic.Bool
 	// broken is set when the spool lost its database (a compaction or a

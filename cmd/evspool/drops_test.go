@@ -25,7 +25,7 @@ func TestRunLogsDrops(t *testing.T) {
 	err := cmd.Run()
 	var ee *exec.ExitError
 	require.ErrorAs(t, err, &ee, stderr.String())
-	require.Equal(t, exitSpooled, ee.ExitCode(), stderr.String())
+	require.Equal(t, exitLost, ee.ExitCode(), "drops are losses: %s", stderr.String())
 	m := regexp.MustCompile(`msg="spool full: oldest events dropped to make room" dropped_events=(\d+) dropped_total=(\d+)`).
 		FindAllStringSubmatch(stderr.String(), -1)
 	require.NotEmpty(t, m, stderr.String())
@@ -34,4 +34,5 @@ func TestRunLogsDrops(t *testing.T) {
 	require.Positive(t, rep.DroppedOldestEvents)
 	require.Equal(t, fmt.Sprint(rep.DroppedOldestEvents), m[len(m)-1][2], "the last line has the total")
 	require.EqualValues(t, 20_000, rep.PendingEvents+rep.DroppedOldestEvents)
+	require.Contains(t, stderr.String(), fmt.Sprintf("dropped=%d", rep.DroppedOldestEvents), "the final line counts them")
 }

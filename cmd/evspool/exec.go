@@ -24,13 +24,21 @@ SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to COMMAND, which
 runs in its own process group (so a Ctrl-C reaches it once, through evspool).
 evspool keeps reading until COMMAND exits, then delivers what is spooled and
 exits with COMMAND's status: its exit code, or 128+N if signal N killed it.
-It waits for delivery until the spool is empty or --drain-timeout passes; after
-a SIGINT/SIGTERM, at most 1 s more. Events still spooled then (logged as a
-warning) stay for the next run on the spool; the status stays COMMAND's.
+It waits for delivery until the spool is empty or --drain-timeout passes.
+Events still spooled then (logged as a warning) stay for the next run on the
+spool; the status stays COMMAND's.
 
-Exit status: COMMAND's; 127 if COMMAND was not found, 126 if it could not be
-started; 1 if the spool could not be opened (COMMAND is then not started);
-2 bad usage.
+After a SIGINT/SIGTERM evspool exits within 2 s whatever COMMAND does: it
+stops reading COMMAND's stdout after 0.6 s, kills COMMAND if it has not
+exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
+second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
+the start-up scan of a large spool stops it: COMMAND is not started, exit 3.
+
+Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
+(echoed but not spooled, dropped by --on-full, expired, dead-lettered; the
+final log line gives the counts): a loss never exits 0. 127 if COMMAND was
+not found, 126 if it could not be started; 1 if the spool could not be
+opened (COMMAND is then not started); 2 bad usage.
 
 Examples:
   evspool exec --socket /cloud-native/events.sock --spool /var/lib/evspool -- ptp4l -f /etc/ptp4l.conf -m
@@ -41,8 +49,6 @@ Examples:
 const (
 	exitNotFound    = 127 // COMMAND not found, as shells do
 	exitCannotStart = 126 // COMMAND found but not startable, as shells do
-	// signalDrain bounds delivery after a stop signal ended COMMAND.
-	signalDrain = time.Second
 	// stdoutGrace is how long evspool keeps reading after COMMAND exited
 	// while something it started still holds its stdout open.
 	stdoutGrace = time.Second
@@ -68,7 +74,11 @@ func execCmd(args []string, e *env) int {
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
-	f, err := openForwarder(&rf, e.stdout, logger, newStatus(&rf, fl.Args()))
+	f, err := openBeforeStart(sigs, &rf, e, logger, fl.Args())
+	if errors.Is(err, errStartCancelled) {
+		logger.Info("signal received during start-up: stopping; the command was not started, the spool is as it was")
+		return exitSpooled
+	}
 	if err != nil {
 		return openError(e, "exec", err)
 	}
@@ -84,6 +94,34 @@ func execCmd(args []string, e *env) int {
 	f.status.setChild(c.cmd.Process.Pid)
 	logger.Info("command started", "command", fl.Arg(0), "pid", c.cmd.Process.Pid)
 	return c.supervise(f, sigs, logger)
+}
+
+// openBeforeStart opens the spool before COMMAND starts; a SIGINT/SIGTERM
+// meanwhile cancels the start-up (a long scan of a large spool), as for run.
+// Other signals have no command to go to yet and are dropped, logged.
+func openBeforeStart(sigs <-chan os.Signal, rf *runFlags, e *env, logger *slog.Logger, argv []string) (*forwarder, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	opened, watching := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watching)
+		for {
+			select {
+			case <-opened:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGINT || sig == syscall.SIGTERM {
+					cancel()
+					return
+				}
+				logger.Warn("signal received before the command started; dropped", "signal", sig.String())
+			}
+		}
+	}()
+	f, err := openForwarderContext(ctx, rf, e.stdout, logger, newStatus(rf, argv))
+	close(opened)
+	<-watching // sigs is supervise's from here on
+	return f, err
 }
 
 // child is COMMAND, running, with its stdout read through a pipe.
@@ -117,75 +155,157 @@ func startChild(argv []string, e *env) (*child, error) {
 	return c, nil
 }
 
+// stopper tracks the stop signals: the first SIGINT/SIGTERM starts the 2 s
+// evspool has to exit, the second one cuts every wait short.
+type stopper struct {
+	stopped chan struct{} // closed at the first SIGINT/SIGTERM
+	hurry   chan struct{} // closed at the second
+	at      time.Time     // when the first came; set before stopped is closed
+}
+
+func newStopper() *stopper {
+	return &stopper{stopped: make(chan struct{}), hurry: make(chan struct{})}
+}
+
+// by returns a channel closed d after the first stop signal, or at the
+// second; it never fires without a stop signal.
+func (s *stopper) by(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		defer close(ch)
+		select {
+		case <-s.stopped:
+		case <-s.hurry:
+			return
+		}
+		t := time.NewTimer(time.Until(s.at.Add(d)))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-s.hurry:
+		}
+	}()
+	return ch
+}
+
+// After a stop signal: reading stops after stopRead, COMMAND is killed if
+// it has not exited after stopChild, delivery ends after stopDeliver, and
+// Close gets what is left of stopTotal (2 s, the CLI contract, less a margin).
+const (
+	stopRead    = 600 * time.Millisecond
+	stopChild   = 800 * time.Millisecond
+	stopDeliver = 1100 * time.Millisecond
+	stopTotal   = 1900 * time.Millisecond
+)
+
 // supervise forwards signals and the child's lines until it exits, delivers,
-// and returns the child's status.
+// and returns the child's status (4 instead of 0 if events were lost).
 func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logger) int {
 	// c.stdout stays open: after readOutput gave up on it, a reader may still
 	// be blocked on it until evspool exits.
-	stopped := make(chan struct{}) // closed at the first SIGINT/SIGTERM
+	stop := newStopper()
 	done := make(chan struct{})
 	defer close(done)
-	go c.forwardSignals(sigs, stopped, done, logger)
-	c.readOutput(f, logger)
-	<-c.exited
+	go c.forwardSignals(sigs, stop, done, logger)
+	c.readOutput(f, stop, logger)
+	c.waitExit(stop, logger)
 	code := exitCode(c.state)
-	deliver(f, stopped)
-	st := f.close()
-	if st.Pending > 0 {
+	deliver(f, stop)
+	budget := closeBudget
+	select {
+	case <-stop.stopped:
+		budget = min(budget, max(time.Until(stop.at.Add(stopTotal)), 0))
+	default:
+	}
+	st := f.closeWithin(budget)
+	switch {
+	case st.Lost() > 0:
+		logger.Error("command exited; events were lost", append([]any{"exit_status", code}, lossAttrs(st)...)...)
+		if code == exitOK {
+			code = exitLost // a loss never exits 0
+		}
+	case st.Pending > 0:
 		logger.Warn("command exited; events still spooled, the next run on this spool delivers them",
-			"exit_status", code, "pending_events", st.Pending, "delivered", st.Delivered)
-	} else {
-		logger.Info("command exited; everything delivered", "exit_status", code, "delivered", st.Delivered)
+			"exit_status", code, "pending_events", st.Pending, "delivered", st.Delivered, "lost", 0)
+	default:
+		logger.Info("command exited; everything delivered", "exit_status", code, "delivered", st.Delivered, "lost", 0)
 	}
 	return code
 }
 
+// waitExit waits for COMMAND to exit; after a stop signal it gives it until
+// stopChild, then kills it.
+func (c *child) waitExit(stop *stopper, logger *slog.Logger) {
+	select {
+	case <-c.exited:
+		return
+	case <-stop.by(stopChild):
+	}
+	select {
+	case <-c.exited:
+		return
+	default:
+	}
+	logger.Warn("the command did not exit after the stop signal; killing it", "pid", c.cmd.Process.Pid)
+	_ = c.cmd.Process.Kill()
+	<-c.exited
+}
+
 // readOutput forwards the child's stdout until EOF, or until stdoutGrace
-// after the child exited: a background process it started may still hold
-// its stdout.
-func (c *child) readOutput(f *forwarder, logger *slog.Logger) {
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
+// after the child exited (a background process it started may still hold
+// its stdout), or stopRead after a stop signal.
+func (c *child) readOutput(f *forwarder, stop *stopper, logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	go func() {
-		<-c.exited
-		select {
-		case <-time.After(stdoutGrace):
-			stop()
-		case <-ctx.Done():
+		var grace <-chan time.Time
+		exited, stopped := c.exited, stop.by(stopRead)
+		for {
+			select {
+			case <-exited:
+				exited, grace = nil, time.After(stdoutGrace)
+			case <-grace:
+				logger.Warn("command exited but its stdout is still open (a background process?); stopped reading it")
+				cancel()
+				return
+			case <-stopped:
+				cancel()
+				return
+			case <-ctx.Done():
+				return
+			}
 		}
 	}()
-	if !f.pump(ctx, c.stdout) {
-		logger.Warn("command exited but its stdout is still open (a background process?); stopped reading it")
-	}
+	f.pump(ctx, c.stdout)
 }
 
 // deliver waits for delivery after the child exited: until drained or
 // --drain-timeout, cut short by a stop signal; after a stop signal, at most
-// signalDrain.
-func deliver(f *forwarder, stopped <-chan struct{}) {
-	select {
-	case <-stopped:
-		f.drain(context.Background(), signalDrain)
-		return
-	default:
-	}
+// until stopDeliver.
+func deliver(f *forwarder, stop *stopper) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
 		select {
-		case <-stopped:
+		case <-stop.by(stopDeliver):
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	f.drain(ctx, f.rf.drainTimeout)
+	timeout := f.rf.drainTimeout
+	select {
+	case <-stop.stopped:
+		timeout = 0 // the stop bounds it
+	default:
+	}
+	f.drain(ctx, timeout)
 }
 
 // forwardSignals passes each signal on to the child while it runs, until
-// done; the first SIGINT or SIGTERM, even after the child exited, closes
-// stopped.
-func (c *child) forwardSignals(sigs <-chan os.Signal, stopped chan<- struct{}, done <-chan struct{}, logger *slog.Logger) {
-	closed := false
+// done. The first SIGINT or SIGTERM, even after the child exited, closes
+// stop.stopped; the second closes stop.hurry.
+func (c *child) forwardSignals(sigs <-chan os.Signal, stop *stopper, done <-chan struct{}, logger *slog.Logger) {
+	stops := 0
 	for {
 		select {
 		case <-done:
@@ -197,9 +317,17 @@ func (c *child) forwardSignals(sigs <-chan os.Signal, stopped chan<- struct{}, d
 				logger.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.cmd.Process.Pid)
 				_ = c.cmd.Process.Signal(sig)
 			}
-			if !closed && (sig == syscall.SIGINT || sig == syscall.SIGTERM) {
-				closed = true
-				close(stopped)
+			if sig != syscall.SIGINT && sig != syscall.SIGTERM {
+				continue
+			}
+			stops++
+			switch stops {
+			case 1:
+				stop.at = time.Now()
+				close(stop.stopped)
+			case 2:
+				logger.Info("second stop signal: stopping at once")
+				close(stop.hurry)
 			}
 		}
 	}

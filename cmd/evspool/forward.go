@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -29,9 +30,54 @@ type forwarder struct {
 	bg     sync.WaitGroup
 }
 
+// startGrace is how long a cancelled start-up may take to give up before
+// evspool stops waiting for it (bbolt's Open itself cannot be interrupted).
+const startGrace = time.Second
+
+// errStartCancelled is openForwarderContext's error when ctx ended first.
+var errStartCancelled = errors.New("start-up cancelled")
+
+// openForwarderContext is openForwarder, given up when ctx ends: the spool's
+// start-up scan stops, and if Open still has not returned after startGrace
+// it is left behind (the process is about to exit, which releases the
+// spool).
+func openForwarderContext(ctx context.Context, rf *runFlags, stdout io.Writer, logger *slog.Logger, st status) (*forwarder, error) {
+	type result struct {
+		f   *forwarder
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		f, err := openForwarder(ctx, rf, stdout, logger, st)
+		done <- result{f, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-ctx.Done():
+		t := time.NewTimer(startGrace)
+		defer t.Stop()
+		select {
+		case r = <-done:
+		case <-t.C:
+			return nil, errStartCancelled
+		}
+	}
+	if ctx.Err() != nil {
+		if r.f != nil {
+			r.f.close()
+		}
+		if r.err == nil || errors.Is(r.err, ctx.Err()) {
+			return nil, errStartCancelled
+		}
+	}
+	return r.f, r.err
+}
+
 // openForwarder opens the spool and starts delivering. stdout receives the
-// echo of every event; st is the fixed part of the status file.
-func openForwarder(rf *runFlags, stdout io.Writer, logger *slog.Logger, st status) (*forwarder, error) {
+// echo of every event; st is the fixed part of the status file. ctx cancels
+// the spool's start-up scan.
+func openForwarder(ctx context.Context, rf *runFlags, stdout io.Writer, logger *slog.Logger, st status) (*forwarder, error) {
 	var commits *metrics.CommitHistogram
 	opts := rf.emitterOptions(logger)
 	opts.Stdout = stdout
@@ -45,7 +91,7 @@ func openForwarder(rf *runFlags, stdout io.Writer, logger *slog.Logger, st statu
 	if err != nil {
 		return nil, err
 	}
-	em, err := emitter.Open(rf.socket, rf.spool, opts)
+	em, err := emitter.OpenContext(ctx, rf.socket, rf.spool, opts)
 	if err != nil {
 		ms.close()
 		return nil, err
@@ -70,10 +116,11 @@ func (f *forwarder) startBackground(st status) {
 }
 
 // pump emits the lines of r until end of input (it returns true) or until
-// ctx ends (false); then the lines already read are still committed.
+// ctx ends (false): then reading stops, and the lines already read are
+// still committed, within stopGrace whatever the input does.
 func (f *forwarder) pump(ctx context.Context, r io.Reader) bool {
 	lines := make(chan [][]byte, 4)
-	go readLines(r, int(f.rf.maxEvent), lines, f.logger)
+	go readLines(r, int(f.rf.maxEvent), lines, ctx.Done(), f.logger)
 	return pump(ctx, f.em, lines)
 }
 
@@ -85,17 +132,23 @@ func (f *forwarder) drain(ctx context.Context, timeout time.Duration) {
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	if err := f.em.Flush(ctx); err != nil {
+	switch err := f.em.Flush(ctx); {
+	case errors.Is(err, emitter.ErrNotDelivered):
+		f.logger.Warn("the spool is drained, but not everything in it was delivered", "error", err)
+	case err != nil:
 		f.logger.Warn("stopped before everything was delivered", "error", err)
 	}
 }
 
 // close stops the companions, closes the emitter (what is undelivered stays
 // spooled), writes the last status and returns the final figures.
-func (f *forwarder) close() emitter.Stats {
+func (f *forwarder) close() emitter.Stats { return f.closeWithin(closeBudget) }
+
+// closeWithin is close with Close bounded by budget.
+func (f *forwarder) closeWithin(budget time.Duration) emitter.Stats {
 	f.stopBG()
 	f.bg.Wait()
-	ctx, cancel := context.WithTimeout(context.Background(), closeBudget)
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
 	defer cancel()
 	if err := f.em.Close(ctx); err != nil {
 		f.logger.Error("close", "error", err)
@@ -107,7 +160,9 @@ func (f *forwarder) close() emitter.Stats {
 }
 
 // pump emits each batch of lines. It returns true at end of input, false when
-// ctx ended first; then the lines already read are still committed.
+// ctx ended first; then the reader stops (see readLines) and what it read is
+// still committed: pump takes batches until the reader is done, or for
+// stopGrace, each commit bounded by the same grace.
 func pump(ctx context.Context, em *emitter.Emitter, lines <-chan [][]byte) bool {
 	emit := func(ctx context.Context, batch [][]byte) {
 		// The emitter counts and logs spool failures; the lines were echoed.
@@ -121,7 +176,7 @@ func pump(ctx context.Context, em *emitter.Emitter, lines <-chan [][]byte) bool 
 			}
 			emit(ctx, batch)
 		case <-ctx.Done():
-			last, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+			last, cancel := context.WithTimeout(context.Background(), 2*stopGrace)
 			defer cancel()
 			for {
 				select {
@@ -130,7 +185,7 @@ func pump(ctx context.Context, em *emitter.Emitter, lines <-chan [][]byte) bool 
 						return false
 					}
 					emit(last, batch)
-				default:
+				case <-last.Done():
 					return false
 				}
 			}

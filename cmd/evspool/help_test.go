@@ -15,7 +15,17 @@ func TestHelpAndVersion(t *testing.T) {
 		require.NoError(t, err, "%v", args)
 		require.Contains(t, string(out), "Examples:", "%v", args)
 	}
-	out, err := exec.Command(binary, "--version").Output()
+	out, err := exec.Command(binary, "run", "--help").Output()
+	require.NoError(t, err)
+	require.Contains(t, string(out), "cloud-event-proxy reads lines of at most 64KiB", "--max-event-size says what the receiver reads")
+	require.Contains(t, string(out), "--replay-window")
+	// The exit statuses of the contract, in --help and run --help.
+	for _, args := range [][]string{{"--help"}, {"run", "--help"}} {
+		out, err := exec.Command(binary, args...).Output()
+		require.NoError(t, err, "%v", args)
+		require.Regexp(t, `(?s)0\s+everything delivered, nothing lost.*3\s+stopped with events\s+still spooled.*4\s+events lost`, string(out), "%v", args)
+	}
+	out, err = exec.Command(binary, "--version").Output()
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(out), "evspool "), "%s", out)
 }
@@ -24,6 +34,8 @@ func TestUsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"exec", "--socket", "s", "--spool", "d", "--max-spool-size", "12 parsecs", "--", "true"},
 		{"exec", "--bogus", "--", "true"},
+		{"run", "--socket", "s", "--spool", "d", "--replay-linger", "0s"},
+		{"run", "--socket", "s", "--spool", "d", "--replay-window", "-1"},
 		{"inspect", "--spool"},
 		{"inspect", "--spool", "d", "extra"},
 		{"demo", "--duration", "soon"},

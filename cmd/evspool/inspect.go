@@ -11,16 +11,27 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N]
+const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N] [--dead-letters [--raw]]
 
 Shows a spool without changing it: pending events and bytes, the file's size,
 the oldest and newest sequence numbers, how long the oldest event has waited,
 and the events dropped by the full-spool policy. --dump N also prints the
 oldest N pending events, without removing them.
 
+Events the receiver kept failing on (it died, or stopped reading, on them 3
+times in a row) are set aside in DIR/dead-letters so that delivery goes on;
+inspect counts them, and --dead-letters lists them (seq, when spooled, when
+set aside, bytes). --dead-letters --raw prints only their bytes, one event a
+line, to re-inject them once the receiver is fixed:
+  evspool inspect --spool DIR --dead-letters --raw | evspool run --socket PATH --spool DIR2
+(then remove DIR/dead-letters yourself; inspect never changes anything).
+
 A spool that a running evspool holds is locked; inspect then says so and shows
 the status that evspool keeps beside the spool (DIR/status.json, rewritten
-every second) with its age. A damaged spool is reported as such (the next
+every second) with its age. inspect never keeps 'evspool run' from starting: it
+holds no lock of the spool while it reads, and if a run takes the spool
+meanwhile it stops reading and shows that run's status (waiting up to 3 s for
+its first). A damaged spool is reported as such (the next
 'evspool run' on it moves the damaged file aside and salvages what it can).
 
 Exit status: 0 shown (stopped spool, or running with a status to show);
@@ -31,6 +42,7 @@ Examples:
   evspool inspect --spool /var/lib/evspool
   evspool inspect --spool /var/lib/evspool --json | jq .pending_events
   evspool inspect --spool /var/lib/evspool --dump 20
+  evspool inspect --spool /var/lib/evspool --dead-letters
 `
 
 // report is what inspect shows, as a table or as JSON.
@@ -44,6 +56,8 @@ type report struct {
 	Status           *status       `json:"status,omitempty"`
 	StatusAgeSeconds *float64      `json:"status_age_seconds,omitempty"`
 	Events           []dumpedEvent `json:"events,omitempty"`
+	// DeadLetters summarizes the dead-letter file, if there is one.
+	DeadLetters *deadLetterSummary `json:"dead_letters,omitempty"`
 }
 
 // dumpedEvent is one pending event shown by --dump.
@@ -58,6 +72,8 @@ func inspectCmd(args []string, e *env) int {
 	dir := fs.String("spool", "", "spool directory; required")
 	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
 	dump := fs.Int("dump", 0, "also print the oldest N pending events")
+	deadLetters := fs.Bool("dead-letters", false, "list the events set aside in DIR/dead-letters instead")
+	raw := fs.Bool("raw", false, "with --dead-letters: print only their bytes, one a line (to re-inject)")
 	if done, code := parseFlags(fs, args, e, inspectHelp); done {
 		return code
 	}
@@ -68,12 +84,22 @@ func inspectCmd(args []string, e *env) int {
 		return usageErr(e, "inspect", "--spool is required")
 	case *dump < 0:
 		return usageErr(e, "inspect", "--dump must be 0 or more, not %d", *dump)
+	case *raw && !*deadLetters:
+		return usageErr(e, "inspect", "--raw goes with --dead-letters")
+	}
+	if *deadLetters {
+		if err := printDeadLetters(e.stdout, *dir, *raw); err != nil {
+			fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
+			return exitFatal
+		}
+		return exitOK
 	}
 	rep, err := inspect(*dir, *dump)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "evspool inspect: %v\n", err)
 		return exitFatal
 	}
+	rep.DeadLetters = summarizeDeadLetters(*dir)
 	if *asJSON {
 		err = printJSON(e.stdout, rep)
 	} else {
@@ -86,12 +112,35 @@ func inspectCmd(args []string, e *env) int {
 	return exitOK
 }
 
-// inspect reads the spool in dir, or the status of the process that holds it.
+// inspect reads the spool in dir, or the status of the process that holds
+// it. A process that has just taken the spool (inspect gave way to it) has
+// no status yet, or only an older run's: inspect tries again, the spool or
+// the status, for up to liveWait.
 func inspect(dir string, dump int) (*report, error) {
+	deadline := time.Now().Add(liveWait)
+	gaveWay := false
+	for {
+		rep, err := inspectOnce(dir, dump, &gaveWay)
+		var nl *notLiveError
+		if !errors.As(err, &nl) || time.Now().After(deadline) {
+			if nl != nil && gaveWay {
+				err = fmt.Errorf("an evspool took the spool at %s while inspect read it, and has not written its status yet "+
+					"(its start-up scan of a large spool can take a while): inspect again in a few seconds", dir)
+			}
+			return rep, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// inspectOnce reads the spool, or the status if it is locked; gaveWay is set
+// when inspect stopped reading for a process that took the spool.
+func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 	st, entries, err := wal.Inspect(dir, dump)
 	now := time.Now()
 	switch {
 	case errors.Is(err, wal.ErrLocked):
+		*gaveWay = *gaveWay || errors.Is(err, wal.ErrGaveWay)
 		return inspectLive(dir, now)
 	case errors.Is(err, wal.ErrCorrupt):
 		return nil, fmt.Errorf("the spool at %s is damaged: %w; the next 'evspool run' on it moves the damaged file aside and salvages what is readable", dir, err)
@@ -110,17 +159,28 @@ func inspect(dir string, dump int) (*report, error) {
 	return rep, nil
 }
 
+// liveWait is how long inspect tries again when the spool is locked by a
+// process with no live status: one that is starting writes its first status
+// once its start-up scan is done.
+const liveWait = 3 * time.Second
+
+// notLiveError is inspectLive's error when the status is missing or not
+// from a running evspool: inspect tries again for a while.
+type notLiveError struct{ msg string }
+
+func (e *notLiveError) Error() string { return e.msg }
+
 // inspectLive shows what the running evspool that holds dir last wrote.
 func inspectLive(dir string, now time.Time) (*report, error) {
 	st, err := readStatus(dir)
 	if err != nil {
-		return nil, fmt.Errorf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
-			"try its --metrics-addr, or inspect again once it has stopped", dir, err)
+		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
+			"try its --metrics-addr, or inspect again once it has stopped", dir, err)}
 	}
 	if !st.Running || !alive(st.PID) {
-		return nil, fmt.Errorf("the spool at %s is in use by a running process that keeps no status here "+
+		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running process that keeps no status here "+
 			"(the status file is from evspool pid %d, which has stopped): a daemon embedding evspool? "+
-			"Use its metrics, or inspect again once it has stopped", dir, st.PID)
+			"Use its metrics, or inspect again once it has stopped", dir, st.PID)}
 	}
 	rep := &report{Spool: dir, State: "in_use", figures: st.figures, Status: st, StatusAgeSeconds: age(st, now)}
 	if st.Running && st.OldestAgeSeconds > 0 {

@@ -42,6 +42,9 @@ func printTable(w io.Writer, rep *report, dump int) error {
 	row("oldest age", "%s", seconds(f.OldestAgeSeconds))
 	row("expired events", "%d (older than --max-age, dropped unsent)", f.ExpiredEvents)
 	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
+	if dl := rep.DeadLetters; dl != nil {
+		row("dead letters", "%d in %s (list: --dead-letters)%s", dl.Events, dl.File, dl.Error)
+	}
 	if rep.State == "stopped" && rep.Status != nil && rep.Status.LastError != "" {
 		row("last run's last error", "%s", rep.Status.LastError)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"time"
 
 	"github.com/evspool/evspool/emitter"
 )
@@ -20,8 +21,9 @@ const (
 // go out one by one and a fast one's in groups (one spool commit each). A
 // line over maxEvent (its newline included) is refused with a warning that
 // says how big it was, and skipped without holding it in memory. The channel
-// is closed at end of input.
-func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, logger *slog.Logger) {
+// is closed at end of input, and once stop is closed: then the lines read so
+// far are handed over (for at most stopGrace) and no more is read.
+func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struct{}, logger *slog.Logger) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, max(maxEvent, 64<<10))
 	var batch [][]byte
@@ -55,9 +57,44 @@ func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, logger *slog.Logg
 			}
 			return
 		}
+		if stopped(stop) {
+			handOver(out, batch)
+			return
+		}
 		if len(batch) > 0 && (br.Buffered() == 0 || len(batch) >= maxBatchEvents || size >= maxBatchBytes) {
-			out <- batch
+			select {
+			case out <- batch:
+			case <-stop:
+				handOver(out, batch)
+				return
+			}
 			batch, size = nil, 0
 		}
+	}
+}
+
+// stopGrace bounds the hand-over of the last lines read once reading stops.
+const stopGrace = 200 * time.Millisecond
+
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// handOver gives the last batch read to pump, which takes what is left for
+// stopGrace after the stop.
+func handOver(out chan<- [][]byte, batch [][]byte) {
+	if len(batch) == 0 {
+		return
+	}
+	t := time.NewTimer(stopGrace)
+	defer t.Stop()
+	select {
+	case out <- batch:
+	case <-t.C:
 	}
 }

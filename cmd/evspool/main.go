@@ -15,10 +15,11 @@ import (
 
 // Exit codes of the CLI contract (DESIGN.md).
 const (
-	exitOK      = 0 // everything delivered
+	exitOK      = 0 // everything delivered, nothing lost
 	exitFatal   = 1 // fatal error
 	exitUsage   = 2 // bad command line
-	exitSpooled = 3 // stopped with events still spooled
+	exitSpooled = 3 // stopped with events still spooled, nothing lost
+	exitLost    = 4 // events lost: not spooled, dropped, expired, dead-lettered
 )
 
 // version is set at build time with -ldflags "-X main.version=...";
@@ -98,6 +99,11 @@ Examples:
   evspool exec --socket /cloud-native/events.sock --spool /var/lib/evspool -- ptp4l -f /etc/ptp4l.conf -m
   evspool inspect --spool /var/lib/evspool
   evspool sink --socket /tmp/events.sock
+
+Exit status of run: 0 everything delivered, nothing lost; 3 stopped with events
+still spooled, nothing lost; 4 events lost (not spooled, dropped, expired,
+dead-lettered); 1 fatal; 2 bad usage. exec exits with COMMAND's status, 4
+instead of 0 if events were lost. A loss never exits 0.
 
 Sizes take KiB/MiB/GiB or KB/MB/GB (64MiB, 1GB); durations 500ms, 5s, 1m30s.
 Run 'evspool <command> --help' for a command's flags and examples, and

@@ -19,10 +19,14 @@ import (
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
-// binary is the evspool built once for the tests that drive the real thing.
-var binary string
+// binary is the evspool built once for the tests that drive the real thing;
+// mkspool fills a big spool fast (testdata/mkspool).
+var binary, mkspool string
 
 func TestMain(m *testing.M) {
+	if lim := os.Getenv(fsizeEnv); lim != "" {
+		execWithFileLimit(lim) // the re-exec helper of withFileLimit
+	}
 	dir, err := os.MkdirTemp("", "evspool-bin")
 	if err != nil {
 		panic(err)
@@ -31,6 +35,12 @@ func TestMain(m *testing.M) {
 	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build evspool: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	mkspool = filepath.Join(dir, "mkspool")
+	out, err = exec.Command("go", "build", "-o", mkspool, "./testdata/mkspool").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build mkspool: %v\n%s", err, out)
 		os.Exit(1)
 	}
 	// A race-enabled binary sleeps 1 s at exit by default, to let racing
@@ -60,6 +70,11 @@ func start(t *testing.T, args ...string) *proc {
 // startEnv starts evspool with extra environment variables.
 func startEnv(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	if len(args) > 0 && (args[0] == "run" || args[0] == "exec") {
+		// testrecv records a line as it reads it: the replay window's linger
+		// would only slow every exit down (the torture tests keep it).
+		args = append([]string{args[0], "--replay-linger", "20ms"}, args[1:]...)
+	}
 	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
 	if env != nil {
 		p.cmd.Env = append(os.Environ(), env...)

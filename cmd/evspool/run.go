@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"log/slog"
 	"os"
@@ -22,9 +23,28 @@ While it runs it keeps DIR/status.json up to date (every second), which
 'evspool inspect' shows. Started with more than 10,000 events spooled, it logs
 the replay's progress every 5 s until the backlog is delivered.
 
-Exit status: 0 everything delivered; 3 stopped with events still spooled (the
-next run on the same spool delivers them); 1 fatal error; 2 bad usage.
-SIGINT/SIGTERM: stop reading, commit what was read, exit 0 or 3 within 2 s.
+An event the receiver has read stays spooled until it has read --replay-window
+bytes after it or stayed connected --replay-linger after reading it (a receiver
+reads ahead of what it handles): if it hangs up before, the event is resent.
+So at end of input run waits up to --replay-linger after the last read before
+it reports everything delivered. An event after which the receiver keeps
+dying or stops reading is set aside in DIR/dead-letters after 3 attempts
+(see 'evspool inspect --dead-letters').
+
+
+Exit status:
+  0  everything delivered, nothing lost
+  3  stopped with events still spooled, nothing lost (the next run on the
+     same spool delivers them)
+  4  events lost: echoed but not spooled (disk full, file size limit, I/O
+     error), dropped by --on-full, expired, or dead-lettered; whether or not
+     some are still spooled. The final log line gives the counts.
+  1  fatal error
+  2  bad usage
+SIGINT/SIGTERM, at any moment (start-up scan included) and whatever stdin
+does: stop reading, commit what was read, exit within 2 s (3, or 4 if
+something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
+committed stays spooled.
 
 Examples:
   ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /cloud-native/events.sock --spool /var/lib/evspool
@@ -49,27 +69,53 @@ func runCmd(args []string, e *env) int {
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	f, err := openForwarder(&rf, e.stdout, logger, newStatus(&rf, nil))
+	// After the first signal the default handling is back: a second one
+	// ends evspool at once, with what is committed.
+	context.AfterFunc(ctx, stop)
+	f, err := openForwarderContext(ctx, &rf, e.stdout, logger, newStatus(&rf, nil))
+	if errors.Is(err, errStartCancelled) {
+		logger.Info("signal received during start-up: stopping; nothing was read, the spool is as it was")
+		return exitSpooled
+	}
 	if err != nil {
 		return openError(e, "run", err)
 	}
 	if f.pump(ctx, e.stdin) {
 		f.drain(ctx, rf.drainTimeout)
 	} else {
-		logger.Info("signal received: stopping")
+		logger.Info("signal received: stopped reading; what was read is committed")
 	}
 	return exitStatus(f.close(), logger)
 }
 
+// exitStatus logs the final figures in one line and returns the status that
+// tells the truth: 4 if anything was lost, else 3 if events are still
+// spooled, else 0.
 func exitStatus(st emitter.Stats, logger *slog.Logger) int {
-	if st.SpoolErrors > 0 {
-		logger.Error("some events were echoed but could not be spooled, so were not delivered", "events", st.SpoolErrors)
+	if lost := st.Lost(); lost > 0 {
+		logger.Error("events were lost", lossAttrs(st)...)
+		return exitLost
+	}
+	if st.DeadLettered > 0 {
+		logger.Error("some events were set aside in the dead-letter file, not delivered", "events", st.DeadLettered)
 	}
 	if st.Pending > 0 {
 		logger.Info("stopped with events still spooled; the next run on this spool delivers them",
-			"pending_events", st.Pending, "delivered", st.Delivered)
+			"pending_events", st.Pending, "delivered", st.Delivered, "lost", 0)
 		return exitSpooled
 	}
-	logger.Info("everything delivered", "delivered", st.Delivered, "dropped", st.Dropped)
+	logger.Info("everything delivered", "delivered", st.Delivered, "lost", 0)
 	return exitOK
+}
+
+// lossAttrs are the final log line's figures when events were lost.
+func lossAttrs(st emitter.Stats) []any {
+	lost := st.Lost()
+	return []any{"lost", lost,
+		"not_spooled", st.SpoolErrors,
+		"dropped", lost - st.SpoolErrors - st.Expired - st.DeadLettered,
+		"expired", st.Expired,
+		"dead_lettered", st.DeadLettered,
+		"pending_events", st.Pending,
+		"delivered", st.Delivered}
 }

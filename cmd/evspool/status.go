@@ -72,6 +72,7 @@ type status struct {
 	EmittedEvents   uint64     `json:"emitted_events"`
 	DeliveredEvents uint64     `json:"delivered_events"`
 	SpoolErrors     uint64     `json:"spool_errors"`
+	DeadLettered    uint64     `json:"dead_lettered_events"`
 	Reconnects      uint64     `json:"reconnects"`
 	LastError       string     `json:"last_error,omitempty"`
 	LastErrorAt     *time.Time `json:"last_error_at,omitempty"`
@@ -92,6 +93,7 @@ func (st *status) update(s emitter.Stats, running bool) {
 	st.Connected = s.Connected
 	st.EmittedEvents, st.DeliveredEvents = s.Emitted, s.Delivered
 	st.SpoolErrors, st.Reconnects = s.SpoolErrors, s.Reconnects
+	st.DeadLettered = s.DeadLettered
 	st.LastError, st.LastErrorAt = s.LastError, nil
 	if !s.LastErrorAt.IsZero() {
 		t := s.LastErrorAt.UTC()

@@ -58,8 +58,10 @@ func statsMetrics() []metric {
 	return []metric{
 		counter("events_emitted_total", "Events committed to the spool by this process.",
 			func(s *emitter.Stats) uint64 { return s.Emitted }),
-		counter("events_delivered_total", "Events the receiver read, acknowledged and removed from the spool.",
+		counter("events_delivered_total", "Events the receiver read, out of the replay window and removed from the spool.",
 			func(s *emitter.Stats) uint64 { return s.Delivered }),
+		counter("events_dead_lettered_total", "Events the receiver kept failing on, set aside in the dead-letter file by this process, so never delivered.",
+			func(s *emitter.Stats) uint64 { return s.DeadLettered }),
 		counter("spool_errors_total", "Events echoed but not committed to the spool (disk full, I/O error), so never delivered.",
 			func(s *emitter.Stats) uint64 { return s.SpoolErrors }),
 		counter("echo_errors_total", "Failed writes of the echo to stdout.",

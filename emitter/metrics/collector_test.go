@@ -74,6 +74,8 @@ func TestCollectorDelivered(t *testing.T) {
 	v := values(t, reg)
 	require.Equal(t, 250.0, v["evspool_events_emitted_total"].GetCounter().GetValue())
 	require.Equal(t, 250.0, v["evspool_events_delivered_total"].GetCounter().GetValue())
+	require.Contains(t, v, "evspool_events_dead_lettered_total")
+	require.Zero(t, v["evspool_events_dead_lettered_total"].GetCounter().GetValue())
 	require.Equal(t, 0.0, v["evspool_spool_pending_events"].GetGauge().GetValue())
 	require.Equal(t, 0.0, v["evspool_oldest_pending_age_seconds"].GetGauge().GetValue())
 	require.Equal(t, 1.0, v["evspool_connected"].GetGauge().GetValue())
@@ -109,5 +111,5 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 18, n, "16 figures and two drop reasons")
+	require.Equal(t, 19, n, "17 figures and two drop reasons")
 }

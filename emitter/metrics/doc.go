@@ -18,7 +18,8 @@
 // _total, following Prometheus' naming conventions:
 //
 //	evspool_events_emitted_total            counter   events spooled by this process
-//	evspool_events_delivered_total          counter   events the receiver read (acknowledged)
+//	evspool_events_delivered_total          counter   events the receiver read, out of the replay window
+//	evspool_events_dead_lettered_total      counter   events set aside in the dead-letter file (poison)
 //	evspool_events_dropped_total{reason}    counter   events dropped by the full-spool policy:
 //	                                                  reason="drop_oldest" or "drop_newest"
 //	evspool_spool_errors_total              counter   events echoed but not spooled (disk full, I/O error)

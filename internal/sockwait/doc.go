@@ -47,8 +47,12 @@
 //     closed without reading unless the kernel flagged a reset, so
 //     [Waiter.WaitConsumed] reports [ErrPeerGone] in both cases and the caller
 //     resends: at least once, never lost.
-//   - A peer that only shuts down its writing side (shutdown(SHUT_WR)) also
-//     counts as gone, because POLLRDHUP cannot tell it from a close.
+//   - A peer that only shuts down its writing side (shutdown(SHUT_WR)) has
+//     not hung up: it still reads. Only POLLHUP and POLLERR count, never
+//     POLLRDHUP alone. On a Unix socket a closing peer always raises POLLHUP.
+//     On TCP a peer that closed after reading everything sent only a FIN,
+//     which looks like a half-close until the next write draws a reset; a
+//     peer that closed with data unread resets at once.
 //   - Waiting is polling: the kernel has no notification for "the peer has
 //     read everything". The interval starts small and backs off.
 package sockwait

@@ -18,7 +18,9 @@ const pollRDHUP = 0x2000
 
 // hangupEvents are the poll events that mean the peer is gone. POLLHUP and
 // POLLERR are always reported; asking for them keeps the intent visible.
-const hangupEvents = pollRDHUP | unix.POLLHUP | unix.POLLERR
+// POLLRDHUP is not one of them: it only says the peer will send nothing more
+// (shutdown(SHUT_WR), a receive-only peer), and such a peer still reads.
+const hangupEvents = unix.POLLHUP | unix.POLLERR
 
 // rawStream returns the raw connection of c if c is a Unix stream or TCP
 // socket.
@@ -53,6 +55,9 @@ func outq(fd uintptr) (int, error) {
 }
 
 // hungUp polls fd with a zero timeout. Poll never reads, so no data is lost.
+// A Unix peer that closed sets both shutdown bits on our end (POLLHUP); a
+// TCP peer that closed after reading everything only sent a FIN, which looks
+// like a half-close until our next write draws its reset (POLLERR, POLLHUP).
 func hungUp(fd uintptr) (bool, error) {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: hangupEvents}}
 	for {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"syscall"
 	"testing"
 	"time"
@@ -94,12 +95,31 @@ func TestUnixPeerReadsThenCloses(t *testing.T) {
 	assert.Equal(t, sockwait.ClassClosed, sockwait.Classify(err))
 }
 
-func TestUnixPeerShutdownWriteCountsAsGone(t *testing.T) {
+// TestUnixHalfClosedPeerIsNotGone: a receive-only peer that shut down its
+// writing side still reads, and what it reads is acknowledged.
+func TestUnixHalfClosedPeerIsNotGone(t *testing.T) {
 	client, server := unixPair(t)
+	halfClosedPeerIsNotGone(t, client, server)
+}
+
+func halfClosedPeerIsNotGone(t *testing.T, client, server net.Conn) {
+	t.Helper()
 	w := sockwait.New(client)
 	require.False(t, hungUp(t, w))
 	require.NoError(t, server.(interface{ CloseWrite() error }).CloseWrite())
-	assert.True(t, hungUp(t, w), "POLLRDHUP")
+	assert.False(t, hungUp(t, w), "POLLRDHUP alone is a half-close, not a hang-up")
+	_, err := client.Write(payload(5000))
+	require.NoError(t, err)
+	_, err = io.ReadFull(server, make([]byte, 5000))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, w.WaitConsumed(ctx), "read by a half-closed peer")
+	require.NoError(t, server.Close())
+	require.Eventually(t, func() bool {
+		_, _ = client.Write([]byte("x")) // on TCP only a write draws the reset
+		return hungUp(t, w)
+	}, 5*time.Second, time.Millisecond, "a full close after the half-close is a hang-up")
 }
 
 func TestUnixHungUpDoesNotConsume(t *testing.T) {
@@ -115,4 +135,27 @@ func TestUnixHungUpDoesNotConsume(t *testing.T) {
 	got, err := io.ReadAll(client)
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(got))
+}
+
+// TestUnixProbeTellsReadFromUnread: after a hang-up the queue reads 0 either
+// way; the cause tells whether the peer had read everything.
+func TestUnixProbeTellsReadFromUnread(t *testing.T) {
+	for name, readFirst := range map[string]bool{"read everything": true, "read nothing": false} {
+		t.Run(name, func(t *testing.T) {
+			client, server := unixPair(t)
+			w := sockwait.New(client)
+			_, err := client.Write(payload(3000))
+			require.NoError(t, err)
+			if readFirst {
+				_, err = io.ReadFull(server, make([]byte, 3000))
+				require.NoError(t, err)
+			}
+			require.NoError(t, server.Close())
+			unread, gone, err := w.Probe()
+			require.NoError(t, err)
+			require.NotNil(t, gone)
+			assert.Zero(t, unread)
+			assert.Equal(t, !readFirst, errors.Is(gone.Cause, syscall.ECONNRESET), "cause %v", gone.Cause)
+		})
+	}
 }

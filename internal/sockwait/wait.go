@@ -45,6 +45,18 @@ func (w *Waiter) WaitConsumed(ctx context.Context) error {
 	}
 }
 
+// Probe reads the queue, then polls for a hang-up, in one pass over the file
+// descriptor, without waiting: what one round of WaitConsumed sees. gone is
+// non-nil when the peer hung up; its Cause then tells (on a Unix socket, as
+// long as nobody read the connection) whether the peer left data unread
+// (ECONNRESET) or had read everything (io.EOF).
+func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
+	if !w.ok {
+		return 0, nil, ErrUnsupported
+	}
+	return w.probe()
+}
+
 // probe reads the queue, then polls for a hang-up, in one pass over the file
 // descriptor. gone is non-nil when the peer hung up.
 func (w *Waiter) probe() (unread int, gone *PeerGoneError, err error) {

@@ -86,7 +86,8 @@ func (w *Waiter) Unread() (int, error) {
 }
 
 // HungUp polls the socket without waiting and without consuming data, and
-// reports whether the peer hung up (POLLHUP, POLLRDHUP or POLLERR).
+// reports whether the peer hung up (POLLHUP or POLLERR). A peer that only
+// shut down its writing side has not: it still reads (see the package doc).
 func (w *Waiter) HungUp() (bool, error) {
 	if !w.ok {
 		return false, ErrUnsupported

@@ -20,11 +20,30 @@ func (r *Receiver) serve(s *session, c net.Conn, id int) {
 	sc.Buffer(make([]byte, min(4096, r.opts.MaxLine)), r.opts.MaxLine)
 	sc.Split(lr.split)
 	for sc.Scan() {
+		if !r.handle(s) {
+			return // killed while handling: the line dies with the receiver
+		}
 		r.rec.record(sc.Bytes(), id)
 		r.pace(s)
 	}
 	if err := sc.Err(); err != nil && !s.stopping() && !errors.Is(err, net.ErrClosed) {
 		r.noteConnErr(err)
+	}
+}
+
+// handle waits Options.HandleTime for one line; it reports false if the
+// receiver was killed meanwhile.
+func (r *Receiver) handle(s *session) bool {
+	if r.opts.HandleTime <= 0 {
+		return true
+	}
+	t := time.NewTimer(r.opts.HandleTime)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.stop:
+		return !s.killed
 	}
 }
 

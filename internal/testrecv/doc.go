@@ -17,7 +17,9 @@
 // difference from looking like loss in tests, lines already read from the
 // socket are always recorded, even when the receiver is then killed; only
 // what the kernel still held is lost, which is exactly what a sender that
-// acknowledges on consumption can recover.
+// acknowledges on consumption can recover. Options.HandleTime changes that:
+// each line then takes that long to handle before it is recorded, and Kill
+// loses the lines read but not handled, as a busy cloud-event-proxy does.
 //
 // # Differences from cloud-event-proxy
 //
@@ -29,6 +31,18 @@
 //     the error (see Receiver.ConnErrors).
 //   - A line cut short by the peer closing is delivered, as ScanLines does; a
 //     line cut short by Close or Kill is not.
+//
+// # A receiver child that behaves like cloud-event-proxy
+//
+// The in-process Receiver records a line as soon as it reads it, so a kill
+// never loses what it read. StartCEP runs the other kind, in a child process
+// (the test binary itself: its TestMain calls MaybeRunCEP): cloud-event-proxy's
+// receive loop as it is, an accept loop, a goroutine per connection, a default
+// bufio.Scanner, a per-line handling time (CEPConfig.PerLine) after which the
+// line is appended to a file, a connection left open and unread when its
+// scanner fails, the line "CMD RESTART" removing the socket and re-executing
+// the process, and optionally shutdown(SHUT_WR) on every connection. CEP.Kill
+// SIGKILLs it: what it had read but not handled is gone, as in production.
 //
 // # Caveats
 //

@@ -28,6 +28,11 @@ type Options struct {
 	// the kernel sees those bytes as read before they are recorded.
 	// Default 0: as fast as possible.
 	Rate float64
+	// HandleTime, if positive, is how long each line takes to handle before
+	// it is recorded, as in cloud-event-proxy, whose scanner reads ahead of
+	// what it has handled: Kill then loses the lines read but not yet
+	// handled (Close still records them). Default 0: recorded when read.
+	HandleTime time.Duration
 	// NeverRead makes the receiver accept connections and never read from
 	// them, like a receiver stuck in a bug. Close and Kill then lose
 	// everything the peers sent.

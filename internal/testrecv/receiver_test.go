@@ -6,6 +6,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -143,4 +145,22 @@ func TestRate(t *testing.T) {
 	span := got[len(got)-1].At.Sub(got[0].At)
 	t.Logf("21 lines at 200/s took %v", span)
 	assert.GreaterOrEqual(t, span, 90*time.Millisecond, "20 intervals of 5ms")
+}
+
+// With a handling time, a line read but not yet handled dies with the
+// receiver: Kill loses it, Close does not.
+func TestHandleTimeKillLosesReadAhead(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{HandleTime: 300 * time.Millisecond})
+	require.NoError(t, err)
+	c, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("one\ntwo\nthree\n"))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, rcv.WaitCount(ctx, 1))
+	require.NoError(t, rcv.Kill())
+	assert.Equal(t, []string{"one"}, rcv.Lines(), "two was being handled, three read ahead")
 }

@@ -67,7 +67,8 @@ func TestDamagedSpoolCLI(t *testing.T) {
 			defer rcv.Close()
 			for round := 0; round < 2; round++ { // the second run proves there is no crash loop
 				fresh := fmt.Sprintf("fresh event after damage, round %d", round)
-				cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool)
+				// The receiver records lines as it reads them: no need to linger.
+				cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool, "--replay-linger", "20ms")
 				cmd.Stdin = strings.NewReader(fresh + "\n")
 				out, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s", out)

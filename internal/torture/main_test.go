@@ -13,12 +13,15 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
 )
 
 // binary is evspool, built once for these tests.
 var binary string
 
 func TestMain(m *testing.M) {
+	testrecv.MaybeRunCEP()
 	if os.Getenv(receiverEnv) != "" {
 		if err := runReceiver(os.Args[1], os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "receiver:", err)

@@ -1,0 +1,154 @@
+package testrecv
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// cepEnv carries a child's CEPConfig, as JSON, from StartCEP to MaybeRunCEP.
+const cepEnv = "EVSPOOL_TESTRECV_CEP"
+
+// DefaultRestartLine is the line that makes a CEP receiver re-execute itself,
+// as "CMD RESTART" does to cloud-event-proxy.
+const DefaultRestartLine = "CMD RESTART"
+
+// CEPConfig describes a receiver that behaves like cloud-event-proxy's
+// (plugins/ptp_operator): an accept loop, one goroutine per connection, a
+// default bufio.Scanner (4 KiB buffer growing to 64 KiB for long lines), each
+// line handled synchronously before the next is scanned.
+type CEPConfig struct {
+	Network string // "unix" (default) or "tcp"
+	Addr    string // socket path or host:port
+	// Out is the file every handled line is appended to, after its handling
+	// time, in one write: a line read but not yet handled when the process
+	// dies is not in it.
+	Out string
+	// PerLine is the handling time of one line.
+	PerLine time.Duration
+	// RestartLine makes the receiver remove its socket and re-execute itself
+	// (the same process id) when it handles it. Default DefaultRestartLine.
+	RestartLine string
+	// HalfClose shuts down the writing side of every accepted connection
+	// (shutdown(SHUT_WR)) before reading it: a receive-only peer.
+	HalfClose bool
+}
+
+// Starts is the file a CEP receiver appends one line to each time it starts
+// listening, re-executions included: Out with ".starts" added.
+func (c CEPConfig) Starts() string { return c.Out + ".starts" }
+
+// MaybeRunCEP runs a CEP receiver and never returns if this process was
+// started by StartCEP (or re-executed itself); otherwise it returns at once.
+// A test binary calls it first thing in TestMain.
+func MaybeRunCEP() {
+	raw := os.Getenv(cepEnv)
+	if raw == "" {
+		return
+	}
+	var cfg CEPConfig
+	if err := json.Unmarshal([]byte(raw), &cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "testrecv cep: bad config:", err)
+		os.Exit(2)
+	}
+	err := runCEP(cfg)
+	fmt.Fprintln(os.Stderr, "testrecv cep:", err)
+	os.Exit(1)
+}
+
+// leaked holds connections whose scanner failed: cloud-event-proxy never
+// closes them, and neither may the garbage collector.
+var leaked struct {
+	sync.Mutex
+	conns []net.Conn
+}
+
+func runCEP(cfg CEPConfig) error {
+	if cfg.Network == "" {
+		cfg.Network = "unix"
+	}
+	if cfg.RestartLine == "" {
+		cfg.RestartLine = DefaultRestartLine
+	}
+	if cfg.Network == "unix" {
+		_ = os.Remove(cfg.Addr) // socket.Listen removes a stale socket
+	}
+	ln, err := net.Listen(cfg.Network, cfg.Addr)
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(cfg.Out, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	if err := appendLine(cfg.Starts(), fmt.Sprint(os.Getpid())); err != nil {
+		return err
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return err
+		}
+		go cepServe(cfg, c, out)
+	}
+}
+
+func cepServe(cfg CEPConfig, c net.Conn, out *os.File) {
+	if cfg.HalfClose {
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = cw.CloseWrite()
+		}
+	}
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if string(line) == cfg.RestartLine {
+			if cfg.Network == "unix" {
+				_ = os.Remove(cfg.Addr)
+			}
+			reexec()
+		}
+		if cfg.PerLine > 0 {
+			time.Sleep(cfg.PerLine)
+		}
+		if _, err := out.Write(append(append([]byte(nil), line...), '\n')); err != nil {
+			fmt.Fprintln(os.Stderr, "testrecv cep: record:", err)
+			os.Exit(1)
+		}
+	}
+	if sc.Err() != nil {
+		// Like cloud-event-proxy: the goroutine ends, the connection stays
+		// open and is never read again.
+		leaked.Lock()
+		leaked.conns = append(leaked.conns, c)
+		leaked.Unlock()
+		return
+	}
+	_ = c.Close()
+}
+
+// reexec replaces the process with a fresh copy of itself, closing every
+// socket (they are close-on-exec): what they held unread is gone.
+func reexec() {
+	exe, err := os.Executable()
+	if err == nil {
+		err = syscall.Exec(exe, os.Args, os.Environ())
+	}
+	fmt.Fprintln(os.Stderr, "testrecv cep: re-exec:", err)
+	os.Exit(1)
+}
+
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	return errors.Join(err, f.Close())
+}

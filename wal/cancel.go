@@ -1,0 +1,80 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+)
+
+// scanCheckEvery is how many records the start-up scan reads between two
+// looks at Options.Context: a few hundred microseconds of work.
+const scanCheckEvery = 1024
+
+// scanCancelled returns an error when Options.Context has ended. It is not
+// a *CorruptionError: a cancelled Open salvages nothing.
+func (w *WAL) scanCancelled() error {
+	if w.yield != nil {
+		if err := w.yield(); err != nil {
+			return err
+		}
+	}
+	if w.opts.Context == nil {
+		return nil
+	}
+	if err := w.opts.Context.Err(); err != nil {
+		return fmt.Errorf("wal: open %s cancelled during the start-up scan: %w", w.path, err)
+	}
+	return nil
+}
+
+// writerProbe tells Inspect whether a process holds the spool's lock,
+// without holding it: a shared flock taken and at once released. A writer
+// that tries its exclusive lock in that instant retries 10 ms later.
+type writerProbe struct {
+	dir  string
+	path string
+}
+
+func newWriterProbe(dir string) *writerProbe {
+	return &writerProbe{dir: dir, path: filepath.Join(dir, lockFileName)}
+}
+
+// held reports whether a process holds the lock now.
+func (p *writerProbe) held() (bool, error) {
+	f, err := os.Open(p.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil // no process ever opened this spool for writing
+	}
+	if err != nil {
+		return false, fmt.Errorf("wal: open lock file: %w", err)
+	}
+	defer f.Close() // releases the probe's lock
+	err = unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("wal: lock %s: %w", p.path, err)
+	}
+	return false, nil
+}
+
+// ErrGaveWay is returned by Inspect when a process opened the spool while
+// Inspect read it: Inspect stopped so as not to hold it up. It matches
+// ErrLocked.
+var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read it, and Inspect gave way", ErrLocked)
+
+// yield is WAL.yield for Inspect: ErrGaveWay once a writer holds the lock.
+func (p *writerProbe) yield() error {
+	held, err := p.held()
+	if err != nil {
+		return err
+	}
+	if held {
+		return fmt.Errorf("%w (%s)", ErrGaveWay, p.dir)
+	}
+	return nil
+}

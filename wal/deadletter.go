@@ -1,0 +1,170 @@
+package wal
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DeadLetterFile is the file in a spool directory that holds the events set
+// aside as poison (see package emitter); DeadLetterFile+".1" holds the
+// previous generation once the file outgrew its cap.
+const DeadLetterFile = "dead-letters"
+
+// DefaultMaxDeadLetterBytes is the size at which the dead-letter file is
+// rotated: the directory holds at most about twice this in dead letters.
+const DefaultMaxDeadLetterBytes = 16 << 20
+
+// deadLetterMagic starts every record's header line.
+const deadLetterMagic = "#evspool-dead-letter"
+
+// DeadLetter is one event set aside.
+type DeadLetter struct {
+	Seq      uint64    // its sequence number in the spool
+	Appended time.Time // when it was appended to the spool
+	At       time.Time // when it was set aside
+	Attempts int       // deliveries it was in when the receiver failed
+	Data     []byte    // the event's bytes, exactly
+}
+
+// AppendDeadLetter appends dl to the dead-letter file in dir and fsyncs it.
+// A file that would outgrow maxBytes (0 means DefaultMaxDeadLetterBytes) is
+// first renamed to DeadLetterFile+".1", replacing the older generation.
+//
+// The record is a header line, then the event's bytes and a newline:
+//
+//	#evspool-dead-letter seq=N appended=RFC3339 at=RFC3339 attempts=N len=N
+//	<len bytes>
+//
+// so the file reads as text while the bytes stay exact (len counts them; a
+// newline inside is impossible). A crash before the caller removes the event
+// from the spool makes it a duplicate here later, never a loss.
+func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxDeadLetterBytes
+	}
+	path := filepath.Join(dir, DeadLetterFile)
+	rec := fmt.Appendf(nil, "%s seq=%d appended=%s at=%s attempts=%d len=%d\n", deadLetterMagic, dl.Seq,
+		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
+	rec = append(append(rec, dl.Data...), '\n')
+	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 && fi.Size()+int64(len(rec)) > maxBytes {
+		if err := os.Rename(path, path+".1"); err != nil {
+			return fmt.Errorf("wal: rotate dead-letter file %s: %w", path, err)
+		}
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("wal: open dead-letter file: %w", err)
+	}
+	_, err = f.Write(rec)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("wal: write dead-letter file %s: %w", path, err)
+	}
+	return nil
+}
+
+// ReadDeadLetters returns the dead letters kept in dir, oldest first (the
+// rotated generation, then the current file). No file means none. A record
+// cut short at the end of a file (a crash while writing it) is skipped: its
+// event was still in the spool, so it was delivered or set aside again.
+func ReadDeadLetters(dir string) ([]DeadLetter, error) {
+	var out []DeadLetter
+	for _, name := range []string{DeadLetterFile + ".1", DeadLetterFile} {
+		path := filepath.Join(dir, name)
+		f, err := os.Open(path)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("wal: read dead letters: %w", err)
+		}
+		dls, err := parseDeadLetters(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("wal: dead-letter file %s: %w", path, err)
+		}
+		out = append(out, dls...)
+	}
+	return out, nil
+}
+
+func parseDeadLetters(r io.Reader) ([]DeadLetter, error) {
+	br := bufio.NewReader(r)
+	var out []DeadLetter
+	for n := 1; ; n++ {
+		header, err := br.ReadString('\n')
+		if err == io.EOF {
+			return out, nil // a torn header at the end is skipped
+		}
+		if err != nil {
+			return out, err
+		}
+		dl, size, err := parseDeadLetterHeader(strings.TrimSuffix(header, "\n"))
+		if err != nil {
+			return out, fmt.Errorf("record %d: %w", n, err)
+		}
+		body := make([]byte, size+1)
+		if _, err := io.ReadFull(br, body); err != nil {
+			return out, nil // torn at the end
+		}
+		if body[size] != '\n' {
+			return out, fmt.Errorf("record %d (seq %d): no newline after its %d bytes", n, dl.Seq, size)
+		}
+		dl.Data = body[:size]
+		out = append(out, dl)
+	}
+}
+
+func parseDeadLetterHeader(h string) (DeadLetter, int, error) {
+	var dl DeadLetter
+	fields := strings.Fields(h)
+	if len(fields) == 0 || fields[0] != deadLetterMagic {
+		return dl, 0, fmt.Errorf("header %.60q does not start with %s", h, deadLetterMagic)
+	}
+	size := -1
+	for _, f := range fields[1:] {
+		k, v, _ := strings.Cut(f, "=")
+		var err error
+		switch k {
+		case "seq":
+			dl.Seq, err = strconv.ParseUint(v, 10, 64)
+		case "appended":
+			dl.Appended, err = time.Parse(time.RFC3339Nano, v)
+		case "at":
+			dl.At, err = time.Parse(time.RFC3339Nano, v)
+		case "attempts":
+			dl.Attempts, err = strconv.Atoi(v)
+		case "len":
+			size, err = strconv.Atoi(v)
+		}
+		if err != nil {
+			return dl, 0, fmt.Errorf("header field %q: %w", f, err)
+		}
+	}
+	if size < 0 || size > 1<<30 {
+		return dl, 0, fmt.Errorf("header %.60q has no valid len", h)
+	}
+	return dl, size, nil
+}
+
+// FormatDeadLetter is the header line of dl as AppendDeadLetter writes it,
+// without the bytes: for listings.
+func FormatDeadLetter(dl DeadLetter) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
+		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
+	return b.String()
+}
