@@ -64,7 +64,7 @@ func TestRunMaxAge(t *testing.T) {
 	_, err := io.WriteString(p.stdin, joinLines(fresh))
 	require.NoError(t, err)
 	require.NoError(t, p.stdin.Close())
-	p.wait(t, 10*time.Second) // the exit status for lost events is the exit-status work's (4)
+	require.Equal(t, exitLost, p.wait(t, 10*time.Second), "expired events are lost events: %s", p.logs())
 	require.Equal(t, fresh, waitLines(t, rcv, len(fresh), 5*time.Second))
 	require.Contains(t, p.logs(), "events older than the maximum age dropped unsent")
 	rep := inspectJSON(t, "--spool", spool)
