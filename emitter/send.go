@@ -258,5 +258,6 @@ func (d *drainer) repair(cause error) {
 	}
 	d.cursor = 0
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
-		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause)
+		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause,
+		"removed_damaged_copies", r.RemovedCopies)
 }

@@ -17,7 +17,7 @@ import (
 // waits for Ack to free space until ctx ends. An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return 0, err
 	}
 	if len(events) == 0 {
@@ -83,13 +83,25 @@ func (w *WAL) commit(batch []*appendReq) {
 		w.stats.commitErrors++
 		return
 	}
-	w.dbmu.RLock()
-	st := w.snapshot()
-	now := w.opts.Now().UnixNano()
-	err := guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
-	})
-	w.dbmu.RUnlock()
+	var st *state
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		w.dbmu.RLock()
+		st = w.snapshot()
+		now := w.opts.Now().UnixNano()
+		err = guard(w.path, func() error {
+			return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
+		})
+		w.dbmu.RUnlock()
+		// Damage found by the commit itself: salvage, then try once more
+		// (numbering resumes above the reservation, which covers these).
+		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
+			break
+		}
+		if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
+			break
+		}
+	}
 	if err != nil {
 		setErr(batch, fmt.Errorf("wal: commit to %s: %w", w.path, err))
 		w.stats.commitErrors++

@@ -438,9 +438,11 @@ func TestBlockWaitsForAck(t *testing.T) {
 func TestBlockContextEnds(t *testing.T) {
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})
 	last := spFillBlock(t, w, 1000)
+	// The clock starts before the context's: the deadline is 50 ms after a
+	// moment before start, so the elapsed time cannot come out shorter.
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	_, err := w.Append(ctx, spEvent(last+1, 1000))
 	require.ErrorIs(t, err, wal.ErrFull)
 	require.ErrorIs(t, err, context.DeadlineExceeded)

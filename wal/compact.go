@@ -24,7 +24,7 @@ const (
 // itself once the pending entries take less than a sixteenth of a file larger
 // than 512 KiB, and less than 2 MiB; call it directly only to force it.
 func (w *WAL) Compact() error {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return err
 	}
 	w.wmu.Lock()
@@ -203,17 +203,4 @@ func (w *WAL) syncFresh(db *bolt.DB) error {
 		return nil
 	}
 	return db.Sync()
-}
-
-// syncDir makes a rename in the spool directory durable (see syncFresh).
-func (w *WAL) syncDir() error {
-	if w.opts.NoSync {
-		return nil
-	}
-	d, err := os.Open(w.dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

@@ -13,8 +13,10 @@
 //	spool.db                    the bbolt file (0600)
 //	lock                        flock(2)ed while a process has the spool open
 //	marks                       what salvage needs if spool.db is lost (below)
-//	spool.db.corrupt-<time>     a damaged file moved aside by salvage, kept for inspection
+//	spool.db.corrupt-<time>     a damaged file replaced by salvage, kept for inspection
+//	                            (at most 2, see Damage)
 //	spool.db.compact            a compaction in progress (removed at the next Open)
+//	spool.db.salvage            a salvage in progress (removed at the next Open)
 //	dead-letters, dead-letters.1  poison events set aside by the emitter (deadletter.go)
 //
 // spool.db has two buckets:
@@ -35,12 +37,15 @@
 // count and bytes are recomputed at Open from a full scan that also verifies
 // every checksum.
 //
-// marks holds, outside the file that may be damaged, two numbers (uint64
-// big-endian each, then a crc32c of both): a sequence number no event has
+// marks holds, outside the file that may be damaged, three numbers (uint64
+// big-endian each, then a crc32c of them): a sequence number no event has
 // reached yet, raised 65536 at a time and fsync'd before a commit would pass
-// it, and removed_through, rewritten (without fsync) after every Ack. Salvage
-// and a spool.db created anew (the old one deleted) number on from the
-// first; salvage drops what the second says was removed.
+// it, and lowered to the next number (fsync'd) by Close; removed_through,
+// rewritten (without fsync) after every Ack; and a flag saying the first is
+// exact (the spool was closed cleanly). Salvage and a spool.db created anew
+// (the old one deleted) number on from the first; salvage drops what the
+// second says was removed. The 20-byte format of earlier versions (no flag)
+// is still read.
 //
 // # Guarantees
 //
@@ -89,13 +94,80 @@
 // meta page says (truncated: bbolt would fault reading past its end), a
 // freelist page that is not one. Open then verifies every record. Any of
 // these, a file bbolt cannot open, a record whose checksum fails, or a panic
-// (or memory fault) raised by bbolt while reading is damage: the file is
-// renamed to spool.db.corrupt-<time>, its pages are scanned without bbolt,
-// and every sound record newer than removed_through (the larger of the
-// file's and the marks file's) is written in order into a fresh spool.db,
-// whose numbering resumes above the marks file's reservation. Open then
-// succeeds and Salvaged reports what was done. Damage found later by Read is
-// reported as a *CorruptionError; Repair does the same salvage online.
+// (or memory fault) raised by bbolt while reading is damage, and the file is
+// salvaged: its pages are scanned without bbolt, every sound record newer
+// than removed_through (the larger of the file's and the marks file's) is
+// written in order into spool.db.salvage, whose numbering resumes above the
+// marks file's reservation; the damaged file is kept as
+// spool.db.corrupt-<time> (a hard link, or a copy where the filesystem has
+// none) and spool.db.salvage is renamed over spool.db. Open then succeeds
+// and Salvaged reports what was done: how many events were recovered and how
+// many pending ones were not (the numbers above the removal mark and below
+// the next number, as the newest meta copy, or the marks file after a clean
+// Close, gives it). Damage found later by Read is reported as a
+// *CorruptionError; Repair does the same salvage online. A salvage that
+// fails (a full disk) leaves spool.db as it was, still in use: Repair can be
+// called again. A spool left without its database (a compaction or repair
+// that could not reopen it) reopens itself at the next call, at most once a
+// second, and Stats.Heals counts it.
+//
+// Damaged copies are bounded: the newest is always kept; older ones only
+// while there are at most two in all and they take no more than MaxBytes
+// together, beside the cap. The others are removed, and
+// SalvageReport.RemovedCopies (logged with the report) names them.
+//
+// # Crash consistency
+//
+// With fsync on, what is durable, and in which order, for each operation
+// (a file's fsync makes its data durable, not its name: that takes an fsync
+// of the directory):
+//
+//   - Open: the spool directory is created, and the parent of each directory
+//     created fsync'd. marks is created and the directory fsync'd; spool.db
+//     is created by bbolt (which fsyncs it) and the directory fsync'd. The
+//     leftovers spool.db.compact and spool.db.salvage are removed (and the
+//     directory fsync'd): neither was ever renamed over spool.db, so neither
+//     holds anything spool.db lacks.
+//   - Append: the marks reservation is raised and fsync'd before a commit
+//     hands out numbers past it. bbolt writes the new pages, fdatasyncs,
+//     writes the meta page, fdatasyncs; Append returns (and evspool echoes)
+//     only then. A cut before the second fdatasync leaves the previous meta
+//     page in force: the commit did not happen, but its pages may be in the
+//     file. Those are why Open settles (below).
+//   - Ack: one bbolt commit, as above. removed_through in marks is written
+//     after it without an fsync: it only matters to salvage, and if it is
+//     lost, acked events may be delivered again (at least once), never lost.
+//   - Open after a crash (settling): a reservation above the file's next
+//     number means the last process did not Close, so a commit may have been
+//     cut short, leaving pages with records and a meta bucket that were
+//     never committed, under numbers the file will hand out again. bbolt
+//     never reads them; a salvage scanning every page would (resurrecting
+//     events never accepted, applying a removal mark that drops committed
+//     ones). So Open compacts first (below): only committed entries are
+//     copied. Then the reservation is lowered to the next number and
+//     fsync'd. Close does the same lowering, so a clean restart does not
+//     compact.
+//   - Compaction: the pending entries are written into spool.db.compact,
+//     which is fdatasync'd; it is renamed over spool.db and the directory
+//     fsync'd. A cut before the rename leaves spool.db whole (the leftover
+//     is removed at Open); after it, the new file, complete.
+//   - Salvage: spool.db is only read. The salvaged file is written into
+//     spool.db.salvage and fdatasync'd; spool.db is hard-linked (or copied
+//     and fsync'd) to spool.db.corrupt-<time> and the directory fsync'd;
+//     spool.db.salvage is renamed over spool.db and the directory fsync'd.
+//     A cut before the rename leaves the damaged spool.db in place: the next
+//     Open finds the same damage and salvages again, reusing the copy
+//     already kept (same inode). After it, the salvaged file is in place and
+//     the damaged copy kept. At no point is there no spool.db, or a partial
+//     one.
+//   - marks: written in place (20 or 28 bytes, one sector) with a checksum;
+//     a torn or lost write reads as zeros (the numbers are then taken from
+//     spool.db alone) or as the previous value.
+//
+// With fsync off (NoSync) none of these fsyncs is made: a process crash
+// loses nothing (the page cache survives it), a power loss can lose recent
+// events and damage the file, which is then salvaged. internal/powercut
+// tests both against a filesystem that throws away what was not synced.
 //
 // # Caveats
 //
@@ -107,6 +179,13 @@
 //     that was readable.
 //   - After a salvage, numbering resumes above the marks file's reservation:
 //     up to 65536 numbers are skipped, and LastSeq reports one never used.
+//   - The first Open after a crash compacts the spool (settling, above):
+//     with a full 64 MiB spool, a fraction of a second more. If that
+//     compaction fails, numbering goes on above the reservation instead;
+//     a salvage of that same file could then still take the cut commit's
+//     pages for committed ones.
+//   - Salvage during the first Open after a crash (damage and a cut commit
+//     at once) scans the cut commit's pages too: its events may come back.
 //   - A meta page of spool.db destroyed while the other is sound is not
 //     detected: bbolt uses the other, which may be one transaction older.
 //   - Compaction writes the fresh file beside the old one: while it runs the

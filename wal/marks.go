@@ -9,26 +9,35 @@ import (
 )
 
 // The marks file beside spool.db keeps, outside the file that may be
-// damaged, the two numbers salvage needs and cannot always find in what is
-// left of spool.db (a truncated or emptied file, a destroyed meta bucket):
+// damaged, the numbers salvage needs and cannot always find in what is left
+// of spool.db (a truncated or emptied file, a destroyed meta bucket):
 //
 //	reserved  no sequence number at or above it was ever handed out
 //	removed   every sequence number up to it was acked or dropped
+//	flags     bit 0 (exact): reserved is the next number to be handed out,
+//	          every one below it committed (written by Close and by an
+//	          Open that settled the file), so no commit can be under way
 //
-// Layout: reserved u64 | removed u64 | crc32c of both u32, big-endian, at
-// offset 0. A missing or damaged marks file reads as zeros: salvage then
-// relies on spool.db alone.
+// Layout: reserved u64 | removed u64 | flags u64 | crc32c of the three u32,
+// big-endian, at offset 0 (28 bytes). The format of earlier versions
+// (reserved | removed | crc32c, 20 bytes, no flags) is still read. A missing
+// or damaged marks file reads as zeros: salvage then relies on spool.db
+// alone.
 //
 // reserved is raised in steps of markStep before a commit would reach it,
 // and fsync'd (unless NoSync), so it costs one extra fsync per markStep
 // events; salvage, and a spool.db created anew, continue numbering from it,
-// skipping at most markStep numbers. removed is written after each Ack without an fsync: after a power
-// loss that also damaged spool.db, some acked events may come back (at least
+// skipping at most markStep numbers. Close lowers it to the next number
+// (fsync'd), with exact set. A reservation above the file's next number at
+// Open therefore means a commit may have been cut short (see settle).
+// removed is written after each Ack without an fsync: after a power loss
+// that also damaged spool.db, some acked events may come back (at least
 // once), but none after a process crash.
 const (
 	marksFileName = "marks"
 	markStep      = 1 << 16
-	marksSize     = 20
+	marksSize     = 28
+	marksSizeV1   = 20
 )
 
 type marks struct {
@@ -36,18 +45,33 @@ type marks struct {
 	sync     bool
 	reserved uint64
 	removed  uint64
+	exact    bool // reserved is exactly the next number (see flags above)
 }
 
 func openMarks(dir string, sync bool) (*marks, error) {
 	path := filepath.Join(dir, marksFileName)
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open marks file: %w", err)
 	}
+	if statErr != nil && sync {
+		// Created: make its name durable, or a power loss could take the
+		// file (and what it says) away after its contents were synced.
+		if err := fsyncDir(dir); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("wal: sync spool directory %s: %w", dir, err)
+		}
+	}
 	m := &marks{f: f, sync: sync}
 	buf := make([]byte, marksSize)
-	if n, _ := f.ReadAt(buf, 0); n == marksSize &&
-		binary.BigEndian.Uint32(buf[16:]) == crc32.Checksum(buf[:16], castagnoli) {
+	n, _ := f.ReadAt(buf, 0)
+	switch {
+	case n >= marksSize && binary.BigEndian.Uint32(buf[24:]) == crc32.Checksum(buf[:24], castagnoli):
+		m.reserved = binary.BigEndian.Uint64(buf[0:8])
+		m.removed = binary.BigEndian.Uint64(buf[8:16])
+		m.exact = binary.BigEndian.Uint64(buf[16:24])&1 != 0
+	case n >= marksSizeV1 && binary.BigEndian.Uint32(buf[16:]) == crc32.Checksum(buf[:16], castagnoli):
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
 		m.removed = binary.BigEndian.Uint64(buf[8:16])
 	}
@@ -60,15 +84,15 @@ func (m *marks) reserve(next uint64) error {
 	if next <= m.reserved {
 		return nil
 	}
-	old := m.reserved
-	m.reserved = next + markStep
+	old, oldExact := m.reserved, m.exact
+	m.reserved, m.exact = next+markStep, false
 	if err := m.write(); err != nil {
-		m.reserved = old
+		m.reserved, m.exact = old, oldExact
 		return fmt.Errorf("wal: write marks file: %w", err)
 	}
 	if m.sync {
 		if err := m.f.Sync(); err != nil {
-			m.reserved = old
+			m.reserved, m.exact = old, oldExact
 			return fmt.Errorf("wal: sync marks file: %w", err)
 		}
 	}
@@ -84,11 +108,35 @@ func (m *marks) remove(seq uint64) {
 	}
 }
 
+// lower sets the reservation to next, the next number to be handed out, and
+// syncs it: called when every number below next is committed and no commit
+// is under way (Close, and Open once settled), it tells the next Open that
+// the spool was left clean.
+func (m *marks) lower(next uint64) error {
+	if m.reserved == next && m.exact {
+		return nil
+	}
+	old, oldExact := m.reserved, m.exact
+	m.reserved, m.exact = next, true
+	err := m.write()
+	if err == nil && m.sync {
+		err = m.f.Sync()
+	}
+	if err != nil {
+		m.reserved, m.exact = old, oldExact
+		return fmt.Errorf("wal: write marks file: %w", err)
+	}
+	return nil
+}
+
 func (m *marks) write() error {
 	buf := make([]byte, marksSize)
 	binary.BigEndian.PutUint64(buf[0:8], m.reserved)
 	binary.BigEndian.PutUint64(buf[8:16], m.removed)
-	binary.BigEndian.PutUint32(buf[16:], crc32.Checksum(buf[:16], castagnoli))
+	if m.exact {
+		binary.BigEndian.PutUint64(buf[16:24], 1)
+	}
+	binary.BigEndian.PutUint32(buf[24:], crc32.Checksum(buf[:24], castagnoli))
 	_, err := m.f.WriteAt(buf, 0)
 	return err
 }

@@ -20,7 +20,7 @@ type Entry struct {
 // first, at most maxBytes of event bytes (0 means no limit). A damaged record
 // is reported as a *CorruptionError; Repair salvages the spool.
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return nil, err
 	}
 	w.dbmu.RLock()
@@ -65,7 +65,7 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 // upTo, in one transaction. Acknowledging what is already gone is a no-op.
 // Once a backlog has drained, Ack gives the file's space back (see Compact).
 func (w *WAL) Ack(upTo uint64) error {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return err
 	}
 	w.wmu.Lock()
@@ -76,12 +76,22 @@ func (w *WAL) Ack(upTo uint64) error {
 	if w.firstSeq == 0 || upTo < w.firstSeq {
 		return nil
 	}
-	w.dbmu.RLock()
-	st := w.snapshot()
-	err := guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return st.ack(tx, upTo) })
-	})
-	w.dbmu.RUnlock()
+	var st *state
+	var err error
+	for attempt := 0; attempt < 2; attempt++ {
+		w.dbmu.RLock()
+		st = w.snapshot()
+		err = guard(w.path, func() error {
+			return w.db.Update(func(tx *bolt.Tx) error { return st.ack(tx, upTo) })
+		})
+		w.dbmu.RUnlock()
+		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
+			break
+		}
+		if w.firstSeq == 0 || upTo < w.firstSeq {
+			return nil
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("wal: acknowledge through %d in %s: %w", upTo, w.path, err)
 	}
@@ -96,7 +106,24 @@ func (w *WAL) Ack(upTo uint64) error {
 	}
 	w.group.freed()
 	w.maybeReclaim()
+	// Deleting rewrites leaves and the freelist into new pages, and bbolt
+	// cannot reuse the pages this very commit freed: an Ack can grow the
+	// file too. Bring it back under the cap as a commit would.
+	w.enforceCap()
 	return nil
+}
+
+// salvageOnWrite salvages the spool when a write transaction found damage
+// (a torn freelist makes bbolt panic, "page already freed", in every commit
+// that frees that page: without this, every Ack failed the same way and the
+// drainer retried forever). It reports whether the spool was salvaged and
+// the write is worth one more try. The caller holds wmu.
+func (w *WAL) salvageOnWrite(err error) bool {
+	if !isDamage(err) {
+		return false
+	}
+	_, rerr := w.repairLocked(err)
+	return rerr == nil
 }
 
 // ack deletes the entries up to upTo. It walks backwards from upTo: Delete

@@ -257,8 +257,11 @@ func TestCorruptionTable(t *testing.T) {
 				if len(es) > 0 {
 					require.Equal(t, es[0].Seq, r.FirstSeq)
 					require.Equal(t, es[len(es)-1].Seq, r.LastSeq)
-					require.Equal(t, r.LastSeq-r.FirstSeq+1-r.Recovered, r.Missing)
 				}
+				// The spool was closed cleanly: the marks file knows the
+				// next number, so every pending event not recovered is
+				// counted, those past the last recovered one included.
+				require.Equal(t, uint64(spCorruptPending)-r.Recovered, r.Missing, "unreadable count")
 			}
 
 			// The spool carries on: new events get new numbers. Where bbolt

@@ -1,8 +1,11 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -12,23 +15,37 @@ import (
 // caller can log it.
 type SalvageReport struct {
 	Cause       error  // the damage that was found
-	CorruptPath string // where the damaged file was moved, kept for inspection
+	CorruptPath string // where the damaged file is kept for inspection
 	Recovered   uint64 // pending entries copied into the fresh spool
 	FirstSeq    uint64 // oldest recovered sequence number, 0 if none
 	LastSeq     uint64 // newest recovered sequence number, 0 if none
-	Missing     uint64 // sequence numbers between FirstSeq and LastSeq that could not be read
+	// Missing counts the pending events that could not be read: the
+	// sequence numbers above the removal mark and below the next number
+	// (as the newest readable copy of the meta bucket gives them) that were
+	// not recovered. If every copy of the meta bucket is lost, the numbers
+	// past the last recovered one are not known and not counted.
+	Missing uint64
+	// RemovedCopies lists older damaged copies removed to keep their number
+	// and size bounded (see the package documentation).
+	RemovedCopies []string
 }
 
 func (r *SalvageReport) String() string {
-	return fmt.Sprintf("damaged spool file moved to %s; %d pending events recovered (sequences %d to %d, %d unreadable); cause: %v",
+	s := fmt.Sprintf("damaged spool file kept as %s; %d pending events recovered (sequences %d to %d, %d unreadable); cause: %v",
 		r.CorruptPath, r.Recovered, r.FirstSeq, r.LastSeq, r.Missing, r.Cause)
+	if len(r.RemovedCopies) > 0 {
+		s += fmt.Sprintf("; older damaged copies removed: %s", strings.Join(r.RemovedCopies, ", "))
+	}
+	return s
 }
 
-// Repair salvages the spool after Read reported a *CorruptionError: the
-// damaged file is moved aside and every readable pending entry is copied, in
-// order, into a fresh file. Appends wait meanwhile.
+// Repair salvages the spool after Read reported a *CorruptionError: every
+// readable pending entry is copied, in order, into a fresh file that then
+// replaces the damaged one, which is kept aside. Appends wait meanwhile. If
+// the salvage fails (a full disk, say), the damaged file stays in use and
+// Repair can be called again once the cause is gone.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
-	if err := w.usable(); err != nil {
+	if err := w.ready(); err != nil {
 		return nil, err
 	}
 	w.wmu.Lock()
@@ -36,6 +53,11 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	if err := w.usable(); err != nil {
 		return nil, err
 	}
+	return w.repairLocked(cause)
+}
+
+// repairLocked is Repair with wmu held.
+func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	if err := w.db.Close(); err != nil {
@@ -43,7 +65,11 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	}
 	r, err := w.salvageFile(cause)
 	if err != nil {
-		w.fail(err)
+		// spool.db was not touched: go on with it, damaged as it is, so
+		// appends are still stored; the next Repair tries again.
+		if rerr := w.reopenDamaged(); rerr != nil {
+			w.fail(fmt.Errorf("%w; reopening the damaged file: %v", err, rerr))
+		}
 		return nil, err
 	}
 	w.salvage = r
@@ -51,40 +77,95 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	return r, nil
 }
 
-// salvageFile moves the damaged file aside, scans it page by page and writes
-// every sound record newer than the removal mark into a fresh spool, which it
-// then opens as w.db. If the fresh spool cannot be made, the damaged file is
-// put back so nothing is lost.
-func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
-	corrupt := fmt.Sprintf("%s.corrupt-%s", w.path, time.Now().UTC().Format("20060102T150405.000000000Z"))
-	if err := os.Rename(w.path, corrupt); err != nil {
-		return nil, fmt.Errorf("wal: move damaged spool %s aside: %w (cause: %v)", w.path, err, cause)
+// reopenDamaged opens spool.db again after a failed salvage, without the
+// verifying scan that would fail on the damage. The in-memory state still
+// describes it: the failed salvage did not change it.
+func (w *WAL) reopenDamaged() error {
+	if _, err := os.Stat(w.path); err != nil {
+		return err
 	}
-	_ = os.Remove(w.path + ".compact")
-	r := &SalvageReport{Cause: cause, CorruptPath: corrupt}
-	err := w.rebuild(corrupt, r)
-	if err == nil {
-		var db *bolt.DB
-		if db, err = w.openBolt(w.path); err == nil {
-			if err = w.load(db); err == nil {
-				w.db = db
-				return r, w.syncDir()
+	db, err := w.openBolt(w.path)
+	if err != nil {
+		return err
+	}
+	if err := guard(w.path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			if tx.Bucket(eventsBucket) == nil || tx.Bucket(metaBucket) == nil {
+				return errors.New("buckets missing")
 			}
-			db.Close()
-		}
+			return nil
+		})
+	}); err != nil {
+		db.Close()
+		return err
 	}
-	_ = os.Remove(w.path)
-	if rerr := os.Rename(corrupt, w.path); rerr != nil {
-		return nil, fmt.Errorf("wal: salvage %s failed (%w) and the damaged file stays at %s: %v", w.path, err, corrupt, rerr)
-	}
-	return nil, fmt.Errorf("wal: salvage of damaged spool %s failed, file left in place: %w (cause: %v)", w.path, err, cause)
+	w.db = db
+	return nil
 }
 
-// rebuild writes the salvage of the file at src into a new file at w.path.
-// Two passes: the first finds the meta counters (the largest copy of each
-// wins, as they only grow), the second copies entries past the removal mark,
-// a chunk per transaction.
-func (w *WAL) rebuild(src string, r *SalvageReport) error {
+// salvageFile rebuilds the damaged spool.db, and opens the result as w.db.
+// Crash-safe at every step (see the package documentation):
+//
+//  1. every sound pending record is written into spool.db.salvage, which
+//     is fsync'd; spool.db is only read;
+//  2. spool.db is hard-linked (or copied) to spool.db.corrupt-<time>, and
+//     the directory fsync'd: the damaged copy is kept;
+//  3. spool.db.salvage is renamed over spool.db, and the directory fsync'd.
+//
+// A crash before 3 leaves the damaged spool.db in place: the next Open finds
+// the same damage and salvages again (reusing a copy made by 2; a leftover
+// spool.db.salvage is removed first). A crash after 3 leaves the salvaged
+// file. If any step fails, spool.db is left as it was.
+func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
+	tmp := w.path + salvageSuffix
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("wal: salvage of damaged spool %s: remove %s: %w (cause: %v)", w.path, tmp, err, cause)
+	}
+	r := &SalvageReport{Cause: cause}
+	fail := func(step string, err error) (*SalvageReport, error) {
+		_ = os.Remove(tmp)
+		return nil, fmt.Errorf("wal: salvage of damaged spool %s failed (%s: %w); the file is left as it was (cause: %v)",
+			w.path, step, err, cause)
+	}
+	if err := w.rebuild(w.path, tmp, r); err != nil {
+		return fail("rebuild", err)
+	}
+	crashPoint("salvage-rebuilt")
+	corrupt, err := w.keepCopy(fmt.Sprintf("%s%s%s", w.path, corruptInfix, time.Now().UTC().Format("20060102T150405.000000000Z")))
+	if err != nil {
+		return fail("keep the damaged copy", err)
+	}
+	if err := w.syncDir(); err != nil {
+		return fail("keep the damaged copy", err)
+	}
+	crashPoint("salvage-kept")
+	if err := os.Rename(tmp, w.path); err != nil {
+		return fail("replace", err)
+	}
+	if err := w.syncDir(); err != nil {
+		// The rename happened and may or may not be durable: the spool
+		// holds the salvaged file from now on either way.
+		return nil, fmt.Errorf("wal: salvage of damaged spool %s: %w (cause: %v)", w.path, err, cause)
+	}
+	crashPoint("salvage-renamed")
+	r.CorruptPath = corrupt
+	r.RemovedCopies = w.pruneCopies()
+	db, err := w.openBolt(w.path)
+	if err == nil {
+		if err = w.load(db); err == nil {
+			w.db = db
+			return r, nil
+		}
+		db.Close()
+	}
+	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)
+}
+
+// rebuild writes the salvage of the file at src into a new file at dst and
+// fsyncs it. Two passes: the first finds the meta counters (the largest copy
+// of each wins, as they only grow), the second copies entries past the
+// removal mark, a chunk per transaction.
+func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	var m meta
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
@@ -95,17 +176,25 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 	}); err != nil {
 		return err
 	}
+	// What the file's meta copies say was handed out: every number above
+	// the removal mark and below it was pending.
+	handedOut := max(m.nextSeq, maxSeq+1)
+	if w.marks.exact {
+		// The spool was closed cleanly (or settled) since its last commit:
+		// the marks file knows the next number exactly.
+		handedOut = max(handedOut, w.marks.reserved)
+	}
 	// The marks file knows what the damaged file may have lost: numbers
 	// handed out beyond what is left, removals newer than any meta copy.
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	dst, err := openFresh(w.path, w.opts)
+	db, err := openFresh(dst, w.opts)
 	if err != nil {
 		return err
 	}
-	defer dst.Close()
-	if err := dst.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &m) }); err != nil {
+	defer db.Close()
+	if err := db.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &m) }); err != nil {
 		return err
 	}
 	seen := make(map[uint64]struct{})
@@ -114,7 +203,7 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 	var werr error
 	flush := func() {
 		if werr == nil && len(chunk) > 0 {
-			werr = dst.Update(func(tx *bolt.Tx) error { return putEntries(tx, chunk) })
+			werr = db.Update(func(tx *bolt.Tx) error { return putEntries(tx, chunk) })
 		}
 		chunk, size = chunk[:0], 0
 	}
@@ -146,10 +235,10 @@ func (w *WAL) rebuild(src string, r *SalvageReport) error {
 		}
 		r.LastSeq = max(r.LastSeq, seq)
 	}
-	if r.Recovered > 0 {
-		r.Missing = r.LastSeq - r.FirstSeq + 1 - r.Recovered
+	if handedOut > m.removedSeq+1 {
+		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered
 	}
-	return w.syncFresh(dst)
+	return w.syncFresh(db)
 }
 
 func mustSeq(k []byte) uint64 {

@@ -30,10 +30,11 @@ type Stats struct {
 	CommitErrors uint64 // append transactions that failed
 	Compactions  uint64 // times the file was rewritten to give space back
 	CompactErrs  uint64 // compactions that failed
+	Heals        uint64 // times a spool left unusable was reopened by itself
 }
 
 type processStats struct {
-	appended, acked, commits, commitErrors, compactions, compactErrors uint64
+	appended, acked, commits, commitErrors, compactions, compactErrors, heals uint64
 }
 
 // Stats returns a snapshot of the spool's counters.
@@ -56,6 +57,7 @@ func (w *WAL) Stats() Stats {
 		CommitErrors:  w.stats.commitErrors,
 		Compactions:   w.stats.compactions,
 		CompactErrs:   w.stats.compactErrors,
+		Heals:         w.stats.heals,
 	}
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)

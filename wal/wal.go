@@ -1,11 +1,13 @@
 package wal
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -55,9 +57,11 @@ type WAL struct {
 	group  group
 	closed atomic.Bool
 	// broken is set when the spool lost its database (a compaction or a
-	// repair that could not reopen it): every method then returns it,
-	// until Close.
+	// repair that could not reopen it): every method then returns it
+	// until the spool is reopened (see ready), or Close.
 	broken atomic.Pointer[error]
+	// nextHeal is when ready may next try to reopen a broken spool (wmu).
+	nextHeal time.Time
 }
 
 // Open opens the spool in dir, creating the directory (0700) and the file
@@ -69,7 +73,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir(dir); err != nil {
+	if err := prepareDir(dir, o.NoSync); err != nil {
 		return nil, err
 	}
 	lock, err := lockDir(dir, o.LockTimeout)
@@ -91,10 +95,10 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	return w, nil
 }
 
-// prepareDir creates dir 0700 whatever the umask, and refuses a directory
-// other users can write to.
-func prepareDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+// prepareDir creates dir 0700 whatever the umask (durably: see
+// mkdirDurable), and refuses a directory other users can write to.
+func prepareDir(dir string, noSync bool) error {
+	if err := mkdirDurable(dir, noSync); err != nil {
 		return fmt.Errorf("wal: create spool directory: %w", err)
 	}
 	fi, err := os.Stat(dir)
@@ -114,8 +118,15 @@ func prepareDir(dir string) error {
 	return nil
 }
 
-// open opens (or salvages) the bbolt file and loads the state.
+// open opens (or salvages) the bbolt file and loads the state. It removes
+// what an interrupted compaction or salvage left, makes a file it created
+// durable in the directory, and rewrites a file a crash may have left with
+// pages of a commit that never completed (see settle).
 func (w *WAL) open() error {
+	if err := w.removeLeftovers(); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(w.path)
 	db, err := w.openBolt(w.path)
 	if err == nil {
 		err = w.load(db)
@@ -125,7 +136,14 @@ func (w *WAL) open() error {
 	}
 	if err == nil {
 		w.db = db
-		return nil
+		if statErr != nil {
+			// bbolt created spool.db (and fsync'd it): make its name durable.
+			if err := w.syncDir(); err != nil {
+				db.Close()
+				return err
+			}
+		}
+		return w.settle()
 	}
 	if !isDamage(err) {
 		return err
@@ -135,6 +153,36 @@ func (w *WAL) open() error {
 		return serr
 	}
 	w.salvage = report
+	return w.settle()
+}
+
+// settle runs at Open. The marks file reserves numbers ahead of the commits
+// (reserve); Close lowers the reservation back to the next number. A
+// reservation above it at Open means the last process did not close the
+// spool: a commit may have been cut short, leaving in the file's free pages
+// records and a copy of the meta bucket that were never committed, under
+// numbers the file is about to hand out again. bbolt never reads them, but
+// salvage scans every page and would take them for real (events never
+// accepted come back, a removal mark they carry drops committed events). A
+// compaction copies only what is committed into a fresh file: after it,
+// nothing uncommitted is left to find, and the reservation is lowered. If
+// it fails, numbering goes on above the reservation instead, so at least
+// no number is handed out twice.
+func (w *WAL) settle() error {
+	if w.marks.reserved <= w.meta.nextSeq {
+		return nil
+	}
+	if err := w.compactLocked(); err != nil {
+		if b := w.broken.Load(); b != nil {
+			// The compaction lost the database (it could not reopen it).
+			w.broken.Store(nil)
+			return *b
+		}
+		w.stats.compactErrors++
+		w.meta.nextSeq = w.marks.reserved
+		return nil
+	}
+	_ = w.marks.lower(w.meta.nextSeq)
 	return nil
 }
 
@@ -218,6 +266,11 @@ func (w *WAL) Close() error {
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	err := w.db.Close() // a no-op if a failed compaction or repair closed it
+	if err == nil && w.broken.Load() == nil {
+		// Every number below nextSeq is committed and none above was
+		// used: a clean stop, which the next Open need not settle.
+		err = w.marks.lower(w.meta.nextSeq)
+	}
 	if merr := w.marks.close(); err == nil {
 		err = merr
 	}
@@ -239,11 +292,54 @@ func (w *WAL) usable() error {
 	return nil
 }
 
-// fail records that the spool lost its database.
-func (w *WAL) fail(err error) {
-	err = fmt.Errorf("wal: spool %s unusable, close and reopen it: %w", w.path, err)
-	w.broken.Store(&err)
+// ready is usable for the methods' entry points: a spool left without a
+// database is opened again (salvaged if need be), at most once per
+// healInterval, so it heals by itself once the cause (a full disk, a file
+// size limit) is gone.
+func (w *WAL) ready() error {
+	err := w.usable()
+	if err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.usable(); err == nil || errors.Is(err, ErrClosed) {
+		return err
+	}
+	now := time.Now()
+	if now.Before(w.nextHeal) {
+		return *w.broken.Load()
+	}
+	w.nextHeal = now.Add(healInterval)
+	w.dbmu.Lock()
+	_ = w.db.Close() // a no-op when already closed
+	w.dbmu.Unlock()
+	// No reader holds w.db meanwhile: they all stop at usable. open sets
+	// w.db before broken is cleared (an atomic store they load).
+	if err := w.open(); err != nil {
+		w.fail(err)
+		return *w.broken.Load()
+	}
+	w.broken.Store(nil)
+	w.stats.heals++
+	w.group.freed()
+	return nil
 }
+
+// healInterval is how often ready tries to reopen a spool left unusable.
+const healInterval = time.Second
+
+// fail records that the spool lost its database. The caller holds wmu.
+func (w *WAL) fail(err error) {
+	err = fmt.Errorf("wal: spool %s unusable until it can be reopened (tried again every %v, or close and reopen it): %w",
+		w.path, healInterval, err)
+	w.broken.Store(&err)
+	w.nextHeal = time.Now().Add(healInterval)
+}
+
+// crashPoint is called at the steps of salvage where a crash is most
+// telling; the crash tests set it to kill the process there.
+var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
 func (w *WAL) Dir() string { return w.dir }

@@ -1,0 +1,176 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Names beside spool.db that Open and salvage manage.
+const (
+	compactSuffix = ".compact" // a compaction in progress
+	salvageSuffix = ".salvage" // a salvage in progress
+	corruptInfix  = ".corrupt-"
+	// maxCorruptCopies is how many damaged copies of spool.db are kept for
+	// inspection; older ones are removed (see pruneCopies).
+	maxCorruptCopies = 2
+)
+
+// fsyncDir makes the entries of dir (files created, renamed or removed in
+// it) durable. A variable so that tests can see which directories are synced.
+var fsyncDir = func(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// syncDir makes a change to the spool directory's entries durable, unless the
+// spool runs without fsync.
+func (w *WAL) syncDir() error {
+	if w.opts.NoSync {
+		return nil
+	}
+	if err := fsyncDir(w.dir); err != nil {
+		return fmt.Errorf("wal: sync spool directory %s: %w", w.dir, err)
+	}
+	return nil
+}
+
+// mkdirDurable creates dir and its missing parents (0700) and, unless noSync,
+// fsyncs the parent of each directory it created, so that a power loss
+// cannot take the spool directory away with the files later synced in it.
+func mkdirDurable(dir string, noSync bool) error {
+	var created []string
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if noSync {
+		return nil
+	}
+	// Deepest first: each parent sync makes its child's entry durable.
+	for _, d := range created {
+		if err := fsyncDir(filepath.Dir(d)); err != nil {
+			return fmt.Errorf("sync %s: %w", filepath.Dir(d), err)
+		}
+	}
+	return nil
+}
+
+// removeLeftovers removes what an interrupted compaction or salvage left:
+// neither was renamed over spool.db, so neither holds anything spool.db
+// lacks.
+func (w *WAL) removeLeftovers() error {
+	removed := false
+	for _, suffix := range []string{compactSuffix, salvageSuffix} {
+		err := os.Remove(w.path + suffix)
+		switch {
+		case err == nil:
+			removed = true
+		case !errors.Is(err, fs.ErrNotExist):
+			return fmt.Errorf("wal: remove leftover %s: %w", w.path+suffix, err)
+		}
+	}
+	if removed {
+		return w.syncDir()
+	}
+	return nil
+}
+
+// keepCopy keeps the damaged spool file at w.path under a new name: a hard
+// link (no copy, and the same bytes), or a copy where the filesystem has no
+// links. A copy already kept of this very file (a salvage interrupted before
+// its rename) is reused. The caller syncs the directory.
+func (w *WAL) keepCopy(name string) (string, error) {
+	fi, err := os.Stat(w.path)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range w.corruptCopies() {
+		if ci, err := os.Stat(c); err == nil && os.SameFile(fi, ci) {
+			return c, nil
+		}
+	}
+	if err := os.Link(w.path, name); err == nil {
+		return name, nil
+	}
+	src, err := os.Open(w.path)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = io.Copy(dst, src)
+	if err == nil && !w.opts.NoSync {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// corruptCopies lists the damaged copies kept beside spool.db, oldest first
+// (their names carry the UTC time of the salvage).
+func (w *WAL) corruptCopies() []string {
+	matches, _ := filepath.Glob(w.path + corruptInfix + "*")
+	var out []string
+	for _, m := range matches {
+		if !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
+			out = append(out, m)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// pruneCopies bounds the damaged copies kept: the newest is always kept (it
+// is what the last salvage reported), older ones only while there are at
+// most maxCorruptCopies in all and their sizes together stay within
+// MaxBytes. It returns the copies removed, for the salvage report.
+func (w *WAL) pruneCopies() []string {
+	copies := w.corruptCopies()
+	var removed []string
+	var total int64
+	for i := len(copies) - 1; i >= 0; i-- {
+		var size int64
+		if fi, err := os.Stat(copies[i]); err == nil {
+			size = fi.Size()
+		}
+		newest := i == len(copies)-1
+		if newest || (len(copies)-i <= maxCorruptCopies && total+size <= w.opts.MaxBytes) {
+			total += size
+			continue
+		}
+		if err := os.Remove(copies[i]); err == nil {
+			removed = append(removed, copies[i])
+		}
+	}
+	if len(removed) > 0 {
+		_ = w.syncDir()
+	}
+	return removed
+}
