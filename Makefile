@@ -53,6 +53,7 @@ torture:
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 600000x ./internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzWriter$$' -fuzztime 150000x ./emitter
 
 # Power-cut torture (under 5 minutes on 2 cores): evspool run writing its
 # spool into internal/powercut's FUSE filesystem, which throws away what was

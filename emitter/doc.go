@@ -88,6 +88,31 @@
 // again and out of order. A receiver that dies instead frees its queue, and
 // then order holds.
 //
+// # Fitting into a daemon
+//
+// Options.Preamble is called on every new connection before anything
+// spooled is sent on it, with a context that ends with the emitter: it may
+// wait (for the receiver to replay its state) and write lines, such as
+// "CMD LIVE_START", that are never spooled or echoed. A failing preamble
+// fails the connection (counted, logged, redialled after a backoff).
+//
+// Emitter.Writer returns an io.Writer that splits what is written into
+// lines, one event each, so a child process's stdout or fmt.Fprintf call
+// sites can feed the emitter unchanged. Each Writer keeps its own partial
+// line; Close emits a last line that has no newline. A line over
+// MaxEventSize is refused whole, never cut.
+//
+// Options.MaxAge drops, unsent, an event older than it when its turn to be
+// sent comes; it is counted (Stats.Expired for this process, and in the
+// spool file across restarts, Stats.Spool.Expired) and
+// delivery goes on in order.
+//
+// Alive and Ready back liveness and readiness probes (package
+// emitter/metrics serves them over HTTP): Alive fails when the drainer has
+// stopped or has not moved for twice StallTimeout (waiting in the preamble
+// is not counted), Ready when the emitter is closed, the spool lost its file,
+// or the last commit failed.
+//
 // # Torn lines
 //
 // A receiver that reads with a bufio.Scanner (cloud-event-proxy does) hands

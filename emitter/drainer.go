@@ -51,6 +51,10 @@ type drainer struct {
 	win       window
 	poison    poison
 
+	aged   expiredLog    // see expire.go
+	pre    preambleState // see preamble.go
+	health health        // see health.go
+
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
 	link     linkStats
@@ -105,6 +109,7 @@ func (d *drainer) run() {
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
+		d.health.beat()
 		d.checkDrops(false)
 		if d.conn == nil && !d.connect() {
 			return
@@ -156,12 +161,16 @@ func (d *drainer) connect() bool {
 			return false
 		}
 		wait = true
+		d.health.beat()
 		d.checkDrops(false) // an outage is when a spool fills up
 		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
 		conn, err := d.opts.Dial(dctx, d.opts.Network, d.addr)
 		cancel()
 		if err == nil {
 			d.onConnect(conn)
+			if d.preamble() != nil {
+				continue // dropped: back off and dial again (preamble.go)
+			}
 			return true
 		}
 		if d.ctx.Err() != nil {

@@ -35,7 +35,8 @@ type Emitter struct {
 	closeDone   chan struct{} // closed when the first Close has finished
 	closeErr    error
 
-	droppedAtOpen uint64 // the spool's drop counters at Open: earlier runs' drops
+	writerRefused atomic.Uint64 // see writer.go
+	droppedAtOpen uint64        // the spool's drop counters at Open: earlier runs' drops
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -57,7 +58,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	if addr == "" {
 		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Now: o.Now})
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +116,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(time.Since(begin), len(clean), err)
 	}
+	e.d.health.noteCommit(err) // for Ready
 	if err != nil {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
@@ -178,6 +180,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	select {
 	case <-e.d.done:
 		e.d.checkDrops(true) // the drainer is gone: its state is ours now
+		e.d.logExpired(wal.Counter{}, time.Now(), true)
 	case <-ctx.Done():
 		// The drainer is stuck in something no deadline reaches; the spool
 		// is closed under it, which it survives (its calls get ErrClosed).
@@ -197,7 +200,6 @@ type Stats struct {
 	Delivered    uint64 // events the receiver handled: read, then out of the replay window
 	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
 	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
-	Expired      uint64 // events dropped for exceeding the maximum age
 	Connected    bool
 	Reconnects   uint64    // connections made after the first
 	DialErrors   uint64    // failed connection attempts
@@ -207,6 +209,13 @@ type Stats struct {
 	LastErrorAt  time.Time // when it happened
 	OutageStart  time.Time // when the current outage began; zero when connected
 	Spool        wal.Stats
+
+	// Expired counts the events this process dropped unsent for being older
+	// than Options.MaxAge; Spool.Expired has the count across restarts.
+	Expired uint64
+
+	PreambleErrors uint64 // connections dropped because Options.Preamble failed
+	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize
 
 	droppedAtOpen uint64 // Dropped as it was at Open
 }
@@ -234,6 +243,8 @@ func (e *Emitter) Stats() Stats {
 		droppedAtOpen: e.droppedAtOpen,
 	}
 	e.d.fillStats(&s)
+	s.Expired = e.d.aged.here.Load()
+	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }
 

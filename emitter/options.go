@@ -73,6 +73,19 @@ type Options struct {
 	// Default 30 s.
 	WarnInterval time.Duration
 
+	// MaxAge, when positive, is the age past which an event is not worth
+	// sending: when its turn to be sent comes, an event spooled longer ago is
+	// removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps the
+	// count across restarts in the spool file) and logged (rate-limited), and delivery goes on in order with
+	// the next one. For a daemon that prefers fresh state to a long outage's
+	// history. A stale event waiting behind events not yet acknowledged
+	// (the receiver has them, unconfirmed) holds back what follows until
+	// they are, then expires. Default 0: events never expire.
+	MaxAge time.Duration
+	// Preamble, if set, is called on every new connection before anything
+	// spooled is sent on it: see PreambleFunc. Default: none.
+	Preamble PreambleFunc
+
 	// Stdout receives a copy of every event, after it is spooled. Default
 	// os.Stdout; io.Discard turns the echo off.
 	Stdout io.Writer
@@ -113,6 +126,10 @@ type Options struct {
 	// (not Linux, or a connection other than Unix stream or TCP). Default
 	// false.
 	AckOnWrite bool
+
+	// Now is the clock that stamps events and judges MaxAge. Default
+	// time.Now.
+	Now func() time.Time
 }
 
 func (o *Options) withDefaults() (Options, error) {
@@ -147,6 +164,12 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.MaxAge < 0 {
+		return c, fmt.Errorf("emitter: MaxAge %v is negative: give a positive age, or 0 for none", c.MaxAge)
 	}
 	if c.Dial == nil {
 		d := &net.Dialer{Timeout: c.DialTimeout}

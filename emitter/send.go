@@ -46,8 +46,9 @@ func (d *drainer) sendBatch() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if len(entries) == 0 {
-		return 0, nil
+	var expired int // see expire.go
+	if entries, expired, err = d.applyMaxAge(entries); expired > 0 || err != nil || len(entries) == 0 {
+		return expired, err
 	}
 	buf := d.buf[:0]
 	for _, e := range entries {
@@ -97,6 +98,7 @@ const writeChunk = 8 << 10
 func (d *drainer) write(buf []byte) error {
 	lastMove := time.Now()
 	for len(buf) > 0 {
+		d.health.beat()
 		chunk := buf[:chunkEnd(buf)]
 		n, err := 0, d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
 		if err == nil {
@@ -152,6 +154,7 @@ func (d *drainer) waitConsumed() error {
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
+		d.health.beat()
 		unread, gone, err := d.waiter.Probe()
 		if err != nil {
 			return err

@@ -28,6 +28,7 @@
 //	         removed_through        every sequence up to it was acked or dropped
 //	         dropped_oldest_events, dropped_oldest_bytes, dropped_newest_events,
 //	         dropped_newest_bytes   drop counters per policy
+//	         expired_events, expired_bytes  removed by Expire (too old to send)
 //	         format_version         1
 //	         Each value is a uint64, 8 bytes big-endian.
 //

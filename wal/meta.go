@@ -22,6 +22,8 @@ var (
 	keyDropOldestB   = []byte("dropped_oldest_bytes")
 	keyDropNewestEvt = []byte("dropped_newest_events")
 	keyDropNewestB   = []byte("dropped_newest_bytes")
+	keyExpiredEvt    = []byte("expired_events") // see expire.go
+	keyExpiredB      = []byte("expired_bytes")
 )
 
 const formatVersion = 1
@@ -33,6 +35,7 @@ type meta struct {
 	removedSeq    uint64 // every sequence up to this one has left (acked or dropped)
 	droppedOldest Counter
 	droppedNewest Counter
+	expired       Counter // removed by Expire: older than the caller's maximum age
 }
 
 type metaField struct {
@@ -45,6 +48,7 @@ func (m *meta) fields() []metaField {
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
+		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
 	}
 }
 

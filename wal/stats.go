@@ -22,6 +22,7 @@ type Stats struct {
 
 	DroppedOldest Counter // removed to make room under DropOldest
 	DroppedNewest Counter // refused under DropNewest
+	Expired       Counter // removed by Expire (too old to be worth sending)
 
 	Appended     uint64 // events appended since Open
 	Acked        uint64 // events acknowledged since Open
@@ -50,6 +51,7 @@ func (w *WAL) Stats() Stats {
 		LastSeq:       w.meta.nextSeq - 1,
 		DroppedOldest: w.meta.droppedOldest,
 		DroppedNewest: w.meta.droppedNewest,
+		Expired:       w.meta.expired,
 		Appended:      w.stats.appended,
 		Acked:         w.stats.acked,
 		AckCommits:    w.stats.ackCommits,

@@ -119,7 +119,7 @@ func prepareDir(dir string, noSync bool) error {
 	// names the spool has yet to create (lock, marks, spool.db.compact) as
 	// symlinks to files of their choosing.
 	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%w: %s has mode %v; run chmod 700 %s or pick a directory only this user can write",
+		return fmt.Errorf("%w: %s has mode %v; run chmod 700 %s or pick a directory only this user can write (on a mount such as a Kubernetes emptyDir, give a subdirectory of it: it is created 0700)",
 			ErrUnsafeDir, dir, fi.Mode().Perm(), dir)
 	}
 	return nil

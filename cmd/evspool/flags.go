@@ -86,6 +86,9 @@ type runFlags struct {
 	fsync                    bool
 	metricsAddr              string
 	logFormat, logLevel      string
+
+	preamble []string      // --preamble, see preamble.go
+	maxAge   time.Duration // --max-age; 0: off
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -109,6 +112,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(durationFlag{&r.replayLinger}, "replay-linger", "... or until it stayed connected this long after reading it; at end of input, run waits this long for the last events")
 	fs.BoolVar(&r.fsync, "fsync", true, "fsync each spool commit (false survives a process crash, not a power loss)")
 	fs.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9477 (default off)")
+	fs.Var(linesFlag{&r.preamble}, "preamble", "a line written first on every connection, never spooled nor echoed (repeatable)")
+	fs.Var(durationFlag{&r.maxAge}, "max-age", "events older than this when their turn comes are dropped unsent and counted (default off)")
 	fs.StringVar(&r.logFormat, "log-format", "text", "text or json (logs go to stderr)")
 	fs.StringVar(&r.logLevel, "log-level", "info", "debug, info, warn or error")
 }
@@ -132,6 +137,9 @@ func (r *runFlags) validate() error {
 	case r.replayWindow < 0 || r.replayLinger <= 0:
 		return fmt.Errorf("--replay-window must be 0 or more and --replay-linger positive (give 0 for --replay-window to acknowledge on read)")
 	}
+	if err := r.checkDropIn(); err != nil { // preamble.go
+		return err
+	}
 	if _, err := parseLevel(r.logLevel); err != nil {
 		return err
 	}
@@ -143,6 +151,8 @@ func (r *runFlags) validate() error {
 
 func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 	return &emitter.Options{
+		MaxAge:        r.maxAge,
+		Preamble:      preambleFunc(r.preamble),
 		Network:       r.network,
 		MaxSpoolBytes: r.maxSpool,
 		OnFull:        r.onFull,

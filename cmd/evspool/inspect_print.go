@@ -40,6 +40,7 @@ func printTable(w io.Writer, rep *report, dump int) error {
 	row("oldest seq", "%d", f.OldestSeq)
 	row("newest seq", "%d", f.NewestSeq)
 	row("oldest age", "%s", seconds(f.OldestAgeSeconds))
+	row("expired events", "%d (older than --max-age, dropped unsent)", f.ExpiredEvents)
 	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
 	if dl := rep.DeadLetters; dl != nil {
 		row("dead letters", "%d in %s (list: --dead-letters)%s", dl.Events, dl.File, dl.Error)

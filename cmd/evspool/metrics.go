@@ -17,7 +17,9 @@ import (
 	"github.com/evspool/evspool/emitter/metrics"
 )
 
-// metricsServer serves /metrics on --metrics-addr. A nil one does nothing.
+// metricsServer serves /metrics on --metrics-addr, with /healthz (the
+// drainer runs and is not wedged) and /readyz (the spool is usable) for
+// probes. A nil one does nothing.
 type metricsServer struct {
 	ln  net.Listener
 	srv *http.Server
@@ -54,8 +56,10 @@ func (m *metricsServer) serve(em *emitter.Emitter, commits *metrics.CommitHistog
 	)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", metrics.LiveHandler(em))
+	mux.Handle("/readyz", metrics.ReadyHandler(em))
 	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	logger.Info("serving metrics", "addr", m.ln.Addr().String(), "path", "/metrics")
+	logger.Info("serving metrics", "addr", m.ln.Addr().String(), "path", "/metrics", "probes", "/healthz /readyz")
 	go func() {
 		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("metrics server stopped", "error", err)

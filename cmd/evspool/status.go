@@ -32,6 +32,7 @@ type figures struct {
 	DroppedEvents       uint64  `json:"dropped_events"`
 	DroppedOldestEvents uint64  `json:"dropped_oldest_events"`
 	DroppedNewestEvents uint64  `json:"dropped_newest_events"`
+	ExpiredEvents       uint64  `json:"expired_events"` // older than --max-age, dropped unsent
 }
 
 func spoolFigures(s wal.Stats, now time.Time) figures {
@@ -45,6 +46,7 @@ func spoolFigures(s wal.Stats, now time.Time) figures {
 		DroppedNewestEvents: s.DroppedNewest.Events,
 	}
 	f.DroppedEvents = f.DroppedOldestEvents + f.DroppedNewestEvents
+	f.ExpiredEvents = s.Expired.Events
 	if !s.OldestTime.IsZero() && s.PendingEvents > 0 {
 		f.OldestAgeSeconds = max(now.Sub(s.OldestTime).Seconds(), 0)
 	}

@@ -84,6 +84,12 @@ func statsMetrics() []metric {
 			oldestAge),
 		gauge("connected", "1 while connected to the receiver, 0 otherwise.",
 			func(s *emitter.Stats, _ time.Time) float64 { return bool01(s.Connected) }),
+		counter("events_expired_total", "Events older than the maximum age when their turn came, dropped unsent; kept in the spool file across restarts.",
+			func(s *emitter.Stats) uint64 { return s.Spool.Expired.Events }),
+		counter("preamble_errors_total", "Connections dropped because the connection preamble failed.",
+			func(s *emitter.Stats) uint64 { return s.PreambleErrors }),
+		counter("writer_refused_lines_total", "Lines an emitter Writer refused for being over the event size limit.",
+			func(s *emitter.Stats) uint64 { return s.WriterRefused }),
 	}
 }
 

@@ -84,6 +84,9 @@ func TestCollectorDelivered(t *testing.T) {
 	require.Equal(t, float64(64<<20), v["evspool_spool_max_bytes"].GetGauge().GetValue())
 	require.Positive(t, v["evspool_spool_file_bytes"].GetGauge().GetValue())
 	require.Equal(t, uint64(250), v["evspool_commit_duration_seconds"].GetHistogram().GetSampleCount())
+	for _, name := range []string{"evspool_events_expired_total", "evspool_preamble_errors_total", "evspool_writer_refused_lines_total"} {
+		require.Equal(t, 0.0, v[name].GetCounter().GetValue(), name)
+	}
 }
 
 func TestCollectorOutage(t *testing.T) {
@@ -108,5 +111,5 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 16, n, "14 figures and two drop reasons")
+	require.Equal(t, 19, n, "17 figures and two drop reasons")
 }

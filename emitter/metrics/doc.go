@@ -33,12 +33,22 @@
 //	evspool_reconnects_total                counter   connections made after the first
 //	evspool_dial_errors_total               counter   failed connection attempts
 //	evspool_write_errors_total              counter   failed writes and consumption waits
+//	evspool_events_expired_total            counter   events older than Options.MaxAge, dropped unsent
+//	evspool_preamble_errors_total           counter   connections dropped because Options.Preamble failed
+//	evspool_writer_refused_lines_total      counter   lines a Writer refused, over the event size limit
 //	evspool_commit_duration_seconds         histogram time Emit spent committing to the spool
+//
+// # Health
+//
+// [LiveHandler] and [ReadyHandler] answer a liveness and a readiness probe
+// from [emitter.Emitter.Alive] and [emitter.Emitter.Ready]: 200 and "ok", or
+// 503 and the reason. Serve them beside /metrics as /healthz and /readyz.
 //
 // # Caveats
 //
-//   - evspool_events_dropped_total is kept in the spool file, so it counts
-//     the drops of every process that used the spool, not only this one;
+//   - evspool_events_dropped_total and evspool_events_expired_total are kept
+//     in the spool file, so they count the drops of every process that used
+//     the spool, not only this one;
 //     the other counters start at 0 with the process.
 //   - Several emitters in one registry need a label to tell them apart: wrap
 //     the registry with prometheus.WrapRegistererWith.

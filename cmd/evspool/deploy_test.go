@@ -1,0 +1,214 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// The deployment examples under deploy/ are parsed and every evspool command
+// line in them goes through the CLI's own flag parsing and validation, so a
+// renamed flag or a bad value breaks this test, not a user's rollout.
+
+const deployDir = "../../deploy"
+
+// parseEvspool checks one evspool command line (without the binary) as run
+// or exec would, and returns its flags.
+func parseEvspool(t *testing.T, where string, args []string) *runFlags {
+	t.Helper()
+	require.NotEmpty(t, args, where)
+	require.Contains(t, []string{"run", "exec"}, args[0], "%s: evspool %s", where, args[0])
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var rf runFlags
+	rf.register(fs)
+	require.NoError(t, fs.Parse(args[1:]), "%s: %q", where, args)
+	require.NoError(t, rf.validate(), "%s: %q", where, args)
+	if args[0] == "exec" {
+		require.NotEmpty(t, fs.Args(), "%s: exec needs a COMMAND after --", where)
+	} else {
+		require.Empty(t, fs.Args(), where)
+	}
+	return &rf
+}
+
+type k8sContainer struct {
+	Name    string   `yaml:"name"`
+	Command []string `yaml:"command"`
+	Args    []string `yaml:"args"`
+	Ports   []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	VolumeMounts []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+	LivenessProbe  *k8sProbe `yaml:"livenessProbe"`
+	ReadinessProbe *k8sProbe `yaml:"readinessProbe"`
+}
+
+type k8sProbe struct {
+	HTTPGet *struct {
+		Path string `yaml:"path"`
+		Port any    `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+type k8sDaemonSet struct {
+	Kind string `yaml:"kind"`
+	Spec struct {
+		Template struct {
+			Spec struct {
+				Containers []k8sContainer `yaml:"containers"`
+				Volumes    []struct {
+					Name     string    `yaml:"name"`
+					EmptyDir *struct{} `yaml:"emptyDir"`
+					HostPath *struct {
+						Path string `yaml:"path"`
+					} `yaml:"hostPath"`
+				} `yaml:"volumes"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+func TestDeployKubernetes(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(deployDir, "kubernetes.yaml"))
+	require.NoError(t, err)
+	var ds k8sDaemonSet
+	require.NoError(t, yaml.Unmarshal(raw, &ds))
+	require.Equal(t, "DaemonSet", ds.Kind)
+	pod := ds.Spec.Template.Spec
+	volumes := map[string]bool{} // name: emptyDir or hostPath
+	for _, v := range pod.Volumes {
+		volumes[v.Name] = v.EmptyDir != nil || v.HostPath != nil
+	}
+
+	found := 0
+	for _, c := range pod.Containers {
+		cmd := append(append([]string(nil), c.Command...), c.Args...)
+		if len(cmd) == 0 || filepath.Base(cmd[0]) != "evspool" {
+			continue
+		}
+		found++
+		where := "kubernetes.yaml container " + c.Name
+		require.Equal(t, "exec", cmd[1], "%s: evspool is the entrypoint through exec", where)
+		rf := parseEvspool(t, where, cmd[1:])
+
+		// The spool is a subdirectory of an emptyDir or hostPath mount.
+		var spoolMount string
+		for _, m := range c.VolumeMounts {
+			if strings.HasPrefix(rf.spool, strings.TrimSuffix(m.MountPath, "/")+"/") {
+				require.True(t, volumes[m.Name], "%s: volume %s is an emptyDir or a hostPath", where, m.Name)
+				spoolMount = m.MountPath
+			}
+			require.NotEqual(t, filepath.Clean(m.MountPath), filepath.Clean(rf.spool),
+				"%s: --spool is the mount itself (0777 on an emptyDir, refused): use a subdirectory", where)
+		}
+		require.NotEmpty(t, spoolMount, "%s: --spool %s is under no volume mount", where, rf.spool)
+
+		// The probes hit the metrics port on /healthz and /readyz.
+		require.NotEmpty(t, rf.metricsAddr, "%s: --metrics-addr serves the probes", where)
+		_, port, _ := strings.Cut(rf.metricsAddr, ":")
+		var portName string
+		var portNum int
+		for _, p := range c.Ports {
+			if p.ContainerPort > 0 && port == strconv.Itoa(p.ContainerPort) {
+				portName, portNum = p.Name, p.ContainerPort
+			}
+		}
+		require.NotZero(t, portNum, "%s: the metrics port %s is declared", where, port)
+		for path, pr := range map[string]*k8sProbe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe} {
+			require.NotNil(t, pr, "%s: probe for %s", where, path)
+			require.NotNil(t, pr.HTTPGet, where)
+			require.Equal(t, path, pr.HTTPGet.Path, where)
+			require.Contains(t, []any{portName, portNum}, pr.HTTPGet.Port, "%s: the probe of %s is on the metrics port", where, path)
+		}
+	}
+	require.Equal(t, 1, found, "one evspool container")
+}
+
+func TestDeploySystemd(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join(deployDir, "evspool-ptp4l.service"))
+	require.NoError(t, err)
+	var execStart string
+	stateDir := ""
+	for _, line := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
+			execStart = v
+		}
+		if v, ok := strings.CutPrefix(line, "StateDirectory="); ok {
+			stateDir = "/var/lib/" + v
+		}
+	}
+	words, err := splitWords(execStart)
+	require.NoError(t, err)
+	require.Equal(t, "evspool", filepath.Base(words[0]))
+	rf := parseEvspool(t, "evspool-ptp4l.service", words[1:])
+	require.Equal(t, []string{"CMD LIVE_START"}, rf.preamble, "a quoted value is one argument")
+	require.True(t, strings.HasPrefix(rf.spool, stateDir+"/"), "--spool %s is a subdirectory of StateDirectory %s", rf.spool, stateDir)
+}
+
+// splitWords splits a command line as systemd does for ExecStart= in the
+// cases the examples use: words separated by spaces, double or single
+// quotes around a word with spaces.
+func splitWords(s string) ([]string, error) {
+	var words []string
+	var cur strings.Builder
+	inWord := false
+	var quote rune
+	for _, r := range s {
+		switch {
+		case quote != 0 && r == quote:
+			quote = 0
+		case quote != 0:
+			cur.WriteRune(r)
+		case r == '"' || r == '\'':
+			quote, inWord = r, true
+		case r == ' ' || r == '\t':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteRune(r)
+			inWord = true
+		}
+	}
+	if quote != 0 {
+		return nil, io.ErrUnexpectedEOF
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, nil
+}
+
+// The README's advice for an emptyDir, checked: the mount (0777) is refused,
+// a subdirectory evspool creates is 0700 and accepted.
+func TestSpoolUnderEmptyDir(t *testing.T) {
+	mount := filepath.Join(t.TempDir(), "evspool")
+	require.NoError(t, os.Mkdir(mount, 0o777))
+	require.NoError(t, os.Chmod(mount, 0o777)) // as the kubelet leaves an emptyDir
+	_, err := wal.Open(mount, nil)
+	require.ErrorIs(t, err, wal.ErrUnsafeDir)
+	require.ErrorContains(t, err, "chmod 700")
+	require.ErrorContains(t, err, "give a subdirectory of it", "the error says what to do on an emptyDir")
+	w, err := wal.Open(filepath.Join(mount, "spool"), nil)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	fi, err := os.Stat(filepath.Join(mount, "spool"))
+	require.NoError(t, err)
+	require.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}

@@ -1,0 +1,81 @@
+package emitter
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// expiredLog logs the events Options.MaxAge removed unsent: the first at once,
+// then at most one line per WarnInterval with the count since the last line.
+// The count across restarts is kept in the spool file (wal.Stats.Expired);
+// here is this process's, for Stats.Expired.
+type expiredLog struct {
+	here     atomic.Uint64
+	unlogged uint64
+	lastLog  time.Time
+}
+
+// applyMaxAge applies Options.MaxAge to a batch just read, at the moment it is
+// its turn to be sent. When the batch starts with expired events at the head
+// of the spool, it removes that run and returns how many it removed: the
+// caller reads again. When they wait behind events not yet acknowledged, it
+// returns nothing to send until those are. Otherwise it returns the batch cut
+// before its first expired event (clocks can step back, so one may follow
+// fresh ones), which then waits for its turn: the order is kept.
+func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
+	if d.opts.MaxAge <= 0 || len(entries) == 0 {
+		return entries, 0, nil
+	}
+	now := d.opts.Now()
+	old := 0
+	for old < len(entries) && now.Sub(entries[old].Time) > d.opts.MaxAge {
+		old++
+	}
+	if old == 0 {
+		for i, e := range entries {
+			if now.Sub(e.Time) > d.opts.MaxAge {
+				return entries[:i], 0, nil
+			}
+		}
+		return entries, 0, nil
+	}
+	if entries[0].Seq > d.spool.FirstSeq() {
+		// Events before these were written and await acknowledgement (a
+		// replay window keeps them): expiring through these would remove
+		// those too. Send nothing meanwhile; the drainer reads again when
+		// woken or at its next tick, and these expire once at the head.
+		return nil, 0, nil
+	}
+	gone, err := d.spool.Expire(entries[old-1].Seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.cursor = entries[old-1].Seq + 1
+	d.aged.here.Add(gone.Events)
+	d.logExpired(gone, now, false)
+	d.progressed()
+	return nil, old, nil
+}
+
+// logExpired counts gone and logs what was not logged yet if the interval
+// has passed, or anyway when final (at Close).
+func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
+	d.aged.unlogged += gone.Events
+	if d.aged.unlogged == 0 || (!final && !d.aged.lastLog.IsZero() && now.Sub(d.aged.lastLog) < d.opts.WarnInterval) {
+		return
+	}
+	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
+		"expired_events", d.aged.unlogged, "expired_total", d.spool.Stats().Expired.Events,
+		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
+	d.aged.unlogged, d.aged.lastLog = 0, now
+}
+
+// progressed wakes Flush callers: events left the spool.
+func (d *drainer) progressed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.progress)
+	d.progress = make(chan struct{})
+}

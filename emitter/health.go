@@ -1,0 +1,102 @@
+package emitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+var (
+	// ErrNotAlive is matched by what Alive returns when the drainer has
+	// stopped or is wedged.
+	ErrNotAlive = errors.New("emitter: not alive")
+	// ErrNotReady is matched by what Ready returns when the spool cannot
+	// take events.
+	ErrNotReady = errors.New("emitter: not ready")
+)
+
+// health is what Alive and Ready read: the drainer's heartbeat, stamped at
+// each step of its loops, and the outcome of the last spool commit.
+type health struct {
+	lastBeat   atomic.Int64 // unix ns
+	commitErr  atomic.Pointer[string]
+	commitErrT atomic.Int64
+}
+
+func (h *health) beat() { h.lastBeat.Store(time.Now().UnixNano()) }
+
+// noteCommit records the outcome of a commit Emit made. A full spool under
+// drop-newest, or a caller's context ending under block, is the policy at
+// work, not a broken spool.
+func (h *health) noteCommit(err error) {
+	if err != nil && (errors.Is(err, wal.ErrFull) || errors.Is(err, wal.ErrTooLarge) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return
+	}
+	if err == nil {
+		if h.commitErr.Load() != nil {
+			h.commitErr.Store(nil)
+		}
+		return
+	}
+	msg := err.Error()
+	h.commitErr.Store(&msg)
+	h.commitErrT.Store(time.Now().UnixNano())
+}
+
+// wedgedAfter is how long the drainer may go without a heartbeat before
+// Alive calls it wedged. Its longest legitimate step is a write or a dial,
+// each bounded by a timeout well under StallTimeout; a spool salvage can
+// take seconds. The preamble hook may wait as long as it likes.
+func (o *Options) wedgedAfter() time.Duration {
+	return max(2*o.StallTimeout, 2*o.DialTimeout, 2*o.WriteTimeout)
+}
+
+// Alive returns nil while the emitter's drainer is running and not wedged:
+// it has taken a step of its loop (a write, a dial, a check of the
+// receiver, a backoff) within twice Options.StallTimeout (a minute by
+// default), or it is waiting on Options.Preamble. An outage is not a
+// failure: the drainer keeps redialling. After Close, or when the drainer
+// is stuck in a call no deadline reaches, it returns an error matching
+// ErrNotAlive. For a liveness probe (/healthz).
+func (e *Emitter) Alive() error {
+	select {
+	case <-e.d.done:
+		return fmt.Errorf("%w: the drainer has stopped (emitter closed)", ErrNotAlive)
+	default:
+	}
+	if e.d.pre.running.Load() {
+		return nil
+	}
+	beat := e.d.health.lastBeat.Load()
+	since := time.Since(time.Unix(0, beat))
+	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
+		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
+			ErrNotAlive, since.Round(time.Millisecond), limit)
+	}
+	return nil
+}
+
+// Ready returns nil while the spool is open and usable: the emitter is not
+// closed, the spool has not lost its file (a failed compaction or repair),
+// and the last commit Emit made did not fail (disk full, I/O error). A full
+// spool is not unready: its policy handles it. Otherwise it returns an
+// error matching ErrNotReady that says why. For a readiness probe (/readyz).
+func (e *Emitter) Ready() error {
+	if e.closed.Load() {
+		return fmt.Errorf("%w: %w", ErrNotReady, ErrClosed)
+	}
+	if err := e.spool.Usable(); err != nil {
+		return fmt.Errorf("%w: %w", ErrNotReady, err)
+	}
+	if msg := e.d.health.commitErr.Load(); msg != nil {
+		at := time.Unix(0, e.d.health.commitErrT.Load())
+		return fmt.Errorf("%w: the last spool commit failed %v ago: %s", ErrNotReady,
+			time.Since(at).Round(time.Millisecond), *msg)
+	}
+	return nil
+}
