@@ -30,6 +30,12 @@ func (w *WAL) Expire(upTo uint64) (Counter, error) {
 	var gone Counter
 	err := guard(w.path, func() error {
 		return w.db.Update(func(tx *bolt.Tx) error {
+			// Entries acknowledged but not yet deleted (see ackdefer.go)
+			// are out of the counters already: delete them first, so
+			// that ack below counts only what expires.
+			if err := deleteAcked(tx, &st.meta, st.acked); err != nil {
+				return err
+			}
 			events, bytes := st.pending, st.payload
 			if err := st.ack(tx, upTo); err != nil {
 				return err
@@ -46,6 +52,7 @@ func (w *WAL) Expire(upTo uint64) (Counter, error) {
 	}
 	// What follows is Ack's bookkeeping, bar the acked count.
 	w.restore(st)
+	w.ackCommitted()
 	w.marks.remove(st.meta.removedSeq)
 	w.cost.Store(st.cost)
 	if st.pending == 0 {

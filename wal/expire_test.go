@@ -52,3 +52,30 @@ func TestExpireCountsAndSurvivesRestart(t *testing.T) {
 	require.Equal(t, wal.Counter{Events: 3, Bytes: 10}, w.Stats().Expired, "the count survives a restart")
 	require.Zero(t, w.Stats().PendingEvents)
 }
+
+// Entries acknowledged but not yet deleted from the file (their deletion
+// waits for the next commit) are not expired again: Expire counts only what
+// was still pending, and the counters stay whole.
+func TestExpireAfterDeferredAck(t *testing.T) {
+	dir := t.TempDir()
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	defer w.Close()
+	for _, e := range []string{"a", "b", "old", "c"} {
+		_, err := w.Append(context.Background(), []byte(e))
+		require.NoError(t, err)
+	}
+	require.NoError(t, w.Ack(2)) // hidden, still in the file
+	gone, err := w.Expire(3)
+	require.NoError(t, err)
+	require.Equal(t, wal.Counter{Events: 1, Bytes: uint64(len("old"))}, gone)
+	st := w.Stats()
+	require.Equal(t, wal.Counter{Events: 1, Bytes: 3}, st.Expired)
+	require.EqualValues(t, 1, st.PendingEvents)
+	require.EqualValues(t, 1, st.PendingBytes)
+	require.EqualValues(t, 4, st.FirstSeq)
+	require.NoError(t, w.Close())
+	st, _, err = wal.Inspect(dir, 0)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, st.PendingEvents, "the file agrees")
+}
