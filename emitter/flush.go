@@ -53,10 +53,20 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	}
 	tick := time.NewTicker(flushPoll)
 	defer tick.Stop()
+	var settle time.Time
 	for {
 		progress := e.d.progressCh()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
-			return flushResult(waited, before, e.Stats())
+			// The drainer counts what became of an event just after it
+			// left the spool: give the counters a moment to catch up, so a
+			// dead letter or an expiry is not reported as a delivery.
+			after := e.Stats()
+			if settle.IsZero() {
+				settle = time.Now().Add(flushSettle)
+			}
+			if accounted(waited, before, after) || time.Now().After(settle) {
+				return flushResult(waited, before, after)
+			}
 		}
 		select {
 		case <-progress:
@@ -67,6 +77,17 @@ func (e *Emitter) Flush(ctx context.Context) error {
 			return fmt.Errorf("emitter: flush: %d events still pending: %w", e.spool.Len(), ctx.Err())
 		}
 	}
+}
+
+// flushSettle bounds how long Flush waits for the counters of events that
+// already left the spool.
+const flushSettle = time.Second
+
+// accounted reports whether the counters explain every waited-for event.
+func accounted(waited uint64, before, after Stats) bool {
+	n := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
+		(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
+	return n >= waited
 }
 
 // flushResult sorts the waited-for events by what became of them: what left
