@@ -39,22 +39,28 @@ func TestHangUpLogsUnreadBeforeVanishing(t *testing.T) {
 // One long stall polls the queue hundreds of times: suppressed_since_last
 // must count suppressed warnings (stalls), not polls.
 func TestStallWarningsCountStallsNotPolls(t *testing.T) {
+	// The interval is long enough that the second stall falls inside it
+	// however loaded the machine is; the third waits it out.
+	const interval = 2 * time.Second
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
-		WriteTimeout: 20 * time.Millisecond, StallTimeout: time.Minute, WarnInterval: 300 * time.Millisecond})
-	stall := func(n uint64, hold time.Duration) {
+		WriteTimeout: 20 * time.Millisecond, StallTimeout: time.Minute, WarnInterval: interval})
+	// stall returns a time after the stall was counted (and warned of).
+	stall := func(n uint64, hold time.Duration) time.Time {
 		r.rcv.PauseReading()
 		r.emitAll(events("stall"+strconv.Itoa(int(n)), 3))
 		require.Eventually(t, func() bool { return r.em.Stats().Stalls == n }, 5*time.Second, time.Millisecond)
+		seen := time.Now()
 		<-time.After(hold) // the stall goes on: many polls
 		r.rcv.ResumeReading()
 		r.flush(5 * time.Second)
+		return seen
 	}
-	start := time.Now()
-	stall(1, 150*time.Millisecond) // warned
-	stall(2, 0)                    // suppressed: within the interval
-	<-time.After(time.Until(start.Add(350 * time.Millisecond)))
-	stall(3, 0) // warned, with one suppressed
+	first := stall(1, 150*time.Millisecond) // warned
+	stall(2, 0)                             // suppressed: within the interval
 	const msg = "receiver is not reading; keeping the connection"
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, msg), "the second stall came within the interval")
+	<-time.After(time.Until(first.Add(interval + 10*time.Millisecond)))
+	stall(3, 0) // warned, with one suppressed
 	require.Equal(t, 2, r.logs.count(slog.LevelWarn, msg))
 	v, ok := r.logs.attr(msg, "suppressed_since_last")
 	require.True(t, ok)
