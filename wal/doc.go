@@ -125,7 +125,11 @@
 // Before bbolt maps a file, Open checks what bbolt cannot survive cleanly:
 // an empty file (bbolt would take it for a new one), a file shorter than its
 // meta page says (truncated: bbolt would fault reading past its end), a
-// freelist page that is not one. Open then verifies every record. Any of
+// freelist page that is not one, and bucket trees that are not trees: each
+// is walked page by page (one bit of memory per page of the file) for a page
+// reached twice (a torn branch page pointing back up would send bbolt's
+// cursor round forever), outside the file, of the wrong type, or a leaf at
+// another depth than the others. Open then verifies every record. Any of
 // these, a file bbolt cannot open, a record whose checksum fails, or a panic
 // (or memory fault) raised by bbolt while reading is damage, and the file is
 // salvaged: its pages are scanned without bbolt, every sound record newer
@@ -225,6 +229,11 @@
 //     at once) scans the cut commit's pages too: its events may come back.
 //   - A meta page of spool.db destroyed while the other is sound is not
 //     detected: bbolt uses the other, which may be one transaction older.
+//   - The trees are checked when the file is opened (Open, and the reopen
+//     after a compaction or a salvage), not while it is in use: a page
+//     changed under a running process by something other than its bbolt
+//     (a writer ignoring the lock, a disk returning other data) can still
+//     make bbolt loop forever or overflow its stack in Read or Ack.
 //   - Compaction writes the fresh file beside the old one: while it runs the
 //     spool takes up to twice its size on disk.
 //   - Salvage keeps the set of recovered sequence numbers in memory (about

@@ -14,9 +14,11 @@ import (
 // cannot survive cleanly: an empty file, a file shorter than its meta page
 // says (truncated: bbolt would fault reading past the end), a freelist page
 // that is not one (bbolt panics inside Open, leaking the file and its mmap,
-// or trusts garbage page numbers). It returns a *CorruptionError for damage,
-// nil for a sound file or none at all, and the OS's error otherwise. What it
-// does not catch, guard catches later: this only keeps bbolt.Open safe.
+// or trusts garbage page numbers), bucket trees that are not trees (bbolt's
+// cursor loops forever on a cycle: see treecheck.go). It returns a
+// *CorruptionError for damage, nil for a sound file or none at all, and the
+// OS's error otherwise. What it does not catch (a bad record, a garbled key),
+// scan and guard catch later: this keeps bbolt from crashing or looping.
 func checkFile(path string) error {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -36,7 +38,8 @@ func checkFile(path string) error {
 	return nil
 }
 
-// checkLayout checks the meta and freelist pages of the size bytes of f.
+// checkLayout checks the meta and freelist pages and the bucket trees of the
+// size bytes of f.
 func checkLayout(f *os.File, size int64) error {
 	if size == 0 {
 		// bbolt would take it for a new file and the events it held would
@@ -64,10 +67,11 @@ func checkLayout(f *os.File, size int64) error {
 	if m.freelist < 2 || m.freelist >= m.pgid {
 		return fmt.Errorf("meta page puts the freelist at page %d of %d", m.freelist, m.pgid)
 	}
-	if err := checkFreelist(f, m); err != nil {
+	free, err := checkFreelist(f, m)
+	if err != nil {
 		return fmt.Errorf("freelist page %d: %w", m.freelist, err)
 	}
-	return nil
+	return checkMappedTrees(f, m, free)
 }
 
 // boltMeta is the part of bbolt's meta page that checkFile uses. Layout after
@@ -120,16 +124,17 @@ func readMeta(f *os.File, off int64) (boltMeta, bool) {
 }
 
 // checkFreelist checks that the freelist page is one, that its ids fit in
-// it and that every id is a page of the file other than the meta pages.
-func checkFreelist(f *os.File, m boltMeta) error {
+// it and that every id is a page of the file other than the meta pages, and
+// returns the ids.
+func checkFreelist(f *os.File, m boltMeta) ([]uint64, error) {
 	ps := int64(m.pageSize)
 	hdr := make([]byte, pageHeaderSize+8)
 	if _, err := f.ReadAt(hdr, int64(m.freelist)*ps); err != nil && err != io.EOF {
-		return err
+		return nil, err
 	}
 	le := binary.LittleEndian
 	if flags := le.Uint16(hdr[8:10]); flags != freelistPageFlag {
-		return fmt.Errorf("page type %#x is not a freelist", flags)
+		return nil, fmt.Errorf("page type %#x is not a freelist", flags)
 	}
 	first, count := uint64(0), uint64(le.Uint16(hdr[10:12]))
 	if count == 0xFFFF { // the count overflowed into the first element
@@ -137,16 +142,17 @@ func checkFreelist(f *os.File, m boltMeta) error {
 	}
 	span := uint64(1+le.Uint32(hdr[12:16])) * uint64(ps)
 	if count > m.pgid || pageHeaderSize+(first+count)*8 > span || m.freelist+span/uint64(ps) > m.pgid {
-		return fmt.Errorf("%d ids do not fit in the page", count)
+		return nil, fmt.Errorf("%d ids do not fit in the page", count)
 	}
-	ids := make([]byte, count*8)
-	if _, err := f.ReadAt(ids, int64(m.freelist)*ps+pageHeaderSize+int64(first*8)); err != nil {
-		return err
+	raw := make([]byte, count*8)
+	if _, err := f.ReadAt(raw, int64(m.freelist)*ps+pageHeaderSize+int64(first*8)); err != nil {
+		return nil, err
 	}
-	for i := 0; i < len(ids); i += 8 {
-		if id := le.Uint64(ids[i:]); id < 2 || id >= m.pgid {
-			return fmt.Errorf("free page id %d outside the file's %d pages", id, m.pgid)
+	ids := make([]uint64, count)
+	for i := range ids {
+		if ids[i] = le.Uint64(raw[i*8:]); ids[i] < 2 || ids[i] >= m.pgid {
+			return nil, fmt.Errorf("free page id %d outside the file's %d pages", ids[i], m.pgid)
 		}
 	}
-	return nil
+	return ids, nil
 }

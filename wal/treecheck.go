@@ -1,0 +1,236 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+)
+
+// The tree check walks the bucket trees before bbolt maps the file, for the
+// damage bbolt loops or reads wild on instead of failing: a torn branch page
+// whose first child is itself or an ancestor sends Cursor.First down forever
+// (it stops only on a leaf), one pointing past the file or at a meta or
+// freelist page makes it read garbage. It reads each tree page once (the
+// events' leaves, the bulk of the file, only their 16-byte header) and keeps
+// one bit per page of the file.
+const (
+	branchPageFlag = 0x01
+	branchElemSize = 16 // pos u32 | ksize u32 | child pgid u64
+	// maxTreeDepth bounds a walk whatever the pages say: a B+tree of 4 KiB
+	// pages is 5 levels deep at a few hundred million entries.
+	maxTreeDepth = 32
+)
+
+// treeCheck is one walk over a file's trees.
+type treeCheck struct {
+	r    io.ReaderAt
+	m    boltMeta
+	seen []uint64 // one bit per page: in a tree, or free
+	hdr  []byte
+}
+
+// checkMappedTrees is checkTrees over a read-only mapping of f (the meta
+// page's pgid pages of it, which checkLayout found the file holds), or over
+// f itself where it cannot be mapped. A fault while reading the mapping (the
+// file cut short meanwhile) is reported as damage, not a crash.
+func checkMappedTrees(f *os.File, m boltMeta, free []uint64) (err error) {
+	r, unmap, err := mapFile(f, int64(m.pgid)*int64(m.pageSize))
+	if err != nil {
+		return checkTrees(f, m, free)
+	}
+	defer unmap()
+	old := debug.SetPanicOnFault(true)
+	defer func() {
+		debug.SetPanicOnFault(old)
+		if p := recover(); p != nil {
+			err = fmt.Errorf("reading the file's pages faulted: %v", p)
+		}
+	}()
+	return checkTrees(r, m, free)
+}
+
+// checkTrees walks the root bucket's tree from m.root and the tree of every
+// bucket it holds that is not inline. free are the freelist's page ids.
+func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
+	c := &treeCheck{r: r, m: m, seen: make([]uint64, (m.pgid+63)/64), hdr: make([]byte, pageHeaderSize)}
+	// Free pages are marked first: a tree reaching one is damage too (bbolt
+	// would hand the page out again and overwrite it).
+	for _, id := range free {
+		if !c.mark(id) {
+			return fmt.Errorf("page %d is twice in the freelist", id)
+		}
+	}
+	var buckets []uint64
+	err := c.walk(m.root, func(p []byte) error {
+		return bucketRoots(p, func(root uint64, inline []byte) error {
+			if root == 0 {
+				// An inline bucket's page is in the value: bbolt descends
+				// from it into real pages if it says it is a branch.
+				if len(inline) < pageHeaderSize || binary.LittleEndian.Uint16(inline[8:10]) != leafPageFlag {
+					return errors.New("an inline bucket's page is not a leaf")
+				}
+				return nil
+			}
+			buckets = append(buckets, root)
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("root bucket: %w", err)
+	}
+	for _, root := range buckets {
+		if err := c.walk(root, nil); err != nil {
+			return fmt.Errorf("bucket at page %d: %w", root, err)
+		}
+	}
+	return nil
+}
+
+// mark records id as seen and reports whether it was not already.
+func (c *treeCheck) mark(id uint64) bool {
+	w, bit := id/64, uint64(1)<<(id%64)
+	if c.seen[w]&bit != 0 {
+		return false
+	}
+	c.seen[w] |= bit
+	return true
+}
+
+// walk checks the tree rooted at page root: every page is in the file, is
+// a branch or a leaf, is seen once (with its overflow), and every leaf is at
+// the same depth. leaf, if not nil, gets each leaf page whole; otherwise
+// only leaf headers are read.
+func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
+	type frame struct{ id, depth uint64 }
+	stack := []frame{{root, 0}}
+	leafDepth := uint64(maxTreeDepth)
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		flags, count, overflow, err := c.header(f.id)
+		if err != nil {
+			return err
+		}
+		switch {
+		case flags == leafPageFlag && leafDepth == maxTreeDepth:
+			leafDepth = f.depth
+		case flags == leafPageFlag && f.depth != leafDepth:
+			return fmt.Errorf("leaf page %d at depth %d, the others at %d", f.id, f.depth, leafDepth)
+		case flags == branchPageFlag && f.depth >= leafDepth:
+			return fmt.Errorf("branch page %d at depth %d, leaves at %d", f.id, f.depth, leafDepth)
+		case flags != leafPageFlag && flags != branchPageFlag:
+			return fmt.Errorf("page %d (depth %d) has type %#x: not a branch or a leaf", f.id, f.depth, flags)
+		}
+		span := (1 + overflow) * uint64(c.m.pageSize)
+		if flags == leafPageFlag {
+			if pageHeaderSize+count*leafElemSize > span {
+				return fmt.Errorf("leaf page %d: %d elements do not fit", f.id, count)
+			}
+			if leaf != nil {
+				p, err := c.page(f.id, span)
+				if err != nil {
+					return err
+				}
+				if err := leaf(p); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		kids, err := c.children(f.id, count, span)
+		if err != nil {
+			return err
+		}
+		// Pushed last to first, so the first child is walked first: that
+		// is where bbolt's cursor goes too.
+		for i := len(kids) - 1; i >= 0; i-- {
+			stack = append(stack, frame{kids[i], f.depth + 1})
+		}
+	}
+	return nil
+}
+
+// children reads branch page id, of count elements in span bytes, and
+// returns its children's page ids.
+func (c *treeCheck) children(id, count, span uint64) ([]uint64, error) {
+	if count == 0 || pageHeaderSize+count*branchElemSize > span {
+		return nil, fmt.Errorf("branch page %d: %d elements", id, count)
+	}
+	p, err := c.page(id, span)
+	if err != nil {
+		return nil, err
+	}
+	le := binary.LittleEndian
+	kids := make([]uint64, count)
+	for i := range kids {
+		at := uint64(pageHeaderSize + i*branchElemSize)
+		e := p[at : at+branchElemSize]
+		if at+uint64(le.Uint32(e[0:4]))+uint64(le.Uint32(e[4:8])) > span {
+			return nil, fmt.Errorf("branch page %d: key %d out of the page", id, i)
+		}
+		kids[i] = le.Uint64(e[8:16])
+	}
+	return kids, nil
+}
+
+// header reads page id's header and marks it and its overflow pages seen.
+func (c *treeCheck) header(id uint64) (flags uint16, count, overflow uint64, err error) {
+	if id < 2 || id >= c.m.pgid {
+		return 0, 0, 0, fmt.Errorf("page %d is not a data page of the file's %d", id, c.m.pgid)
+	}
+	if _, err := c.r.ReadAt(c.hdr, int64(id)*int64(c.m.pageSize)); err != nil {
+		return 0, 0, 0, err
+	}
+	le := binary.LittleEndian
+	if got := le.Uint64(c.hdr[0:8]); got != id {
+		return 0, 0, 0, fmt.Errorf("page %d says it is page %d", id, got)
+	}
+	flags, count, overflow = le.Uint16(c.hdr[8:10]), uint64(le.Uint16(c.hdr[10:12])), uint64(le.Uint32(c.hdr[12:16]))
+	if overflow >= c.m.pgid-id {
+		return 0, 0, 0, fmt.Errorf("page %d and its %d overflow pages run past the file's %d", id, overflow, c.m.pgid)
+	}
+	for o := id; o <= id+overflow; o++ {
+		if !c.mark(o) {
+			return 0, 0, 0, fmt.Errorf("page %d is reached twice (a cycle, two parents, or a free page)", o)
+		}
+	}
+	return flags, count, overflow, nil
+}
+
+// page reads span bytes from page id on (header checked by header).
+func (c *treeCheck) page(id, span uint64) ([]byte, error) {
+	p := make([]byte, span)
+	if _, err := c.r.ReadAt(p, int64(id)*int64(c.m.pageSize)); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// bucketRoots calls fn for every bucket element of leaf page p with the
+// bucket's root page id (0 for an inline bucket) and, for an inline bucket,
+// the bytes of its page.
+func bucketRoots(p []byte, fn func(root uint64, inline []byte) error) error {
+	le := binary.LittleEndian
+	count := int(le.Uint16(p[10:12]))
+	for i := 0; i < count; i++ {
+		at := pageHeaderSize + i*leafElemSize
+		e := p[at : at+leafElemSize]
+		if le.Uint32(e[0:4])&bucketLeafFlag == 0 {
+			continue
+		}
+		kStart := uint64(at) + uint64(le.Uint32(e[4:8]))
+		vStart := kStart + uint64(le.Uint32(e[8:12]))
+		vEnd := vStart + uint64(le.Uint32(e[12:16]))
+		if vEnd > uint64(len(p)) || vEnd-vStart < bucketHeader {
+			return fmt.Errorf("bucket element %d out of its page", i)
+		}
+		v := p[vStart:vEnd]
+		if err := fn(le.Uint64(v[0:8]), v[bucketHeader:]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
