@@ -58,13 +58,22 @@ func (w *WAL) load(db *bolt.DB) error {
 // the file still holds: bbolt fell back to its older meta page (the newer one
 // was damaged), undoing the last transaction, an Ack. Without this, acked
 // events would be delivered again.
+//
+// The file's own removed-through number counts too: a torn file (a power
+// loss with fsync off mixes pages of different commits) can hold entries at
+// or below it, which Read would hide (see ackdefer.go) while Len counted
+// them, so that a drain would wait for them forever.
 func (w *WAL) applyRemovedMark(db *bolt.DB) error {
-	if w.marks == nil || w.firstSeq == 0 || w.firstSeq > w.marks.removed {
+	upTo := w.meta.removedSeq
+	if w.marks != nil {
+		upTo = max(upTo, w.marks.removed)
+	}
+	if w.firstSeq == 0 || w.firstSeq > upTo {
 		return nil
 	}
 	st := w.snapshot()
 	if err := guard(w.path, func() error {
-		return db.Update(func(tx *bolt.Tx) error { return st.ack(tx, w.marks.removed) })
+		return db.Update(func(tx *bolt.Tx) error { return st.ack(tx, upTo) })
 	}); err != nil {
 		if isDamage(err) {
 			return err
