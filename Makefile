@@ -57,7 +57,8 @@ torture:
 
 # Power-cut torture (under 5 minutes on 2 cores): evspool run writing its
 # spool into internal/powercut's FUSE filesystem, which throws away what was
-# not fsync'd at each cut; 120 cuts with fsync on, 40 with it off, the spool
+# not fsync'd at each cut; 250 cycles with fsync on and 80 with it off (a
+# quarter of them cut twice, ~300 and ~100 cuts), the spool
 # drained after each. The seed is printed; replay a run with
 # EVSPOOL_POWERCUT_SEED=<seed>. Needs /dev/fuse and root (skips, saying so,
 # elsewhere). make test runs a few cuts.
