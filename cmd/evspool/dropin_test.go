@@ -87,14 +87,7 @@ func probe(t *testing.T, url string) (int, string) {
 func TestRunProbeEndpoints(t *testing.T) {
 	sock, spool := paths(t)
 	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--metrics-addr", "127.0.0.1:0")
-	var addr string
-	require.Eventually(t, func() bool {
-		m := metricsAddr.FindStringSubmatch(p.logs())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 5*time.Second, 5*time.Millisecond)
+	addr := waitMetricsAddr(t, p)
 	for _, path := range []string{"/healthz", "/readyz"} {
 		code, body := probe(t, "http://"+addr+path)
 		require.Equal(t, http.StatusOK, code, path)
@@ -119,14 +112,7 @@ func TestRunReadyzOnFullDisk(t *testing.T) {
 	sock, _ := paths(t)
 	p := start(t, "run", "--socket", sock, "--spool", filepath.Join(disk, "spool"), "--fsync=false",
 		"--max-spool-size", "8MiB", "--metrics-addr", "127.0.0.1:0", "--drain-timeout", "100ms")
-	var addr string
-	require.Eventually(t, func() bool {
-		m := metricsAddr.FindStringSubmatch(p.logs())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	}, 5*time.Second, 5*time.Millisecond)
+	addr := waitMetricsAddr(t, p)
 	code, _ := probe(t, "http://"+addr+"/readyz")
 	require.Equal(t, http.StatusOK, code)
 

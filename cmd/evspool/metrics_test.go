@@ -42,10 +42,10 @@ func value(t *testing.T, mfs map[string]*dto.MetricFamily, name string) float64 
 
 var metricsAddr = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 
-func TestMetricsEndpoint(t *testing.T) {
-	sock, spool := paths(t)
-	rcv := startSink(t, sock)
-	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
+// waitMetricsAddr returns the address a run started with --metrics-addr
+// 127.0.0.1:0 logged that it serves on.
+func waitMetricsAddr(t *testing.T, p *proc) string {
+	t.Helper()
 	var addr string
 	require.Eventually(t, func() bool {
 		m := metricsAddr.FindStringSubmatch(p.logs())
@@ -54,6 +54,14 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 		return m != nil
 	}, 5*time.Second, 5*time.Millisecond)
+	return addr
+}
+
+func TestMetricsEndpoint(t *testing.T) {
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
+	addr := waitMetricsAddr(t, p)
 
 	sent := lines("metrics", 0, 700)
 	_, err := p.stdin.Write([]byte(joinLines(sent)))
