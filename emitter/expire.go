@@ -28,7 +28,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if d.opts.MaxAge <= 0 || len(entries) == 0 {
 		return entries, 0, nil
 	}
-	now := d.opts.Now()
+	now := d.opts.Clock.Now()
 	old := 0
 	for old < len(entries) && now.Sub(entries[old].Time) > d.opts.MaxAge {
 		old++

@@ -3,13 +3,13 @@ package emitter_test
 import (
 	"context"
 	"log/slog"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/clock"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -26,16 +26,8 @@ func (r *rig) flushLossy(d time.Duration) {
 	}
 }
 
-// clock is a settable clock for Options.Now.
-type clock struct{ ns atomic.Int64 }
-
-func newClock() *clock {
-	c := &clock{}
-	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-func (c *clock) Now() time.Time          { return time.Unix(0, c.ns.Load()) }
-func (c *clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+// newClock is a fake clock for Options.Clock.
+func newClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // After a long outage, events older than MaxAge are dropped unsent, counted
 // and logged once; the fresh ones are delivered, in order.
@@ -43,7 +35,7 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	clk := newClock()
 	// Batches of 100: the stale events expire in three steps, one logged at
 	// once, two within the warning interval.
-	r := newRig(t, nil, &emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now, BatchEvents: 100})
+	r := newRig(t, nil, &emitter.Options{MaxAge: 10 * time.Minute, Clock: clk, BatchEvents: 100})
 	stale := events("stale", 300)
 	r.emitAll(stale) // the receiver is down
 	clk.Advance(time.Hour)
@@ -71,7 +63,7 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	// Close logs the rest; the count is kept in the spool file.
 	require.NoError(t, r.em.Close(context.Background()))
 	require.Equal(t, 300, r.logs.sum(msg, "expired_events"), "every expired event was in a log line")
-	r.open(&emitter.Options{MaxAge: 10 * time.Minute, Now: clk.Now})
+	r.open(&emitter.Options{MaxAge: 10 * time.Minute, Clock: clk})
 	st = r.em.Stats()
 	require.EqualValues(t, 300, st.Spool.Expired.Events, "the spool file's count survives a restart")
 	require.Zero(t, st.Expired, "Stats.Expired counts this process's, as Lost needs")
@@ -81,10 +73,10 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 // its turn comes, and those around it are delivered in order.
 func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
 	clk := newClock()
-	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Now: clk.Now})
+	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
 	clk.Advance(time.Hour)
 	r.emitAll([]string{"a", "b"})
-	clk.Advance(-time.Hour) // the clock stepped back
+	clk.StepWall(-time.Hour) // the clock stepped back
 	r.emitAll([]string{"old"})
 	clk.Advance(time.Hour)
 	r.emitAll([]string{"c"})
@@ -102,7 +94,7 @@ func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
 // Without MaxAge nothing expires, however old.
 func TestMaxAgeOffByDefault(t *testing.T) {
 	clk := newClock()
-	r := newRig(t, nil, &emitter.Options{Now: clk.Now})
+	r := newRig(t, nil, &emitter.Options{Clock: clk})
 	r.emitAll([]string{"ancient"})
 	clk.Advance(1000 * time.Hour)
 	rcv, err := testrecv.Start("unix", r.sock, nil)
@@ -122,7 +114,7 @@ func TestMaxAgeNegativeRefused(t *testing.T) {
 // acknowledged, but nothing is pending either.
 func TestFlushReturnsWhenAllExpired(t *testing.T) {
 	clk := newClock()
-	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Now: clk.Now})
+	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
 	r.emitAll(events("stale", 50))
 	clk.Advance(time.Hour)
 	rcv, err := testrecv.Start("unix", r.sock, nil)

@@ -3,6 +3,7 @@ package emitter
 import (
 	"context"
 	"fmt"
+	"github.com/evspool/evspool/internal/clock"
 	"io"
 	"log/slog"
 	"net"
@@ -127,10 +128,16 @@ type Options struct {
 	// false.
 	AckOnWrite bool
 
-	// Now is the clock that stamps events and judges MaxAge. Default
-	// time.Now.
-	Now func() time.Time
+	// Clock is the time source of everything the emitter times: the
+	// stamps on events, MaxAge, the replay window, stall and backoff
+	// clocks. Tests pass a *clock.Fake (internal/clock) to step time
+	// instead of sleeping. Default: the system clock.
+	Clock Clock
 }
+
+// Clock is the emitter's time source: the wall clock, CLOCK_BOOTTIME and
+// timers. See internal/clock for the system clock and a fake.
+type Clock = clock.Clock
 
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
@@ -165,8 +172,8 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
+	if c.Clock == nil {
+		c.Clock = clock.System()
 	}
 	if c.MaxAge < 0 {
 		return c, fmt.Errorf("emitter: MaxAge %v is negative: give a positive age, or 0 for none", c.MaxAge)
