@@ -23,16 +23,20 @@ func (w *WAL) load(db *bolt.DB) error {
 			if err != nil {
 				return err
 			}
-			if mb.Get(keyNextSeq) == nil {
+			var m meta
+			state, err := m.load(mb)
+			switch {
+			case err != nil:
+				return &CorruptionError{Path: w.path, Err: err}
+			case state == metaEmpty && w.marks != nil:
 				// A new file. If the marks file says numbers were handed
 				// out before (the old file was deleted), go on above them.
-				m := meta{nextSeq: 1}
-				if w.marks != nil {
-					m.nextSeq = max(1, w.marks.reserved)
-				}
-				return m.store(mb)
+				m.nextSeq = max(1, w.marks.reserved, w.marks.removed+1)
+			case state == metaCurrent:
+				return nil
 			}
-			return nil
+			// A new file, or format 1's bare values migrated (once).
+			return m.store(mb)
 		})
 	}); err != nil {
 		if isDamage(err) {
@@ -47,6 +51,12 @@ func (w *WAL) load(db *bolt.DB) error {
 	}
 	if err := w.applyRemovedMark(db); err != nil {
 		return err
+	}
+	if w.marks != nil {
+		// An acknowledgement never covers a number handed out after it:
+		// the marks file may have been written back after spool.db's
+		// last commits were lost (fsync off).
+		w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
 	}
 	// Nothing acknowledged is left in the file: the mark was applied.
 	w.debt = ackDebt{}
@@ -89,7 +99,9 @@ func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 // damage is found at Open rather than by the drainer at some later hour.
 func (w *WAL) scan(tx *bolt.Tx) error {
 	var m meta
-	m.load(tx.Bucket(metaBucket))
+	if _, err := m.load(tx.Bucket(metaBucket)); err != nil {
+		return &CorruptionError{Path: w.path, Err: err}
+	}
 	var pending, payload, first uint64
 	var firstAt, cost int64
 	eb := tx.Bucket(eventsBucket)
@@ -126,6 +138,8 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 		cost += entryCost(len(data))
 		m.nextSeq = max(m.nextSeq, seq+1)
 	}
+	// Nothing at or below the removal mark is ever handed out again.
+	m.nextSeq = max(m.nextSeq, m.removedSeq+1)
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = m, pending, payload, first, firstAt
 	w.budget.Store(initialBudget(w.opts.MaxBytes))
 	w.cost.Store(cost)
@@ -151,7 +165,13 @@ func guard(path string, fn func() error) (err error) {
 			err = &CorruptionError{Path: path, Err: fmt.Errorf("bbolt panicked: %v", r)}
 		}
 	}()
-	return fn()
+	err = fn()
+	if errors.Is(err, berrors.ErrIncompatibleValue) && !errors.Is(err, ErrCorrupt) {
+		// The spool's buckets hold values and its root holds buckets: a
+		// value where a bucket is (or the reverse) is a flipped flag.
+		err = &CorruptionError{Path: path, Err: err}
+	}
+	return err
 }
 
 // isDamage tells whether an error from opening a spool means the file is

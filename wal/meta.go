@@ -2,6 +2,8 @@ package wal
 
 import (
 	"encoding/binary"
+	"errors"
+	"fmt"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -12,8 +14,8 @@ var (
 )
 
 // Meta keys. None is 8 bytes long, so none can be mistaken for an event key
-// when a damaged file is scanned page by page. Every Counter here only ever
-// grows, so salvage can take the largest value it finds in any copy of a page.
+// when a damaged file is scanned page by page. Every value is stored through
+// the meta codec (metacodec.go).
 var (
 	keyFormat        = []byte("format_version")
 	keyNextSeq       = []byte("next_sequence")
@@ -26,7 +28,12 @@ var (
 	keyExpiredB      = []byte("expired_bytes")
 )
 
-const formatVersion = 1
+const (
+	// formatVersion 2: every meta value checksummed (metacodec.go).
+	formatVersion = 2
+	// legacyFormat 1: bare 8-byte values, migrated by the first Open.
+	legacyFormat = 1
+)
 
 // meta is the state kept in the meta bucket, written in the same transaction
 // as the events it describes.
@@ -43,6 +50,8 @@ type metaField struct {
 	val *uint64
 }
 
+// fields lists the meta values. A value added here is stored, loaded,
+// checked, salvaged and migrated with the others.
 func (m *meta) fields() []metaField {
 	return []metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
@@ -52,38 +61,82 @@ func (m *meta) fields() []metaField {
 	}
 }
 
-func (m *meta) load(b *bolt.Bucket) {
-	for _, f := range m.fields() {
-		if v := b.Get(f.key); len(v) == 8 {
-			*f.val = binary.BigEndian.Uint64(v)
+// metaState is what load found in the meta bucket.
+type metaState int
+
+const (
+	metaCurrent metaState = iota // checksummed values, all sound
+	metaEmpty                    // a new file: nothing stored yet
+	metaLegacy                   // bare values of format 1: to be migrated
+)
+
+// load reads the meta bucket. Any value that fails its check, a key that
+// is a bucket, or a format it does not know is an error: damage.
+func (m *meta) load(b *bolt.Bucket) (metaState, error) {
+	*m = meta{nextSeq: 1}
+	if b == nil {
+		return 0, errors.New("meta bucket missing")
+	}
+	v := b.Get(keyFormat)
+	if v == nil {
+		if k, _ := b.Cursor().First(); k != nil {
+			return 0, errors.New("meta bucket without its format_version")
+		}
+		return metaEmpty, nil
+	}
+	if len(v) == 8 && binary.BigEndian.Uint64(v) == legacyFormat {
+		return metaLegacy, m.loadLegacy(b)
+	}
+	version, _, err := getMetaUint(b, keyFormat)
+	if err != nil {
+		return 0, err
+	}
+	if version != formatVersion {
+		return 0, fmt.Errorf("meta format_version %d: this evspool reads versions 1 and 2 (a newer evspool wrote it, or the value is damaged)", version)
+	}
+	c := b.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v == nil {
+			return 0, fmt.Errorf("meta key %q is a bucket, not a value", k)
+		}
+		if _, err := decodeMeta(k, v); err != nil {
+			return 0, err
 		}
 	}
-	if m.nextSeq == 0 {
-		m.nextSeq = 1
+	for _, f := range m.fields() {
+		if n, ok, err := getMetaUint(b, f.key); err != nil {
+			return 0, err
+		} else if ok {
+			*f.val = n
+		}
 	}
+	m.nextSeq = max(m.nextSeq, 1)
+	return metaCurrent, nil
 }
 
-func (m *meta) store(b *bolt.Bucket) error {
-	version := uint64(formatVersion)
-	for _, f := range append(m.fields(), metaField{keyFormat, &version}) {
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, *f.val)
-		if err := b.Put(f.key, v); err != nil {
-			return err
+// loadLegacy reads format 1's bare values (no checksum to check: each must
+// at least be 8 bytes).
+func (m *meta) loadLegacy(b *bolt.Bucket) error {
+	for _, f := range m.fields() {
+		v := b.Get(f.key)
+		if v == nil {
+			continue
 		}
+		if len(v) != 8 {
+			return fmt.Errorf("meta value %q of %d bytes (format 1 stores 8)", f.key, len(v))
+		}
+		*f.val = binary.BigEndian.Uint64(v)
 	}
+	m.nextSeq = max(m.nextSeq, 1)
 	return nil
 }
 
-// merge keeps the larger of each Counter: used by salvage, which may find
-// several copies of the meta bucket in a damaged file.
-func (m *meta) merge(key, v []byte) {
-	if len(v) != 8 {
-		return
-	}
+// store writes every value, checksummed, and the format version.
+func (m *meta) store(b *bolt.Bucket) error {
 	for _, f := range m.fields() {
-		if string(f.key) == string(key) {
-			*f.val = max(*f.val, binary.BigEndian.Uint64(v))
+		if err := putMetaUint(b, f.key, *f.val); err != nil {
+			return err
 		}
 	}
+	return putMetaUint(b, keyFormat, formatVersion)
 }

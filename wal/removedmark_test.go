@@ -2,7 +2,6 @@ package wal
 
 import (
 	"context"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"testing"
@@ -30,9 +29,7 @@ func TestOpenAppliesFilesRemovedThrough(t *testing.T) {
 	db, err := bolt.Open(filepath.Join(dir, fileName), 0o600, nil)
 	require.NoError(t, err)
 	require.NoError(t, db.Update(func(tx *bolt.Tx) error {
-		v := make([]byte, 8)
-		binary.BigEndian.PutUint64(v, 3)
-		return tx.Bucket(metaBucket).Put(keyRemovedSeq, v)
+		return putMetaUint(tx.Bucket(metaBucket), keyRemovedSeq, 3)
 	}))
 	require.NoError(t, db.Close())
 	require.NoError(t, os.Remove(filepath.Join(dir, marksFileName)))

@@ -162,19 +162,23 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 }
 
 // rebuild writes the salvage of the file at src into a new file at dst and
-// fsyncs it. Two passes: the first finds the meta counters (the largest copy
-// of each wins, as they only grow), the second copies entries past the
-// removal mark, a chunk per transaction.
+// fsyncs it. Two passes: the first finds the meta values (see
+// salvagemeta.go) and the newest sound record, the second copies entries
+// past the removal mark, a chunk per transaction.
 func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
-	var m meta
+	var copies metaCopies
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
-		m.merge(k, v)
+		copies.add(k, v)
 		if _, _, err := decodeRecord(k, v); err == nil {
 			maxSeq = max(maxSeq, mustSeq(k))
 		}
 	}); err != nil {
 		return err
+	}
+	m, ok := inForceMeta(src)
+	if !ok {
+		m = copies.verified
 	}
 	// What the file's meta copies say was handed out: every number above
 	// the removal mark and below it was pending.
@@ -186,7 +190,7 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	}
 	// The marks file knows what the damaged file may have lost: numbers
 	// handed out beyond what is left, removals newer than any meta copy.
-	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, 1)
+	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
 	db, err := openFresh(dst, w.opts)

@@ -1,0 +1,108 @@
+package wal
+
+import (
+	"encoding/binary"
+	"io"
+	"os"
+)
+
+// Salvage needs the meta values of a damaged file: the removal mark (so
+// acknowledged events do not come back), the next number, the counters. It
+// takes them from the copy in force, the meta bucket under the root of
+// bbolt's newest valid meta page, when every value in it passes its check.
+// Only when that copy is damaged or unreadable does it fall back on the
+// older copies left in the file's free pages, and then only on values that
+// pass their check: each was written by a commit, and every value only
+// grows, so the largest of them is at most what the lost copy said (it
+// never removes a pending event, never skips a number the marks file and
+// the records do not also skip). A value failing its check is never used.
+// The records themselves (each carries its key and checksum) and the marks
+// file (checksummed) then raise the next number and the removal mark.
+
+// metaCopies keeps, per meta value, the largest copy that passes its check.
+type metaCopies struct{ verified meta }
+
+func (c *metaCopies) add(key, v []byte) {
+	for _, f := range c.verified.fields() {
+		if string(f.key) != string(key) {
+			continue
+		}
+		if p, err := decodeMeta(key, v); err == nil && len(p) == 8 {
+			*f.val = max(*f.val, binary.BigEndian.Uint64(p))
+		}
+	}
+}
+
+// inForceMeta reads the meta bucket in force in the file at path, without
+// bbolt. ok is false if it cannot be found or any value in it fails its
+// check (a format 1 file's bare values are taken as they are: they have no
+// checksum).
+func inForceMeta(path string) (m meta, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return m, false
+	}
+	defer f.Close()
+	bm, found := bestMeta(f)
+	if !found {
+		return m, false
+	}
+	page, err := readPage(f, bm.root, bm.pageSize)
+	if err != nil {
+		return m, false
+	}
+	pairs := map[string][]byte{}
+	dup := false
+	parseLeaf(page, 0, func(k, v []byte) {
+		if len(k) == keySize {
+			return // an inline events bucket's entry
+		}
+		_, dup = pairs[string(k)]
+		pairs[string(k)] = v
+	})
+	if dup {
+		return m, false
+	}
+	return m.fromPairs(pairs)
+}
+
+// fromPairs decodes a meta bucket's key/value pairs.
+func (m meta) fromPairs(pairs map[string][]byte) (meta, bool) {
+	m = meta{}
+	legacy := false
+	if v := pairs[string(keyFormat)]; len(v) == 8 && binary.BigEndian.Uint64(v) == legacyFormat {
+		legacy = true
+	} else if p, err := decodeMeta(keyFormat, v); err != nil || len(p) != 8 || binary.BigEndian.Uint64(p) != formatVersion {
+		return m, false
+	}
+	for _, f := range m.fields() {
+		v, present := pairs[string(f.key)]
+		if !present {
+			return m, false
+		}
+		p, err := decodeMeta(f.key, v)
+		if legacy {
+			p, err = v, nil
+		}
+		if err != nil || len(p) != 8 {
+			return m, false
+		}
+		*f.val = binary.BigEndian.Uint64(p)
+	}
+	return m, true
+}
+
+// readPage reads page id and its overflow (bounded, as the page scanner).
+func readPage(r io.ReaderAt, id uint64, pageSize uint32) ([]byte, error) {
+	ps := int64(pageSize)
+	hdr := make([]byte, pageHeaderSize)
+	if _, err := r.ReadAt(hdr, int64(id)*ps); err != nil {
+		return nil, err
+	}
+	n := min((1+int64(binary.LittleEndian.Uint32(hdr[12:16])))*ps, maxOverflowScan)
+	buf := make([]byte, n)
+	if _, err := r.ReadAt(buf, int64(id)*ps); err != nil && err != io.EOF {
+		return nil, err
+	}
+	return buf, nil
+}
