@@ -127,7 +127,7 @@ func TestCheckTreesSmall(t *testing.T) {
 }
 
 // fuzzTreeFile returns 8 pages of 512 bytes: page 2 a root bucket leaf
-// holding bucket "e" whose root is page 3, a branch with children a, b, c.
+// holding bucket "events" whose root is page 3 (and an empty inline "meta"), a branch with children a, b, c.
 func fuzzTreeFile(a, b, c uint64) []byte {
 	const ps = 512
 	file := make([]byte, 8*ps)
@@ -139,13 +139,21 @@ func fuzzTreeFile(a, b, c uint64) []byte {
 		le.PutUint16(p[10:], count)
 		return p
 	}
-	root := header(2, leafPageFlag, 1)
+	root := header(2, leafPageFlag, 2)
+	// "events": a bucket whose root is page 3.
 	le.PutUint32(root[16:], bucketLeafFlag)
-	le.PutUint32(root[20:], leafElemSize) // key right after the element
-	le.PutUint32(root[24:], 1)
+	le.PutUint32(root[20:], 32) // key at 48
+	le.PutUint32(root[24:], 6)
 	le.PutUint32(root[28:], bucketHeader)
-	root[32] = 'e'
-	le.PutUint64(root[33:], 3)
+	copy(root[48:], "events")
+	le.PutUint64(root[54:], 3)
+	// "meta": an inline bucket, an empty leaf.
+	le.PutUint32(root[32:], bucketLeafFlag)
+	le.PutUint32(root[36:], 38) // key at 70
+	le.PutUint32(root[40:], 4)
+	le.PutUint32(root[44:], bucketHeader+pageHeaderSize)
+	copy(root[70:], "meta")
+	le.PutUint16(root[74+bucketHeader+8:], leafPageFlag)
 	branch := header(3, branchPageFlag, 3)
 	for i, child := range []uint64{a, b, c} {
 		e := branch[pageHeaderSize+i*branchElemSize:]
@@ -175,5 +183,57 @@ func TestCheckTreesRandom(t *testing.T) {
 		err1 := checkTrees(bytes.NewReader(file), m, nil)
 		err2 := checkTrees(mapView(file), m, nil)
 		require.Equal(t, fmt.Sprint(err1), fmt.Sprint(err2))
+	}
+}
+
+// TestCheckTreesRootElements: the root bucket holds the two buckets, each
+// element within its page, the inline meta bucket's elements values within
+// its value, in order; anything else is damage found before bbolt reads it.
+func TestCheckTreesRootElements(t *testing.T) {
+	m := boltMeta{pageSize: 512, root: 2, pgid: 8}
+	le := binary.LittleEndian
+	const root = 2 * 512
+	// inlineMeta makes the meta bucket hold n elements of the given flags
+	// and key sizes, keys "a", "b", ... of one byte each, values empty.
+	inlineMeta := func(f []byte, flags []uint32, ksize []uint32, keys string) {
+		page := root + 74 + bucketHeader
+		le.PutUint16(f[page+10:], uint16(len(flags)))
+		le.PutUint32(f[root+44:], uint32(bucketHeader+pageHeaderSize+len(flags)*(leafElemSize+1)))
+		for i := range flags {
+			e := page + pageHeaderSize + i*leafElemSize
+			le.PutUint32(f[e:], flags[i])
+			le.PutUint32(f[e+4:], uint32(len(flags)*leafElemSize-i*leafElemSize+i))
+			le.PutUint32(f[e+8:], ksize[i])
+			f[page+pageHeaderSize+len(flags)*leafElemSize+i] = keys[i]
+		}
+	}
+	cases := []struct {
+		name    string
+		damage  func(f []byte)
+		wantErr string
+	}{
+		{"sound", func(f []byte) {}, ""},
+		{"sound inline values", func(f []byte) { inlineMeta(f, []uint32{0, 0}, []uint32{1, 1}, "ab") }, ""},
+		{"events lost its bucket flag", func(f []byte) { f[root+16] = 0 }, `element 0 ("events") has flags 0`},
+		{"meta lost its bucket flag", func(f []byte) { f[root+32] = 0 }, `element 1 ("meta") has flags 0`},
+		{"element key out of the page", func(f []byte) { le.PutUint32(f[root+24:], 1<<27) }, "element 0 out of its page"},
+		{"element count past the page", func(f []byte) { le.PutUint16(f[root+10:], 40) }, "40 elements do not fit"},
+		{"no events bucket", func(f []byte) { f[root+48] = 'x' }, `no bucket "events"`},
+		{"inline value flagged a bucket", func(f []byte) { inlineMeta(f, []uint32{0, 1}, []uint32{1, 1}, "ab") }, `element 1 ("b") has flags 0x1`},
+		{"inline key size 2^27", func(f []byte) { inlineMeta(f, []uint32{0, 0}, []uint32{1, 1 << 27}, "ab") }, "element 1 out of its page"},
+		{"inline keys out of order", func(f []byte) { inlineMeta(f, []uint32{0, 0}, []uint32{1, 1}, "ba") }, "out of order"},
+		{"inline page a branch", func(f []byte) { le.PutUint16(f[root+74+bucketHeader+8:], branchPageFlag) }, "its page is not a leaf"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := fuzzTreeFile(4, 5, 6)
+			tc.damage(f)
+			err := checkTrees(bytes.NewReader(f), m, nil)
+			if tc.wantErr == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.wantErr)
+		})
 	}
 }

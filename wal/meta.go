@@ -61,6 +61,12 @@ func (m *meta) fields() []metaField {
 	}
 }
 
+// metaRequired tells the values every file of format 2 holds; the others
+// (counters a later version adds, say) read as 0 when absent.
+func metaRequired(key []byte) bool {
+	return string(key) == string(keyNextSeq) || string(key) == string(keyRemovedSeq)
+}
+
 // metaState is what load found in the meta bucket.
 type metaState int
 
@@ -104,10 +110,14 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 		}
 	}
 	for _, f := range m.fields() {
-		if n, ok, err := getMetaUint(b, f.key); err != nil {
+		n, ok, err := getMetaUint(b, f.key)
+		switch {
+		case err != nil:
 			return 0, err
-		} else if ok {
+		case ok:
 			*f.val = n
+		case metaRequired(f.key):
+			return 0, fmt.Errorf("meta value %q missing", f.key)
 		}
 	}
 	m.nextSeq = max(m.nextSeq, 1)

@@ -78,7 +78,10 @@ func (m meta) fromPairs(pairs map[string][]byte) (meta, bool) {
 	for _, f := range m.fields() {
 		v, present := pairs[string(f.key)]
 		if !present {
-			return m, false
+			if metaRequired(f.key) {
+				return m, false
+			}
+			continue
 		}
 		p, err := decodeMeta(f.key, v)
 		if legacy {

@@ -64,13 +64,16 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 		}
 	}
 	var buckets []uint64
+	names := map[string]bool{}
 	err := c.walk(m.root, func(p []byte) error {
-		return bucketRoots(p, func(root uint64, inline []byte) error {
+		return bucketRoots(p, func(name []byte, root uint64, inline []byte) error {
+			names[string(name)] = true
 			if root == 0 {
-				// An inline bucket's page is in the value: bbolt descends
-				// from it into real pages if it says it is a branch.
-				if len(inline) < pageHeaderSize || binary.LittleEndian.Uint16(inline[8:10]) != leafPageFlag {
-					return errors.New("an inline bucket's page is not a leaf")
+				// An inline bucket's page is in the value: bbolt reads its
+				// elements (and descends into real pages if it says it is
+				// a branch) without bounds.
+				if err := checkInline(inline); err != nil {
+					return fmt.Errorf("inline bucket %q: %w", name, err)
 				}
 				return nil
 			}
@@ -80,6 +83,11 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 	})
 	if err != nil {
 		return fmt.Errorf("root bucket: %w", err)
+	}
+	for _, name := range [][]byte{eventsBucket, metaBucket} {
+		if !names[string(name)] {
+			return fmt.Errorf("root bucket: no bucket %q", name)
+		}
 	}
 	for _, root := range buckets {
 		if err := c.walk(root, nil); err != nil {
@@ -209,26 +217,59 @@ func (c *treeCheck) page(id, span uint64) ([]byte, error) {
 	return p, nil
 }
 
-// bucketRoots calls fn for every bucket element of leaf page p with the
-// bucket's root page id (0 for an inline bucket) and, for an inline bucket,
-// the bytes of its page.
-func bucketRoots(p []byte, fn func(root uint64, inline []byte) error) error {
+// bucketRoots calls fn for every element of the root bucket's leaf page p
+// with the bucket's name, its root page id (0 for an inline bucket) and, for
+// an inline bucket, the bytes of its page. The root bucket holds buckets
+// only: an element without the bucket flag, or out of its page, is damage.
+func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) error) error {
+	return leafElems(p, func(i int, flags uint32, k, v []byte) error {
+		if flags != bucketLeafFlag {
+			return fmt.Errorf("element %d (%q) has flags %#x: not a bucket", i, k, flags)
+		}
+		if len(v) < bucketHeader {
+			return fmt.Errorf("bucket element %d (%q) of %d bytes", i, k, len(v))
+		}
+		return fn(k, binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:])
+	})
+}
+
+// checkInline checks an inline bucket's page: a leaf, every element within
+// it, a value (not a bucket), keys in order.
+func checkInline(p []byte) error {
+	if len(p) < pageHeaderSize || binary.LittleEndian.Uint16(p[8:10]) != leafPageFlag {
+		return errors.New("its page is not a leaf")
+	}
+	var prev []byte
+	return leafElems(p, func(i int, flags uint32, k, _ []byte) error {
+		switch {
+		case flags != 0:
+			return fmt.Errorf("element %d (%q) has flags %#x: not a value", i, k, flags)
+		case len(k) == 0 || (i > 0 && string(k) <= string(prev)):
+			return fmt.Errorf("element %d: key %q out of order", i, k)
+		}
+		prev = k
+		return nil
+	})
+}
+
+// leafElems calls fn for every element of leaf page p (header included),
+// each checked to lie within p.
+func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
 	le := binary.LittleEndian
 	count := int(le.Uint16(p[10:12]))
+	if pageHeaderSize+count*leafElemSize > len(p) {
+		return fmt.Errorf("%d elements do not fit in %d bytes", count, len(p))
+	}
 	for i := 0; i < count; i++ {
 		at := pageHeaderSize + i*leafElemSize
 		e := p[at : at+leafElemSize]
-		if le.Uint32(e[0:4])&bucketLeafFlag == 0 {
-			continue
-		}
 		kStart := uint64(at) + uint64(le.Uint32(e[4:8]))
-		vStart := kStart + uint64(le.Uint32(e[8:12]))
-		vEnd := vStart + uint64(le.Uint32(e[12:16]))
-		if vEnd > uint64(len(p)) || vEnd-vStart < bucketHeader {
-			return fmt.Errorf("bucket element %d out of its page", i)
+		kEnd := kStart + uint64(le.Uint32(e[8:12]))
+		vEnd := kEnd + uint64(le.Uint32(e[12:16]))
+		if vEnd > uint64(len(p)) {
+			return fmt.Errorf("element %d out of its page", i)
 		}
-		v := p[vStart:vEnd]
-		if err := fn(le.Uint64(v[0:8]), v[bucketHeader:]); err != nil {
+		if err := fn(i, le.Uint32(e[0:4]), p[kStart:kEnd], p[kEnd:vEnd]); err != nil {
 			return err
 		}
 	}
