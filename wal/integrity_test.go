@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -178,29 +179,33 @@ func TestIntegrityMetaKeySize(t *testing.T) {
 // out numbers already used (and acknowledged): the next Open would delete
 // the new events as acknowledged.
 func TestIntegrityMarksNewerThanFile(t *testing.T) {
-	dir := t.TempDir()
-	path, marks := filepath.Join(dir, "spool.db"), filepath.Join(dir, "marks")
-	w := spOpen(t, dir, &wal.Options{NoSync: true})
-	icWrite(t, w, 1, 100)
-	require.NoError(t, w.Close())
-	old, err := os.ReadFile(path)
-	require.NoError(t, err)
+	for _, acked := range []uint64{150, 120} {
+		t.Run(fmt.Sprintf("acknowledged through %d", acked), func(t *testing.T) {
+			dir := t.TempDir()
+			path, marks := filepath.Join(dir, "spool.db"), filepath.Join(dir, "marks")
+			w := spOpen(t, dir, &wal.Options{NoSync: true})
+			icWrite(t, w, 1, 100)
+			require.NoError(t, w.Close())
+			old, err := os.ReadFile(path)
+			require.NoError(t, err)
 
-	w = spOpen(t, dir, &wal.Options{NoSync: true})
-	icWrite(t, w, 101, 150)
-	require.NoError(t, w.Ack(150))
-	cut, err := os.ReadFile(marks) // as the cut left it: not lowered by Close
-	require.NoError(t, err)
-	require.NoError(t, w.Close())
-	require.NoError(t, os.WriteFile(path, old, 0o600))
-	require.NoError(t, os.WriteFile(marks, cut, 0o600))
+			w = spOpen(t, dir, &wal.Options{NoSync: true})
+			icWrite(t, w, 101, 150)
+			require.NoError(t, w.Ack(acked))
+			cut, err := os.ReadFile(marks) // as the cut left it: not lowered by Close
+			require.NoError(t, err)
+			require.NoError(t, w.Close())
+			require.NoError(t, os.WriteFile(path, old, 0o600))
+			require.NoError(t, os.WriteFile(marks, cut, 0o600))
 
-	w = spOpen(t, dir, &wal.Options{NoSync: true})
-	// 1..100 were acknowledged (the marks file says so): gone.
-	icAfter(t, dir, w, nil, 10)
-	w = spOpen(t, dir, &wal.Options{NoSync: true})
-	defer w.Close()
-	es := spReadAll(t, w)
-	require.Len(t, es, 10)
-	require.Greater(t, es[0].Seq, uint64(150), "numbers handed out again")
+			w = spOpen(t, dir, &wal.Options{NoSync: true})
+			// 1..100 were acknowledged (the marks file says so): gone.
+			icAfter(t, dir, w, nil, 10)
+			w = spOpen(t, dir, &wal.Options{NoSync: true})
+			defer w.Close()
+			es := spReadAll(t, w)
+			require.Len(t, es, 10)
+			require.Greater(t, es[0].Seq, uint64(150), "numbers handed out again")
+		})
+	}
 }

@@ -179,6 +179,15 @@ func (w *WAL) settle() error {
 	if w.marks.reserved <= w.meta.nextSeq {
 		return nil
 	}
+	if w.opts.NoSync || w.marks.exact {
+		// Numbers below the reservation may be in commits spool.db lost
+		// while the marks file kept them: a power cut with fsync off (the
+		// two are written back independently), or a file older than the
+		// marks file's exact number. Go on above them: sequence numbers
+		// never go back. With fsync on, every number handed out is in a
+		// synced commit and the file's next number is the right one.
+		w.meta.nextSeq = w.marks.reserved
+	}
 	if err := w.compactLocked(); err != nil {
 		if b := w.broken.Load(); b != nil {
 			// The compaction lost the database (it could not reopen it).
