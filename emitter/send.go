@@ -256,6 +256,10 @@ func (d *drainer) repair(cause error) {
 		d.sleep(time.Second)
 		return
 	}
+	if r == nil {
+		// A read fault, not damage: the file was reopened (wal logged it).
+		return
+	}
 	d.cursor = 0
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
 		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause,

@@ -19,7 +19,10 @@ import (
 // *CorruptionError for damage, nil for a sound file or none at all, and the
 // OS's error otherwise. What it does not catch (a bad record, a garbled key),
 // scan and guard catch later: this keeps bbolt from crashing or looping.
-func checkFile(path string) error {
+func checkFile(path string, seam faultSeam) error {
+	if err := injectPreadFault(seam); err != nil {
+		return fmt.Errorf("wal: spool file %s: %w", path, err)
+	}
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -32,22 +35,45 @@ func checkFile(path string) error {
 	if err != nil {
 		return fmt.Errorf("wal: stat spool file %s: %w", path, err)
 	}
-	if err := checkLayout(f, fi.Size()); err != nil {
+	rec := &readRecorder{r: f}
+	err = checkLayout(f, rec, fi.Size())
+	switch {
+	case rec.err != nil:
+		// What looked wrong may be only what could not be read.
+		return fmt.Errorf("wal: spool file %s: %w", path, &ioError{rec.err})
+	case transient(err):
+		return fmt.Errorf("wal: spool file %s: %w", path, err)
+	case err != nil:
 		return &CorruptionError{Path: path, Err: err}
 	}
 	return nil
 }
 
+// readRecorder keeps the first error of a read other than the end of file:
+// an I/O error, which is not damage.
+type readRecorder struct {
+	r   io.ReaderAt
+	err error
+}
+
+func (rr *readRecorder) ReadAt(p []byte, off int64) (int, error) {
+	n, err := rr.r.ReadAt(p, off)
+	if err != nil && err != io.EOF && rr.err == nil {
+		rr.err = err
+	}
+	return n, err
+}
+
 // checkLayout checks the meta and freelist pages and the bucket trees of the
-// size bytes of f.
-func checkLayout(f *os.File, size int64) error {
+// size bytes of f, read through r (f's pread, recorded) or f's mapping.
+func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 	if size == 0 {
 		// bbolt would take it for a new file and the events it held would
 		// be gone without a word. A crash while bbolt created the file can
 		// leave it empty too: then the salvage report says 0 recovered.
 		return errors.New("the file is empty")
 	}
-	m, ok := bestMeta(f)
+	m, ok := bestMeta(r)
 	if !ok {
 		return errors.New("no valid bbolt meta page: not a spool file, or its header is destroyed")
 	}
@@ -67,11 +93,11 @@ func checkLayout(f *os.File, size int64) error {
 	if m.freelist < 2 || m.freelist >= m.pgid {
 		return fmt.Errorf("meta page puts the freelist at page %d of %d", m.freelist, m.pgid)
 	}
-	free, err := checkFreelist(f, m)
+	free, err := checkFreelist(r, m)
 	if err != nil {
 		return fmt.Errorf("freelist page %d: %w", m.freelist, err)
 	}
-	return checkMappedTrees(f, m, free)
+	return checkMappedTrees(f, r, m, free)
 }
 
 // boltMeta is the part of bbolt's meta page that checkFile uses. Layout after
@@ -93,7 +119,7 @@ const (
 // bestMeta returns the valid meta page with the highest txid, the one bbolt
 // uses. Page 0 is at offset 0; page 1 at the page size, which is tried as
 // bbolt does when page 0 is unreadable.
-func bestMeta(f *os.File) (boltMeta, bool) {
+func bestMeta(f io.ReaderAt) (boltMeta, bool) {
 	var best boltMeta
 	found := false
 	for _, off := range []int64{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10} {
@@ -105,7 +131,7 @@ func bestMeta(f *os.File) (boltMeta, bool) {
 	return best, found
 }
 
-func readMeta(f *os.File, off int64) (boltMeta, bool) {
+func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
 	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
 	if _, err := f.ReadAt(buf, off); err != nil {
 		return boltMeta{}, false
@@ -126,7 +152,7 @@ func readMeta(f *os.File, off int64) (boltMeta, bool) {
 // checkFreelist checks that the freelist page is one, that its ids fit in
 // it and that every id is a page of the file other than the meta pages, and
 // returns the ids.
-func checkFreelist(f *os.File, m boltMeta) ([]uint64, error) {
+func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	ps := int64(m.pageSize)
 	hdr := make([]byte, pageHeaderSize+8)
 	if _, err := f.ReadAt(hdr, int64(m.freelist)*ps); err != nil && err != io.EOF {

@@ -32,7 +32,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	}
 	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}, yield: probe.yield}
 	var entries []Entry
-	if err := checkFile(path); err != nil {
+	if err := checkFile(path, nil); err != nil {
 		return Stats{}, nil, err
 	}
 	err := guard(path, func() error {

@@ -45,6 +45,7 @@ func (w *WAL) load(db *bolt.DB) error {
 		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
 	}
 	if err := guard(w.path, func() error {
+		w.injectMapFault()
 		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
 	}); err != nil {
 		return err
@@ -162,7 +163,12 @@ func guard(path string, fn func() error) (err error) {
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
-			err = &CorruptionError{Path: path, Err: fmt.Errorf("bbolt panicked: %v", r)}
+			cause := fmt.Errorf("bbolt panicked: %v", r)
+			if isFault(r) {
+				// Not yet damage: an I/O error faults too (see transient.go).
+				cause = &faultError{r}
+			}
+			err = &CorruptionError{Path: path, Err: cause}
 		}
 	}()
 	err = fn()

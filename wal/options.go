@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -77,6 +78,13 @@ type Options struct {
 	// stops when it ends, and Open returns an error matching its Err().
 	// Used by Open only. Default: Open runs to the end.
 	Context context.Context
+
+	// Logger gets what the spool does on its own: a read of the file that
+	// failed and is retried. Default: discard.
+	Logger *slog.Logger
+
+	// faults injects read failures (tests only; see transient.go).
+	faults faultSeam
 }
 
 // withDefaults returns a filled-in copy; the caller's Options are not touched.
@@ -99,6 +107,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	return c, nil
 }

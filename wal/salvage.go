@@ -44,6 +44,13 @@ func (r *SalvageReport) String() string {
 // replaces the damaged one, which is kept aside. Appends wait meanwhile. If
 // the salvage fails (a full disk, say), the damaged file stays in use and
 // Repair can be called again once the cause is gone.
+//
+// A cause that is a memory fault under bbolt's mapping may be an I/O error,
+// not damage: the file is read again through pread first. If that fails,
+// Repair returns the error and salvages nothing (call it again later); if
+// it reads, the file is reopened with every check of Open, and salvaged
+// only if they find damage: Repair then returns a nil report and no error
+// when they find none.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
@@ -58,6 +65,10 @@ func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 
 // repairLocked is Repair with wmu held.
 func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
+	var fe *faultError
+	if errors.As(cause, &fe) {
+		return w.reopenAfterFault(cause)
+	}
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	if err := w.db.Close(); err != nil {

@@ -34,19 +34,19 @@ type treeCheck struct {
 
 // checkMappedTrees is checkTrees over a read-only mapping of f (the meta
 // page's pgid pages of it, which checkLayout found the file holds), or over
-// f itself where it cannot be mapped. A fault while reading the mapping (the
-// file cut short meanwhile) is reported as damage, not a crash.
-func checkMappedTrees(f *os.File, m boltMeta, free []uint64) (err error) {
+// pread where it cannot be mapped. A fault while reading the mapping (an I/O
+// error, or the file cut short meanwhile) is a *faultError, not a crash.
+func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) (err error) {
 	r, unmap, err := mapFile(f, int64(m.pgid)*int64(m.pageSize))
 	if err != nil {
-		return checkTrees(f, m, free)
+		return checkTrees(pread, m, free)
 	}
 	defer unmap()
 	old := debug.SetPanicOnFault(true)
 	defer func() {
 		debug.SetPanicOnFault(old)
 		if p := recover(); p != nil {
-			err = fmt.Errorf("reading the file's pages faulted: %v", p)
+			err = &faultError{p}
 		}
 	}()
 	return checkTrees(r, m, free)

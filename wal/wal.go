@@ -134,13 +134,18 @@ func (w *WAL) open() error {
 		return err
 	}
 	_, statErr := os.Stat(w.path)
-	db, err := w.openBolt(w.path)
-	if err == nil {
-		err = w.load(db)
-		if err != nil {
-			db.Close()
+	var db *bolt.DB
+	err := w.openRetrying(func() error {
+		d, err := w.openBolt(w.path)
+		if err == nil {
+			if err = w.load(d); err != nil {
+				d.Close()
+			} else {
+				db = d
+			}
 		}
-	}
+		return err
+	})
 	if err == nil {
 		w.db = db
 		if statErr != nil {
@@ -206,7 +211,7 @@ func (w *WAL) settle() error {
 // as a *CorruptionError: what checkFile finds before bbolt maps the file, and
 // any panic of bbolt.Open.
 func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
-	if err := checkFile(path); err != nil {
+	if err := checkFile(path, w.opts.faults); err != nil {
 		return nil, err
 	}
 	// If bbolt.Open panics, it never returns its DB to close: close the file

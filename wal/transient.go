@@ -1,0 +1,177 @@
+package wal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// A disk that fails a read once (EIO), or a filesystem that goes away for a
+// moment (ENOTCONN from FUSE, ESTALE from NFS), is not a damaged file. bbolt
+// reads spool.db through a memory mapping: such a read faults (SIGBUS),
+// and guard recovers it as a fault (a *CorruptionError wrapping a
+// *faultError), not yet as damage. The spool then reads the whole file
+// again through pread(2), which returns the error instead of faulting: if
+// that fails too, it is an I/O error, retried with backoff (at Open) and,
+// if it lasts, returned as it is: the file is not salvaged, as it may be
+// sound. If pread reads every byte and bbolt still faults at every try, the
+// file makes bbolt read past what it holds: damage, salvaged.
+
+const (
+	// openAttempts is how often Open tries a file that faults or fails a
+	// read before it decides.
+	openAttempts = 4
+	// firstBackoff is the wait after the first failure; each next is 4x.
+	firstBackoff = 20 * time.Millisecond
+)
+
+// faultError is a memory fault raised while bbolt read the mapping.
+type faultError struct{ v any }
+
+func (e *faultError) Error() string {
+	return fmt.Sprintf("memory fault reading the mapped file (an I/O error, or the file shorter than bbolt thinks): %v", e.v)
+}
+
+// ioError is a read of the spool file that failed in the OS: not damage.
+type ioError struct{ err error }
+
+func (e *ioError) Error() string { return "read failed: " + e.err.Error() }
+func (e *ioError) Unwrap() error { return e.err }
+
+// transient tells a failure to retry before deciding it is damage.
+func transient(err error) bool {
+	var fe *faultError
+	var ie *ioError
+	return errors.As(err, &fe) || errors.As(err, &ie)
+}
+
+// isFault tells a recovered panic value that is a memory fault (SIGBUS or
+// SIGSEGV under debug.SetPanicOnFault: a runtime.Error with an address).
+func isFault(v any) bool {
+	_, ok := v.(interface{ Addr() uintptr })
+	return ok
+}
+
+// faultSeam injects read failures in tests (Options.faults); nil in
+// production. fault is asked before a read of the spool file: op "map" is a
+// read through bbolt's mapping at Open (an error is raised as the memory
+// fault bbolt would take), "pread" the spool's own reads.
+type faultSeam interface {
+	fault(op string) error
+}
+
+// injectedFault is what an injected "map" failure panics with: a memory
+// fault as the runtime raises it.
+type injectedFault struct{ err error }
+
+func (f injectedFault) Error() string { return "unexpected fault address (injected: " + f.err.Error() + ")" }
+func (f injectedFault) RuntimeError() {}
+func (f injectedFault) Addr() uintptr { return 0 }
+
+// injectMapFault raises the seam's fault for a read through the mapping.
+func (w *WAL) injectMapFault() {
+	if w.opts.faults != nil {
+		if err := w.opts.faults.fault("map"); err != nil {
+			panic(injectedFault{err})
+		}
+	}
+}
+
+// injectPreadFault returns the seam's error for a pread of the file.
+func injectPreadFault(s faultSeam) error {
+	if s != nil {
+		if err := s.fault("pread"); err != nil {
+			return &ioError{err}
+		}
+	}
+	return nil
+}
+
+// preadFile reads the whole spool file through pread: what tells an I/O
+// error from damage after bbolt faulted on its mapping.
+func (w *WAL) preadFile() error {
+	if err := injectPreadFault(w.opts.faults); err != nil {
+		return err
+	}
+	f, err := os.Open(w.path)
+	if err != nil {
+		return &ioError{err}
+	}
+	defer f.Close()
+	if _, err := io.CopyBuffer(io.Discard, f, make([]byte, 1<<20)); err != nil {
+		return &ioError{err}
+	}
+	return nil
+}
+
+// openRetrying is open's attempt at the file (openOnce), retried with
+// backoff while it fails in a way that may pass (see above). What is left
+// after the last try is damage only if pread reads the whole file.
+func (w *WAL) openRetrying(openOnce func() error) error {
+	backoff := firstBackoff
+	for attempt := 1; ; attempt++ {
+		err := openOnce()
+		if err == nil || !transient(err) {
+			return err
+		}
+		ioErr := w.preadFile()
+		if attempt == openAttempts {
+			if ioErr != nil {
+				return fmt.Errorf("wal: reading spool file %s failed %d times over %v (%w; through pread: %v): not salvaged, the file may be sound; check the disk or the filesystem, then start again",
+					w.path, attempt, backoff*4/3, err, ioErr)
+			}
+			return &CorruptionError{Path: w.path, Err: fmt.Errorf("every byte reads through pread, yet bbolt faults at every try: %w", err)}
+		}
+		w.opts.Logger.Warn("reading the spool file failed; retrying before deciding it is damaged",
+			"path", w.path, "error", err, "pread_error", ioErr, "attempt", attempt, "backoff", backoff)
+		if err := sleepCtx(w.opts.Context, backoff); err != nil {
+			return fmt.Errorf("wal: open %s: %w", w.path, err)
+		}
+		backoff *= 4
+	}
+}
+
+// sleepCtx waits d, or until ctx (nil: none) ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// reopenAfterFault is Repair for a memory fault (see Repair). The caller
+// holds wmu.
+func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
+	if err := w.preadFile(); err != nil {
+		w.opts.Logger.Warn("reading the spool file failed; not salvaged", "path", w.path, "error", err, "cause", cause)
+		return nil, fmt.Errorf("wal: spool file %s could not be read (%w) after %v: not salvaged, try again", w.path, err, cause)
+	}
+	before := w.salvage
+	// As ready does: readers stop at usable while the file is reopened.
+	w.fail(cause)
+	w.dbmu.Lock()
+	_ = w.db.Close()
+	w.dbmu.Unlock()
+	if err := w.open(); err != nil {
+		w.fail(err)
+		return nil, err
+	}
+	w.broken.Store(nil)
+	w.group.freed()
+	if w.salvage != before {
+		return w.salvage, nil
+	}
+	w.opts.Logger.Warn("a read of the spool file faulted; it reads again and is sound: reopened, nothing salvaged",
+		"path", w.path, "cause", cause)
+	return nil, nil
+}
