@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
+	"slices"
 )
 
 // The marks file beside spool.db keeps, outside the file that may be
@@ -18,11 +19,13 @@ import (
 //	          every one below it committed (written by Close and by an
 //	          Open that settled the file), so no commit can be under way
 //
-// Layout: reserved u64 | removed u64 | flags u64 | crc32c of the three u32,
-// big-endian, at offset 0 (28 bytes). The format of earlier versions
-// (reserved | removed | crc32c, 20 bytes, no flags) is still read. A missing
-// or damaged marks file reads as zeros: salvage then relies on spool.db
-// alone.
+// Layout: reserved u64 | removed u64 | flags u64, big-endian, through the
+// meta codec under the key "marks" (then crc32c of "marks" and the three,
+// u32), at offset 0 (28 bytes). The formats of earlier versions (the same
+// with the checksum of the three alone; reserved | removed | crc32c, 20
+// bytes, no flags) are still read. A missing or damaged marks file reads as
+// zeros (damaged is set and Open logs it): the numbers then come from
+// spool.db alone.
 //
 // reserved is raised in steps of markStep before a commit would reach it,
 // and fsync'd (unless NoSync), so it costs one extra fsync per markStep
@@ -46,7 +49,11 @@ type marks struct {
 	reserved uint64
 	removed  uint64
 	exact    bool // reserved is exactly the next number (see flags above)
+	damaged  bool // the file held something that failed its check
 }
+
+// keyMarks is the marks file's key in the meta codec (metacodec.go).
+var keyMarks = []byte("marks")
 
 func openMarks(dir string, sync bool) (*marks, error) {
 	path := filepath.Join(dir, marksFileName)
@@ -74,14 +81,27 @@ func openMarks(dir string, sync bool) (*marks, error) {
 // leaves them zero.
 func (m *marks) parse(buf []byte) {
 	n := len(buf)
+	var err error
+	if n >= marksSize {
+		_, err = decodeMeta(keyMarks, buf[:marksSize])
+	}
 	switch {
+	case n >= marksSize && err == nil:
+		m.reserved = binary.BigEndian.Uint64(buf[0:8])
+		m.removed = binary.BigEndian.Uint64(buf[8:16])
+		m.exact = binary.BigEndian.Uint64(buf[16:24])&1 != 0
 	case n >= marksSize && binary.BigEndian.Uint32(buf[24:]) == crc32.Checksum(buf[:24], castagnoli):
+		// Before the meta codec: the checksum without the key.
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
 		m.removed = binary.BigEndian.Uint64(buf[8:16])
 		m.exact = binary.BigEndian.Uint64(buf[16:24])&1 != 0
 	case n >= marksSizeV1 && binary.BigEndian.Uint32(buf[16:]) == crc32.Checksum(buf[:16], castagnoli):
 		m.reserved = binary.BigEndian.Uint64(buf[0:8])
 		m.removed = binary.BigEndian.Uint64(buf[8:16])
+	default:
+		// Written but unreadable: a value that fails its check is
+		// damage, never trusted. The numbers come from spool.db alone.
+		m.damaged = slices.ContainsFunc(buf, func(b byte) bool { return b != 0 })
 	}
 }
 
@@ -147,8 +167,7 @@ func (m *marks) write() error {
 	if m.exact {
 		binary.BigEndian.PutUint64(buf[16:24], 1)
 	}
-	binary.BigEndian.PutUint32(buf[24:], crc32.Checksum(buf[:24], castagnoli))
-	_, err := m.f.WriteAt(buf, 0)
+	_, err := m.f.WriteAt(encodeMeta(keyMarks, buf[:24]), 0)
 	return err
 }
 

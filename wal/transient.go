@@ -67,7 +67,9 @@ type faultSeam interface {
 // fault as the runtime raises it.
 type injectedFault struct{ err error }
 
-func (f injectedFault) Error() string { return "unexpected fault address (injected: " + f.err.Error() + ")" }
+func (f injectedFault) Error() string {
+	return "unexpected fault address (injected: " + f.err.Error() + ")"
+}
 func (f injectedFault) RuntimeError() {}
 func (f injectedFault) Addr() uintptr { return 0 }
 

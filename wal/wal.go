@@ -93,6 +93,10 @@ func Open(dir string, opts *Options) (*WAL, error) {
 		return nil, err
 	}
 	w := &WAL{dir: dir, path: filepath.Join(dir, fileName), opts: o, lock: lock, marks: marks}
+	if marks.damaged {
+		o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
+			"path", filepath.Join(dir, marksFileName))
+	}
 	w.group.init()
 	if err := w.open(); err != nil {
 		marks.close()
