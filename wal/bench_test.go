@@ -306,7 +306,7 @@ func BenchmarkCheckFile(b *testing.B) {
 	path := filepath.Join(buildBenchBacklog(b), fileName)
 	b.ResetTimer()
 	for range b.N {
-		if err := checkFile(path, nil); err != nil {
+		if err := checkFile(path, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // *CorruptionError for damage, nil for a sound file or none at all, and the
 // OS's error otherwise. What it does not catch (a bad record, a garbled key),
 // scan and guard catch later: this keeps bbolt from crashing or looping.
-func checkFile(path string, seam faultSeam) error {
+func checkFile(path string, seam faultSeam, clean bool) error {
 	if err := injectPreadFault(seam); err != nil {
 		return fmt.Errorf("wal: spool file %s: %w", path, err)
 	}
@@ -37,6 +37,9 @@ func checkFile(path string, seam faultSeam) error {
 	}
 	rec := &readRecorder{r: f}
 	err = checkLayout(f, rec, fi.Size())
+	if err == nil && clean {
+		err = checkMetaPair(rec)
+	}
 	switch {
 	case rec.err != nil:
 		// What looked wrong may be only what could not be read.
@@ -115,6 +118,22 @@ const (
 	freelistPageFlag = 0x10
 	noFreelist       = ^uint64(0)
 )
+
+// checkMetaPair checks that both meta pages are valid, for a file closed
+// cleanly (clean: the marks file says so): no commit was under way, so an
+// invalid meta page is not one torn while being written, but damage. bbolt
+// would silently fall back to the other, one transaction older, losing the
+// last commit's events.
+func checkMetaPair(r io.ReaderAt) error {
+	m, ok := readMeta(r, 0)
+	if !ok {
+		return errors.New("meta page 0 fails its checksum in a file closed cleanly")
+	}
+	if _, ok := readMeta(r, int64(m.pageSize)); !ok {
+		return errors.New("meta page 1 fails its checksum in a file closed cleanly")
+	}
+	return nil
+}
 
 // bestMeta returns the valid meta page with the highest txid, the one bbolt
 // uses. Page 0 is at offset 0; page 1 at the page size, which is tried as

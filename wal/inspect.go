@@ -32,7 +32,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	}
 	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}, yield: probe.yield}
 	var entries []Entry
-	if err := checkFile(path, nil); err != nil {
+	if err := checkFile(path, nil, readMarksFile(dir).exact); err != nil {
 		return Stats{}, nil, err
 	}
 	err := guard(path, func() error {
@@ -78,11 +78,15 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 // readRemovedMark reads the marks file's removed_through without creating or
 // changing anything: 0 when it is missing or damaged.
 func readRemovedMark(dir string) uint64 {
-	buf, err := os.ReadFile(filepath.Join(dir, marksFileName))
-	if err != nil {
-		return 0
-	}
+	return readMarksFile(dir).removed
+}
+
+// readMarksFile reads the marks file without creating or changing it: zeros
+// when it is missing or damaged.
+func readMarksFile(dir string) marks {
 	var m marks
-	m.parse(buf)
-	return m.removed
+	if buf, err := os.ReadFile(filepath.Join(dir, marksFileName)); err == nil {
+		m.parse(buf)
+	}
+	return m
 }

@@ -215,7 +215,7 @@ func (w *WAL) settle() error {
 // as a *CorruptionError: what checkFile finds before bbolt maps the file, and
 // any panic of bbolt.Open.
 func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
-	if err := checkFile(path, w.opts.faults); err != nil {
+	if err := checkFile(path, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
 		return nil, err
 	}
 	// If bbolt.Open panics, it never returns its DB to close: close the file
