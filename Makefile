@@ -50,6 +50,7 @@ torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./wal
+	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 20000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 600000x ./internal/units

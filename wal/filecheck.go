@@ -181,6 +181,11 @@ func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	if flags := le.Uint16(hdr[8:10]); flags != freelistPageFlag {
 		return nil, fmt.Errorf("page type %#x is not a freelist", flags)
 	}
+	if id := le.Uint64(hdr[0:8]); id != m.freelist {
+		// bbolt frees the page its header names at the next commit: a
+		// page of a tree would then be handed out twice.
+		return nil, fmt.Errorf("the freelist page says it is page %d", id)
+	}
 	first, count := uint64(0), uint64(le.Uint16(hdr[10:12]))
 	if count == 0xFFFF { // the count overflowed into the first element
 		first, count = 1, le.Uint64(hdr[pageHeaderSize:])
@@ -193,8 +198,14 @@ func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	if _, err := f.ReadAt(raw, int64(m.freelist)*ps+pageHeaderSize+int64(first*8)); err != nil {
 		return nil, err
 	}
-	ids := make([]uint64, count)
-	for i := range ids {
+	// The freelist's own pages are in no tree: the tree check marks them
+	// with the free ones (bbolt frees them, by the header's overflow, at
+	// the next commit).
+	ids := make([]uint64, count, count+span/uint64(ps))
+	for id := m.freelist; id < m.freelist+span/uint64(ps); id++ {
+		ids = append(ids, id)
+	}
+	for i := range count {
 		if ids[i] = le.Uint64(raw[i*8:]); ids[i] < 2 || ids[i] >= m.pgid {
 			return nil, fmt.Errorf("free page id %d outside the file's %d pages", ids[i], m.pgid)
 		}

@@ -103,7 +103,8 @@ func TestCheckTreesSmall(t *testing.T) {
 		free    []uint64
 		wantErr string
 	}{
-		{"sound", fuzzTreeFile(4, 5, 6), nil, ""},
+		{"sound", fuzzTreeFile(4, 5, 6), []uint64{7}, ""},
+		{"a page in no tree, not free", fuzzTreeFile(4, 5, 6), nil, "page 7 is in no tree and not free"},
 		{"sound, pages past the tree free", fuzzTreeFile(4, 5, 6), []uint64{7}, ""},
 		{"cycle", fuzzTreeFile(3, 5, 6), nil, "page 3 is reached twice"},
 		{"two parents", fuzzTreeFile(4, 4, 6), nil, "page 4 is reached twice"},
@@ -228,7 +229,7 @@ func TestCheckTreesRootElements(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := fuzzTreeFile(4, 5, 6)
 			tc.damage(f)
-			err := checkTrees(bytes.NewReader(f), m, nil)
+			err := checkTrees(bytes.NewReader(f), m, []uint64{7})
 			if tc.wantErr == "" {
 				require.NoError(t, err)
 				return
