@@ -29,8 +29,12 @@
 //	         dropped_oldest_events, dropped_oldest_bytes, dropped_newest_events,
 //	         dropped_newest_bytes   drop counters per policy
 //	         expired_events, expired_bytes  removed by Expire (too old to send)
-//	         format_version         1
-//	         Each value is a uint64, 8 bytes big-endian.
+//	         format_version         2
+//	         Each value is payload | crc32c(key | payload) (metacodec.go):
+//	         a uint64 is 8 bytes big-endian, then the 4-byte checksum. A
+//	         value failing its check is damage (salvaged, never trusted).
+//	         Format 1 (bare 8-byte values, no checksum) is read and rewritten
+//	         as format 2 by the first Open.
 //
 // The meta counters are written in the same transaction as the events they
 // describe, so they never disagree with the data after a crash. The pending
@@ -38,7 +42,7 @@
 // every checksum.
 //
 // marks holds, outside the file that may be damaged, three numbers (uint64
-// big-endian each, then a crc32c of them): a sequence number no event has
+// big-endian each, through the same codec under the key "marks"): a sequence number no event has
 // reached yet, raised 65536 at a time and fsync'd before a commit would pass
 // it, and lowered to the next number (fsync'd) by Close; removed_through,
 // rewritten (without fsync) by every Ack: it is where an acknowledgement is
@@ -130,9 +134,18 @@
 // reached twice (a torn branch page pointing back up would send bbolt's
 // cursor round forever), outside the file, of the wrong type, or a leaf at
 // another depth than the others. Open then verifies every record. Any of
-// these, a file bbolt cannot open, a record whose checksum fails, or a panic
-// (or memory fault) raised by bbolt while reading is damage, and the file is
-// salvaged: its pages are scanned without bbolt, every sound record newer
+// these, a root bucket element that is not a bucket or the events or meta
+// bucket missing, an inline bucket whose elements leave its value, are
+// flagged buckets or out of order, a freelist page naming another page, a
+// page in no tree and not free, a meta page failing its checksum in a spool
+// closed cleanly, a meta value failing its checksum, bbolt's
+// ErrIncompatibleValue on the spool's buckets, a file bbolt cannot open, a
+// record whose checksum fails, or a panic raised by bbolt while reading is
+// damage. A memory fault (or a failed read) is not yet damage: the file is
+// read again through pread(2), the open retried with backoff (4 tries from
+// 20 ms) and logged; an I/O error that lasts fails Open without a salvage,
+// and only a file that reads whole yet faults bbolt every time is damaged
+// (transient.go). Damage is salvaged: its pages are scanned without bbolt, every sound record newer
 // than removed_through (the larger of the file's and the marks file's) is
 // written in order into spool.db.salvage, whose numbering resumes above the
 // marks file's reservation; the damaged file is kept as
@@ -227,8 +240,17 @@
 //     pages for committed ones.
 //   - Salvage during the first Open after a crash (damage and a cut commit
 //     at once) scans the cut commit's pages too: its events may come back.
-//   - A meta page of spool.db destroyed while the other is sound is not
-//     detected: bbolt uses the other, which may be one transaction older.
+//   - A meta page of spool.db destroyed while the other is sound is damage
+//     when the marks file says the spool was closed cleanly; otherwise it
+//     may be one torn by a cut, and bbolt uses the other, which may be one
+//     transaction older.
+//   - Salvage takes the meta values from the copy in force when it passes
+//     its checks, else from the largest copies in older pages that pass
+//     theirs (each written by a commit; every value only grows), then the
+//     marks file and the records raise them. With fsync off, an Open after
+//     a crash numbers on above the marks file's reservation: up to 65536
+//     numbers skipped, none handed out twice, no acknowledgement covering a
+//     new one.
 //   - The trees are checked when the file is opened (Open, and the reopen
 //     after a compaction or a salvage), not while it is in use: a page
 //     changed under a running process by something other than its bbolt
