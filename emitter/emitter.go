@@ -58,7 +58,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	if addr == "" {
 		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Now: o.Clock.Now})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Clock: o.Clock})
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,8 @@ type meta struct {
 	droppedOldest Counter
 	droppedNewest Counter
 	expired       Counter // removed by Expire: older than the caller's maximum age
+	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
+	bootFirstSeq  uint64  // the first sequence number written in that boot
 }
 
 type metaField struct {
@@ -44,12 +46,12 @@ type metaField struct {
 }
 
 func (m *meta) fields() []metaField {
-	return []metaField{
+	return append([]metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
-	}
+	}, m.bootFields()...)
 }
 
 func (m *meta) load(b *bolt.Bucket) {
