@@ -30,6 +30,7 @@ type Emitter struct {
 	emitted     atomic.Uint64
 	spoolErrors atomic.Uint64
 	echoErrors  atomic.Uint64
+	echoWarned  bool // under echoMu; see echo.go
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeDone   chan struct{} // closed when the first Close has finished
@@ -143,7 +144,7 @@ func (e *Emitter) writeEcho(events [][]byte) {
 		buf = append(append(buf, ev...), '\n')
 	}
 	if _, err := e.opts.Stdout.Write(buf); err != nil {
-		e.echoErrors.Add(1)
+		e.echoFailed(err)
 	}
 	if cap(buf) <= 1<<20 {
 		e.echo = buf

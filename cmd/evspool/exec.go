@@ -71,6 +71,7 @@ func execCmd(args []string, e *env) int {
 		return usageErr(e, "exec", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	defer ignoreSIGPIPE()()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)

@@ -67,6 +67,7 @@ func runCmd(args []string, e *env) int {
 		return usageErr(e, "run", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	defer ignoreSIGPIPE()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal the default handling is back: a second one
