@@ -211,6 +211,7 @@ func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logg
 	c.readOutput(f, stop, logger)
 	c.waitExit(stop, logger)
 	code := exitCode(c.state)
+	c.reapGroup(logger)
 	deliver(f, stop)
 	budget := closeBudget
 	select {
@@ -247,8 +248,8 @@ func (c *child) waitExit(stop *stopper, logger *slog.Logger) {
 		return
 	default:
 	}
-	logger.Warn("the command did not exit after the stop signal; killing it", "pid", c.cmd.Process.Pid)
-	_ = c.cmd.Process.Kill()
+	logger.Warn("the command did not exit after the stop signal; killing it and its process group", "pid", c.cmd.Process.Pid)
+	c.killGroup()
 	<-c.exited
 }
 
@@ -315,8 +316,8 @@ func (c *child) forwardSignals(sigs <-chan os.Signal, stop *stopper, done <-chan
 			select {
 			case <-c.exited:
 			default:
-				logger.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.cmd.Process.Pid)
-				_ = c.cmd.Process.Signal(sig)
+				logger.Info("forwarding signal to the command's process group", "signal", sig.String(), "pid", c.cmd.Process.Pid)
+				c.signalGroup(sig)
 			}
 			if sig != syscall.SIGINT && sig != syscall.SIGTERM {
 				continue
