@@ -72,6 +72,7 @@ func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
 		"expired_events", d.aged.unlogged, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
 	d.aged.unlogged, d.aged.lastLog = 0, now
+	markReported(d.spool, d.opts.Logger, wal.Losses{Expired: d.spool.Stats().Expired.Events})
 }
 
 // progressed wakes Flush callers: events left the spool.

@@ -38,6 +38,8 @@ type meta struct {
 	expired       Counter // removed by Expire: older than the caller's maximum age
 	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
 	bootFirstSeq  uint64  // the first sequence number written in that boot
+	reported      Losses  // of the loss counters, how much was reported (reported.go)
+	reportedSeen  bool    // reported was in the file (not a spool of an earlier version)
 }
 
 type metaField struct {
@@ -51,7 +53,7 @@ func (m *meta) fields() []metaField {
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
-	}, m.bootFields()...)
+	}, append(m.bootFields(), m.reportedFields()...)...)
 }
 
 func (m *meta) load(b *bolt.Bucket) {
@@ -63,9 +65,11 @@ func (m *meta) load(b *bolt.Bucket) {
 	if m.nextSeq == 0 {
 		m.nextSeq = 1
 	}
+	m.noteReportedSeen(b)
 }
 
 func (m *meta) store(b *bolt.Bucket) error {
+	m.reportedSeen = true
 	version := uint64(formatVersion)
 	for _, f := range append(m.fields(), metaField{keyFormat, &version}) {
 		v := make([]byte, 8)
