@@ -20,8 +20,12 @@ Runs COMMAND and forwards each line it writes to stdout as 'evspool run' does:
 committed to the spool, echoed to evspool's stdout, delivered in order. Its
 stderr passes through to evspool's stderr, its stdin is evspool's.
 
-SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to COMMAND, which
-runs in its own process group (so a Ctrl-C reaches it once, through evspool).
+SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to COMMAND's
+process group: COMMAND runs in a group of its own (so a Ctrl-C reaches it
+once, through evspool, and its children get it too). The final kill kills
+the group, and what is left of it when COMMAND exits is killed: no child of
+COMMAND outlives evspool. A stdout reader that goes away does not stop
+delivery (see 'evspool run --help').
 evspool keeps reading until COMMAND exits, then delivers what is spooled and
 exits with COMMAND's status: its exit code, or 128+N if signal N killed it.
 It waits for delivery until the spool is empty or --drain-timeout passes.
@@ -29,7 +33,7 @@ Events still spooled then (logged as a warning) stay for the next run on the
 spool; the status stays COMMAND's.
 
 After a SIGINT/SIGTERM evspool exits within 2 s whatever COMMAND does: it
-stops reading COMMAND's stdout after 0.6 s, kills COMMAND if it has not
+stops reading COMMAND's stdout after 0.6 s, kills COMMAND's group if it has not
 exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
 second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
 the start-up scan of a large spool stops it: COMMAND is not started, exit 3.

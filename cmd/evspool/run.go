@@ -41,6 +41,8 @@ Exit status:
      some are still spooled. The final log line gives the counts.
   1  fatal error
   2  bad usage
+A stdout reader that goes away (run ... | head -1) does not change the
+status: the echo failure is counted and logged once, delivery goes on.
 SIGINT/SIGTERM, at any moment (start-up scan included) and whatever stdin
 does: stop reading, commit what was read, exit within 2 s (3, or 4 if
 something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
