@@ -105,7 +105,16 @@
 // Options.MaxAge drops, unsent, an event older than it when its turn to be
 // sent comes; it is counted (Stats.Expired for this process, and in the
 // spool file across restarts, Stats.Spool.Expired) and
-// delivery goes on in order.
+// delivery goes on in order. Ages are on the boot clock within a boot, so
+// wall-clock steps do not expire fresh events nor pass stale ones; across a
+// reboot they fall back to the wall clock (see Options.MaxAge).
+//
+// Every loss is reported by some process: drops, expiries and refusals are
+// counted in the spool with how much of each was logged, so a process
+// killed before it logged its losses has them reported by the next Open
+// ("the previous run dropped 29 events and did not report it"). A stdout
+// that fails (its reader went away) is counted (Stats.EchoErrors) and
+// logged once; spooling and delivery go on.
 //
 // Alive and Ready back liveness and readiness probes (package
 // emitter/metrics serves them over HTTP): Alive fails when the drainer has

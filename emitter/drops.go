@@ -2,6 +2,8 @@ package emitter
 
 import (
 	"time"
+
+	"github.com/evspool/evspool/wal"
 )
 
 // dropCheckEvery is how often the drainer looks for new drop-oldest drops.
@@ -34,4 +36,5 @@ func (d *drainer) checkDrops(final bool) {
 		"dropped_events", total-d.drops.logged, "dropped_total", total, "pending_events", st.PendingEvents,
 		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
 	d.drops.logged, d.drops.lastLog = total, now
+	markReported(d.spool, d.opts.Logger, wal.Losses{DroppedOldest: total})
 }

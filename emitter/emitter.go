@@ -25,11 +25,12 @@ type Emitter struct {
 	echoMu sync.Mutex
 	echo   []byte
 
-	spoolWarn limiter
+	notSpooled notSpooledLog // see losses.go
 
 	emitted     atomic.Uint64
 	spoolErrors atomic.Uint64
 	echoErrors  atomic.Uint64
+	echoWarned  bool // under echoMu; see echo.go
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeDone   chan struct{} // closed when the first Close has finished
@@ -58,7 +59,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	if addr == "" {
 		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Now: o.Clock.Now, Logger: o.Logger})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Clock: o.Clock, Logger: o.Logger})
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +68,11 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause,
 			"removed_damaged_copies", r.RemovedCopies)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, spoolWarn: limiter{interval: o.WarnInterval},
+	e := &Emitter{addr: addr, opts: o, spool: spool, notSpooled: notSpooledLog{interval: o.WarnInterval},
 		closeDone: make(chan struct{})}
 	ss := spool.Stats()
 	e.droppedAtOpen = ss.DroppedOldest.Events + ss.DroppedNewest.Events
+	reportPrevious(spool, o.Logger)
 	e.d = newDrainer(addr, &e.opts, spool)
 	go e.d.run()
 	return e, nil
@@ -121,8 +123,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
 		}
-		e.spoolWarn.log(e.opts.Logger, "events not spooled, echoed only",
-			"events", len(clean), "reason", spoolFailure(err), "error", err.Error())
+		e.noteNotSpooled(len(clean), err)
 		if errors.Is(err, wal.ErrClosed) {
 			err = fmt.Errorf("%w: %w", ErrClosed, err) // Close won the race
 		}
@@ -143,7 +144,7 @@ func (e *Emitter) writeEcho(events [][]byte) {
 		buf = append(append(buf, ev...), '\n')
 	}
 	if _, err := e.opts.Stdout.Write(buf); err != nil {
-		e.echoErrors.Add(1)
+		e.echoFailed(err)
 	}
 	if cap(buf) <= 1<<20 {
 		e.echo = buf
@@ -179,8 +180,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	e.d.stop()
 	select {
 	case <-e.d.done:
-		e.d.checkDrops(true) // the drainer is gone: its state is ours now
-		e.d.logExpired(wal.Counter{}, time.Now(), true)
+		e.reportFinal() // the drainer is gone: its state is ours now
 	case <-ctx.Done():
 		// The drainer is stuck in something no deadline reaches; the spool
 		// is closed under it, which it survives (its calls get ErrClosed).

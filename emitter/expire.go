@@ -22,20 +22,22 @@ type expiredLog struct {
 // of the spool, it removes that run and returns how many it removed: the
 // caller reads again. When they wait behind events not yet acknowledged, it
 // returns nothing to send until those are. Otherwise it returns the batch cut
-// before its first expired event (clocks can step back, so one may follow
-// fresh ones), which then waits for its turn: the order is kept.
+// before its first expired event (an event of an earlier boot is aged on the
+// wall clock, which may have stepped back, so one may follow fresh ones),
+// which then waits for its turn: the order is kept. Ages are wal.Entry.Age:
+// on the boot clock within a boot, so wall-clock steps do not move them.
 func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if d.opts.MaxAge <= 0 || len(entries) == 0 {
 		return entries, 0, nil
 	}
-	now := d.opts.Clock.Now()
+	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
 	old := 0
-	for old < len(entries) && now.Sub(entries[old].Time) > d.opts.MaxAge {
+	for old < len(entries) && entries[old].Age(now, boot) > d.opts.MaxAge {
 		old++
 	}
 	if old == 0 {
 		for i, e := range entries {
-			if now.Sub(e.Time) > d.opts.MaxAge {
+			if e.Age(now, boot) > d.opts.MaxAge {
 				return entries[:i], 0, nil
 			}
 		}
@@ -70,6 +72,7 @@ func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
 		"expired_events", d.aged.unlogged, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
 	d.aged.unlogged, d.aged.lastLog = 0, now
+	markReported(d.spool, d.opts.Logger, wal.Losses{Expired: d.spool.Stats().Expired.Events})
 }
 
 // progressed wakes Flush callers: events left the spool.

@@ -69,18 +69,21 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	require.Zero(t, st.Expired, "Stats.Expired counts this process's, as Lost needs")
 }
 
-// An event whose clock stepped back sits among fresh ones: it is expired when
-// its turn comes, and those around it are delivered in order.
+// An event of an earlier boot whose wall clock stepped back sits among fresh
+// ones (across a reboot only the wall clock is left): it is expired when its
+// turn comes, and those around it are delivered in order.
 func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
 	clk := newClock()
 	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
-	clk.Advance(time.Hour)
 	r.emitAll([]string{"a", "b"})
 	clk.StepWall(-time.Hour) // the clock stepped back
 	r.emitAll([]string{"old"})
-	clk.Advance(time.Hour)
+	clk.StepWall(time.Hour)
 	r.emitAll([]string{"c"})
+	require.NoError(t, r.em.Close(context.Background()))
+	clk.Reboot("fake-boot-2")
 	clk.Advance(30 * time.Second)
+	r.open(&emitter.Options{MaxAge: time.Minute, Clock: clk})
 
 	rcv, err := testrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)

@@ -47,10 +47,10 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	}
 	before := e.Stats()
 	target := before.Spool.LastSeq
-	var waited uint64
-	if first := before.Spool.FirstSeq; first != 0 && first <= target {
-		waited = target - first + 1
-	}
+	// Every pending event is at or below target: count them, not the
+	// numbers between the first and the last, which may hold holes (salvage
+	// resumes numbering above its reservation) that no event fills.
+	waited := before.Spool.PendingEvents
 	tick := time.NewTicker(flushPoll)
 	defer tick.Stop()
 	var settle time.Time

@@ -81,7 +81,15 @@ type Options struct {
 	// the next one. For a daemon that prefers fresh state to a long outage's
 	// history. A stale event waiting behind events not yet acknowledged
 	// (the receiver has them, unconfirmed) holds back what follows until
-	// they are, then expires. Default 0: events never expire.
+	// they are, then expires. Ages are measured on the boot clock
+	// (CLOCK_BOOTTIME, recorded with each event), which wall-clock steps
+	// (phc2sys, NTP, an operator) do not move: within a boot an event expires
+	// neither early nor late whatever the wall clock does. An event spooled
+	// before a reboot has no comparable boot-clock reading and is aged on
+	// the wall clock (a step across the reboot then moves its age). An
+	// event is judged when its batch is read, so it may reach the receiver
+	// up to one write (WriteTimeout) past MaxAge. Default 0: events never
+	// expire.
 	MaxAge time.Duration
 	// Preamble, if set, is called on every new connection before anything
 	// spooled is sent on it: see PreambleFunc. Default: none.

@@ -126,7 +126,7 @@ func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 		if err != nil {
 			return h, &CorruptionError{Path: w.path, Err: err}
 		}
-		if v == nil || len(v) < recordHeader {
+		if v == nil || len(v) < recordHeaderV1 {
 			return h, &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("record of %d bytes", len(v))}
 		}
 		if seq > upTo {
@@ -137,7 +137,7 @@ func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 			h.nextSeq, h.nextAt = seq, ts
 			return h, nil
 		}
-		size := len(v) - recordHeader
+		size := recordDataLen(v)
 		h.events++
 		h.bytes += uint64(size)
 		h.cost += entryCost(size)

@@ -88,7 +88,8 @@ func (w *WAL) commit(batch []*appendReq) {
 	for attempt := 0; attempt < 2; attempt++ {
 		w.dbmu.RLock()
 		st = w.snapshot()
-		now := w.opts.Now().UnixNano()
+		now := w.stampNow()
+		st.meta.noteBoot(bootKey(w.opts.Clock))
 		err = guard(w.path, func() error {
 			return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
 		})

@@ -18,13 +18,13 @@ func TestEntryCost(t *testing.T) {
 		size int
 		want int64
 	}{
-		{"empty", 0, 37},            // 113 per page
-		{"100 bytes", 100, 137},     // 30 per page
+		{"empty", 0, 45},            // 92 per page
+		{"100 bytes", 100, 147},     // 28 per page
 		{"1000 bytes", 1000, 1366},  // 3 per page
-		{"half a page", 2000, 2048}, // 2 per page
-		{"just over", 2100, 4096},   // 1 per page
-		{"a page", 4044, 4096},      // 4044+36 = 4080: exactly one page
-		{"just over a page", 4045, 8192},
+		{"half a page", 1996, 2048}, // 2 per page
+		{"just over", 1997, 4096},   // 1 per page
+		{"a page", 4036, 4096},      // 4036+44 = 4080: exactly one page
+		{"just over a page", 4037, 8192},
 		{"64 KiB", 64 << 10, 17 * 4096},
 	}
 	for _, tc := range cases {

@@ -58,7 +58,8 @@ func (r *capRun) sample(full bool) {
 			r.minFull = ratio
 		}
 		if r.c.small {
-			require.GreaterOrEqual(r.t, ratio, 0.5, "pending bytes / MaxBytes once full")
+			// 0.48, not 0.5, since records carry the boot clock (8 bytes).
+			require.GreaterOrEqual(r.t, ratio, 0.48, "pending bytes / MaxBytes once full")
 		}
 	}
 }

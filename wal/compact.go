@@ -139,11 +139,11 @@ func (w *WAL) copyTo(path string) error {
 		c := src.Bucket(eventsBucket).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			seq, _ := keySeq(k)
-			ts, data, err := decodeRecord(k, v)
+			at, data, err := decodeStamped(k, v)
 			if err != nil {
 				return &CorruptionError{Path: w.path, Seq: seq, Err: err}
 			}
-			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
+			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, at.wall), Boot: time.Duration(at.boot), Data: data})
 			if size += len(data); size >= copyChunk {
 				if err := flush(); err != nil {
 					return err
@@ -185,7 +185,7 @@ func putEntries(tx *bolt.Tx, entries []Entry) error {
 	eb.FillPercent = 1.0
 	for _, e := range entries {
 		key := seqKey(e.Seq)
-		if err := eb.Put(key, encodeRecord(key, e.Time.UnixNano(), e.Data)); err != nil {
+		if err := eb.Put(key, encodeRecord(key, stamp{wall: e.Time.UnixNano(), boot: int64(e.Boot)}, e.Data)); err != nil {
 			return err
 		}
 	}

@@ -22,13 +22,20 @@
 // spool.db has two buckets:
 //
 //	events   key: sequence number, 8 bytes big-endian, so cursor order is FIFO order
-//	         value: crc32c (4) | append time, unix ns (8) | event bytes
-//	         The checksum (Castagnoli) covers the key, the time and the bytes.
+//	         value: crc32c (4) | append time, unix ns, bit 63 set (8) |
+//	                CLOCK_BOOTTIME at append, ns (8) | event bytes
+//	         The checksum (Castagnoli) covers the key, the times and the bytes.
+//	         Records of earlier versions (no boot clock, bit 63 clear) are
+//	         still read; see record.go and bootstamp.go.
 //	meta     next_sequence          the number the next event gets
 //	         removed_through        every sequence up to it was acked or dropped
 //	         dropped_oldest_events, dropped_oldest_bytes, dropped_newest_events,
 //	         dropped_newest_bytes   drop counters per policy
 //	         expired_events, expired_bytes  removed by Expire (too old to send)
+//	         boot_id, boot_first_seq  the boot the newest records were written
+//	                                in, and its first sequence (bootstamp.go)
+//	         reported_*             how much of each loss counter was logged
+//	                                (reported.go)
 //	         format_version         2
 //	         Each value is payload | crc32c(key | payload) (metacodec.go):
 //	         a uint64 is 8 bytes big-endian, then the 4-byte checksum. A
@@ -101,9 +108,9 @@
 //
 // Options.MaxBytes bounds the file's size on disk, not just the event bytes.
 // Each entry costs its share of the leaf pages it occupies: a leaf element
-// is its bytes plus 36 (element header, key, record header), bbolt never
+// is its bytes plus 44 (element header, key, 20-byte record header), bbolt never
 // splits one across pages, so when k fit in a page each costs a kth of it
-// (137 bytes for a 100-byte event, a third of a page for a 1000-byte one),
+// (147 bytes for a 100-byte event, a third of a page for a 1000-byte one),
 // and a larger one costs whole pages. The entries may cost up to a budget of
 // MaxBytes less 1/8 and two growth steps, the room bbolt needs for branch,
 // meta and freelist pages and for pages freed by recent commits. bbolt's

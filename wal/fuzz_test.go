@@ -12,26 +12,40 @@ import (
 )
 
 // FuzzDecodeRecord: decoding arbitrary bytes never panics, a record that
-// decodes re-encodes to the same bytes, and encoding then decoding gives back
-// the event.
+// decodes re-encodes to the same bytes (in its own version), and encoding
+// then decoding gives back the event and its stamp, in both versions.
 func FuzzDecodeRecord(f *testing.F) {
 	key := seqKey(42)
-	f.Add(key, encodeRecord(key, 1700000000123456789, []byte("ptp4l[365195.391]: master offset -1 s2 freq -3972")), int64(5), []byte("x"))
-	f.Add(key, encodeRecord(key, 0, nil), int64(-1), []byte{})
-	f.Add([]byte("short"), []byte{1, 2, 3}, int64(0), []byte("\x00\r\xff"))
-	f.Fuzz(func(t *testing.T, k, v []byte, ts int64, data []byte) {
-		if gotTS, gotData, err := decodeRecord(k, v); err == nil {
-			if !bytes.Equal(encodeRecord(k, gotTS, gotData), v) {
+	ev := []byte("ptp4l[365195.391]: master offset -1 s2 freq -3972")
+	f.Add(key, encodeRecord(key, stamp{1700000000123456789, 3600e9}, ev), int64(5), int64(7), []byte("x"))
+	f.Add(key, encodeRecordV1(key, 1700000000123456789, ev), int64(5), int64(0), []byte("x"))
+	f.Add(key, encodeRecord(key, stamp{}, nil), int64(-1), int64(-1), []byte{})
+	f.Add([]byte("short"), []byte{1, 2, 3}, int64(0), int64(0), []byte("\x00\r\xff"))
+	f.Fuzz(func(t *testing.T, k, v []byte, ts, boot int64, data []byte) {
+		if at, gotData, err := decodeStamped(k, v); err == nil {
+			again := encodeRecordV1(k, at.wall, gotData)
+			if isV2(v) && len(v)-len(gotData) == recordHeader {
+				again = encodeRecord(k, at, gotData)
+			}
+			if !bytes.Equal(again, v) {
 				t.Fatalf("record %x under key %x decodes but does not re-encode the same", v, k)
 			}
 		}
 		if len(k) != keySize {
 			return
 		}
-		rec := encodeRecord(k, ts, data)
-		gotTS, gotData, err := decodeRecord(k, rec)
-		if err != nil || gotTS != ts || !bytes.Equal(gotData, data) {
-			t.Fatalf("round trip of %q at %d: got %q at %d, %v", data, ts, gotData, gotTS, err)
+		ts = max(min(ts, 1<<62-1), -1<<62) // what a version 2 record holds
+		rec := encodeRecord(k, stamp{ts, boot}, data)
+		at, gotData, err := decodeStamped(k, rec)
+		if err != nil || at != (stamp{ts, boot}) || !bytes.Equal(gotData, data) || recordDataLen(rec) != len(data) {
+			t.Fatalf("round trip of %q at %d/%d: got %q at %+v, %v", data, ts, boot, gotData, at, err)
+		}
+		if ts >= 0 { // records of earlier versions are still read
+			old := encodeRecordV1(k, ts, data)
+			at, gotData, err := decodeStamped(k, old)
+			if err != nil || at != (stamp{wall: ts}) || !bytes.Equal(gotData, data) || recordDataLen(old) != len(data) {
+				t.Fatalf("version 1 record of %q at %d: got %q at %+v, %v", data, ts, gotData, at, err)
+			}
 		}
 		// The checksum covers the key: the record under another key fails.
 		other := bytes.Clone(k)

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/internal/clock"
 )
 
 // Inspect reads the spool in dir without changing it: its Stats (the
@@ -30,7 +32,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 		}
 		return Stats{}, nil, err
 	}
-	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now}, yield: probe.yield}
+	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System()}, yield: probe.yield}
 	var entries []Entry
 	if err := checkFile(path, nil, readMarksFile(dir).exact); err != nil {
 		return Stats{}, nil, err

@@ -43,6 +43,10 @@ type meta struct {
 	droppedOldest Counter
 	droppedNewest Counter
 	expired       Counter // removed by Expire: older than the caller's maximum age
+	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
+	bootFirstSeq  uint64  // the first sequence number written in that boot
+	reported      Losses  // of the loss counters, how much was reported (reported.go)
+	reportedSeen  bool    // reported was in the file (not a spool of an earlier version)
 }
 
 type metaField struct {
@@ -53,12 +57,12 @@ type metaField struct {
 // fields lists the meta values. A value added here is stored, loaded,
 // checked, salvaged and migrated with the others.
 func (m *meta) fields() []metaField {
-	return []metaField{
+	return append([]metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
-	}
+	}, append(m.bootFields(), m.reportedFields()...)...)
 }
 
 // metaRequired tells the values every file of format 2 holds; the others
@@ -121,6 +125,7 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 		}
 	}
 	m.nextSeq = max(m.nextSeq, 1)
+	m.noteReportedSeen(b)
 	return metaCurrent, nil
 }
 
@@ -138,11 +143,13 @@ func (m *meta) loadLegacy(b *bolt.Bucket) error {
 		*f.val = binary.BigEndian.Uint64(v)
 	}
 	m.nextSeq = max(m.nextSeq, 1)
+	m.noteReportedSeen(b)
 	return nil
 }
 
 // store writes every value, checksummed, and the format version.
 func (m *meta) store(b *bolt.Bucket) error {
+	m.reportedSeen = true
 	for _, f := range m.fields() {
 		if err := putMetaUint(b, f.key, *f.val); err != nil {
 			return err

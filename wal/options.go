@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/evspool/evspool/internal/clock"
 )
 
 // Policy decides what Append does when the spool is at its size cap.
@@ -71,7 +73,12 @@ type Options struct {
 	// process. Default DefaultLockTimeout (1 s).
 	LockTimeout time.Duration
 
-	// Now is the clock used to stamp events. Default time.Now.
+	// Clock stamps events: the wall clock (Entry.Time), and the boot clock
+	// with the boot id, which age them without regard to wall-clock steps
+	// (Entry.Age). Default clock.System().
+	Clock clock.Clock
+
+	// Now, if set, replaces Clock's wall clock. Default Clock.Now.
 	Now func() time.Time
 
 	// Context, if set, cancels Open: the start-up scan of a large spool
@@ -105,8 +112,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.LockTimeout <= 0 {
 		c.LockTimeout = DefaultLockTimeout
 	}
+	if c.Clock == nil {
+		c.Clock = clock.System()
+	}
 	if c.Now == nil {
-		c.Now = time.Now
+		c.Now = c.Clock.Now
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

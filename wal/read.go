@@ -9,8 +9,13 @@ import (
 // Entry is one pending event.
 type Entry struct {
 	Seq  uint64    // sequence number, from 1, consecutive in Append order
-	Time time.Time // when it was appended
-	Data []byte    // the event bytes; the caller may keep and change them
+	Time time.Time // when it was appended, on the wall clock
+	// Boot is the boot clock (CLOCK_BOOTTIME) when it was appended, and
+	// ThisBoot whether that was in the boot the spool's clock is in now:
+	// only then does Boot compare with Clock.Boot(). See Age.
+	Boot     time.Duration
+	ThisBoot bool
+	Data     []byte // the event bytes; the caller may keep and change them
 }
 
 // Read returns pending entries with sequence numbers from from on, oldest
@@ -58,6 +63,7 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	var out []Entry
 	size := 0
 	c := tx.Bucket(eventsBucket).Cursor()
+	boot := w.thisBoot(tx.Bucket(metaBucket))
 	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
 		if maxEvents > 0 && len(out) >= maxEvents {
 			break
@@ -66,7 +72,7 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 		if err != nil {
 			return out, &CorruptionError{Path: w.path, Err: err}
 		}
-		ts, data, err := decodeRecord(k, v)
+		at, data, err := decodeStamped(k, v)
 		if err != nil {
 			return out, &CorruptionError{Path: w.path, Seq: seq, Err: err}
 		}
@@ -74,7 +80,9 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 			break
 		}
 		size += len(data)
-		out = append(out, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
+		e := Entry{Seq: seq, Data: data}
+		entryAt(&e, at, boot)
+		out = append(out, e)
 	}
 	return out, nil
 }
@@ -112,8 +120,8 @@ func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
 			return err
 		}
 		st.pending--
-		st.payload -= uint64(len(v) - recordHeader)
-		st.cost -= entryCost(len(v) - recordHeader)
+		st.payload -= uint64(recordDataLen(v))
+		st.cost -= entryCost(recordDataLen(v))
 	}
 	st.meta.removedSeq = max(st.meta.removedSeq, upTo)
 	if err := st.refreshFirst(eb); err != nil {

@@ -223,7 +223,7 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 		chunk, size = chunk[:0], 0
 	}
 	if err := scanPages(src, func(k, v []byte) {
-		ts, data, err := decodeRecord(k, v)
+		at, data, err := decodeStamped(k, v)
 		seq := mustSeq(k)
 		if err != nil || seq <= m.removedSeq {
 			return
@@ -232,7 +232,7 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 			return
 		}
 		seen[seq] = struct{}{}
-		chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, ts), Data: data})
+		chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, at.wall), Boot: time.Duration(at.boot), Data: data})
 		if size += len(data); size >= copyChunk {
 			flush()
 		}

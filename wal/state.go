@@ -34,7 +34,7 @@ func (w *WAL) restore(st *state) {
 }
 
 // apply stores the batch's events, dropping per the policy to make room.
-func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
+func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
 	// Acknowledged entries ride in this transaction: deleted before
@@ -73,7 +73,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now int64) error {
 				return err
 			}
 			if st.firstSeq == 0 {
-				st.firstSeq, st.firstAt = st.meta.nextSeq, now
+				st.firstSeq, st.firstAt = st.meta.nextSeq, now.wall
 			}
 			st.meta.nextSeq++
 			st.pending++
@@ -100,7 +100,7 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 		if err != nil {
 			return err
 		}
-		size := len(v) - recordHeader
+		size := recordDataLen(v)
 		if err := c.Delete(); err != nil {
 			return err
 		}

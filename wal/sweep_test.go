@@ -22,7 +22,9 @@ func TestCorruptEveryPage(t *testing.T) {
 	src := t.TempDir()
 	w, err := wal.Open(src, &wal.Options{NoSync: true})
 	require.NoError(t, err)
-	for i := 0; i < 3000; i++ {
+	// 2,800 events fill a 512 KiB file (3,000 did before records carried
+	// the boot clock); one more growth step would double the pages swept.
+	for i := 0; i < 2800; i++ {
 		_, err := w.Append(context.Background(), []byte(fmt.Sprintf("event %05d %090d", i, i)))
 		require.NoError(t, err)
 	}
@@ -51,7 +53,7 @@ func TestCorruptEveryPage(t *testing.T) {
 		require.NoError(t, err, "page %d", p)
 		last, err := w.Append(context.Background(), []byte("after the damage"))
 		require.NoError(t, err, "page %d", p)
-		require.Greater(t, last, uint64(3000), "page %d: sequence numbers never go back", p)
+		require.Greater(t, last, uint64(2800), "page %d: sequence numbers never go back", p)
 		entries, err := w.Read(0, 0, 0)
 		require.NoError(t, err, "page %d", p)
 		for i := 1; i < len(entries); i++ {

@@ -20,8 +20,12 @@ Runs COMMAND and forwards each line it writes to stdout as 'evspool run' does:
 committed to the spool, echoed to evspool's stdout, delivered in order. Its
 stderr passes through to evspool's stderr, its stdin is evspool's.
 
-SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to COMMAND, which
-runs in its own process group (so a Ctrl-C reaches it once, through evspool).
+SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are forwarded to COMMAND's
+process group: COMMAND runs in a group of its own (so a Ctrl-C reaches it
+once, through evspool, and its children get it too). The final kill kills
+the group, and what is left of it when COMMAND exits is killed: no child of
+COMMAND outlives evspool. A stdout reader that goes away does not stop
+delivery (see 'evspool run --help').
 evspool keeps reading until COMMAND exits, then delivers what is spooled and
 exits with COMMAND's status: its exit code, or 128+N if signal N killed it.
 It waits for delivery until the spool is empty or --drain-timeout passes.
@@ -29,7 +33,7 @@ Events still spooled then (logged as a warning) stay for the next run on the
 spool; the status stays COMMAND's.
 
 After a SIGINT/SIGTERM evspool exits within 2 s whatever COMMAND does: it
-stops reading COMMAND's stdout after 0.6 s, kills COMMAND if it has not
+stops reading COMMAND's stdout after 0.6 s, kills COMMAND's group if it has not
 exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
 second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
 the start-up scan of a large spool stops it: COMMAND is not started, exit 3.
@@ -71,6 +75,7 @@ func execCmd(args []string, e *env) int {
 		return usageErr(e, "exec", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	defer ignoreSIGPIPE()()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
@@ -210,6 +215,7 @@ func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logg
 	c.readOutput(f, stop, logger)
 	c.waitExit(stop, logger)
 	code := exitCode(c.state)
+	c.reapGroup(logger)
 	deliver(f, stop)
 	budget := closeBudget
 	select {
@@ -246,8 +252,8 @@ func (c *child) waitExit(stop *stopper, logger *slog.Logger) {
 		return
 	default:
 	}
-	logger.Warn("the command did not exit after the stop signal; killing it", "pid", c.cmd.Process.Pid)
-	_ = c.cmd.Process.Kill()
+	logger.Warn("the command did not exit after the stop signal; killing it and its process group", "pid", c.cmd.Process.Pid)
+	c.killGroup()
 	<-c.exited
 }
 
@@ -314,8 +320,8 @@ func (c *child) forwardSignals(sigs <-chan os.Signal, stop *stopper, done <-chan
 			select {
 			case <-c.exited:
 			default:
-				logger.Info("forwarding signal to the command", "signal", sig.String(), "pid", c.cmd.Process.Pid)
-				_ = c.cmd.Process.Signal(sig)
+				logger.Info("forwarding signal to the command's process group", "signal", sig.String(), "pid", c.cmd.Process.Pid)
+				c.signalGroup(sig)
 			}
 			if sig != syscall.SIGINT && sig != syscall.SIGTERM {
 				continue

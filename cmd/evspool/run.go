@@ -41,6 +41,8 @@ Exit status:
      some are still spooled. The final log line gives the counts.
   1  fatal error
   2  bad usage
+A stdout reader that goes away (run ... | head -1) does not change the
+status: the echo failure is counted and logged once, delivery goes on.
 SIGINT/SIGTERM, at any moment (start-up scan included) and whatever stdin
 does: stop reading, commit what was read, exit within 2 s (3, or 4 if
 something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
@@ -67,6 +69,7 @@ func runCmd(args []string, e *env) int {
 		return usageErr(e, "run", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	defer ignoreSIGPIPE()()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal the default handling is back: a second one

@@ -1,0 +1,87 @@
+package wal
+
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Every loss is reported by some process: the spool counts its losses
+// (drops, expiries) in the transaction that loses the events, and keeps
+// beside each count how much of it a process has reported (logged). A
+// process killed before it logged its losses leaves the difference, which
+// the next one reports. The reported values only grow, as the counts do.
+var (
+	keyReportedDropOldest = []byte("reported_dropped_oldest_events")
+	keyReportedDropNewest = []byte("reported_dropped_newest_events")
+	keyReportedExpired    = []byte("reported_expired_events")
+)
+
+// Losses are event counts of the losses the spool records.
+type Losses struct {
+	DroppedOldest uint64 // removed under DropOldest
+	DroppedNewest uint64 // refused under DropNewest
+	Expired       uint64 // removed by Expire
+}
+
+// reportedFields are the meta values of this file, for meta.fields.
+func (m *meta) reportedFields() []metaField {
+	return []metaField{
+		{keyReportedDropOldest, &m.reported.DroppedOldest},
+		{keyReportedDropNewest, &m.reported.DroppedNewest},
+		{keyReportedExpired, &m.reported.Expired},
+	}
+}
+
+// Reported returns the losses the spool counts, across restarts, and how
+// many of them were reported (see MarkReported).
+func (w *WAL) Reported() (total, reported Losses) {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	m := w.meta
+	return Losses{m.droppedOldest.Events, m.droppedNewest.Events, m.expired.Events}, m.reported
+}
+
+// MarkReported records that the losses up to r were reported: each count
+// is raised to r's where r's is larger, never lowered. It commits a small
+// transaction when something changed.
+func (w *WAL) MarkReported(r Losses) error {
+	if err := w.usable(); err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	m := w.meta
+	m.reported = Losses{max(m.reported.DroppedOldest, r.DroppedOldest),
+		max(m.reported.DroppedNewest, r.DroppedNewest), max(m.reported.Expired, r.Expired)}
+	if m.reported == w.meta.reported {
+		return nil
+	}
+	w.dbmu.RLock()
+	err := guard(w.path, func() error {
+		return w.db.Update(func(tx *bolt.Tx) error { return m.store(tx.Bucket(metaBucket)) })
+	})
+	w.dbmu.RUnlock()
+	if err != nil {
+		return fmt.Errorf("wal: record reported losses in %s: %w", w.path, err)
+	}
+	w.meta.reported = m.reported
+	return nil
+}
+
+// ReportedKnown tells whether the spool records what was reported: spools
+// of earlier versions do not, until the first commit of this one.
+func (w *WAL) ReportedKnown() bool {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.meta.reportedSeen
+}
+
+// noteReportedSeen is meta.load's hook: whether the values of this file
+// were in the bucket.
+func (m *meta) noteReportedSeen(b *bolt.Bucket) {
+	m.reportedSeen = b.Get(keyReportedDropOldest) != nil
+}
