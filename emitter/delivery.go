@@ -88,7 +88,7 @@ const (
 )
 
 // sendPlan is what the shell writes next: max events from from (0: the
-// oldest pending), after the witness if resendWitness.
+// oldest pending), or the witness alone if resendWitness is not 0.
 type sendPlan struct {
 	from          uint64
 	max           int
@@ -132,11 +132,12 @@ func (d *delivery) next() (sendPlan, bool) {
 	if !c.allRead() || (d.cfg.mode != lastRead && c.unhandled() > 0) {
 		return sendPlan{}, false
 	}
-	p := sendPlan{from: d.cursor, max: 1}
-	if len(c.lines) == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
-		p.resendWitness = d.witness // proof it handles the event before
+	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
+		// Alone first: the receiver reading the next one proves it
+		// handled the one before on this connection.
+		return sendPlan{resendWitness: d.witness}, true
 	}
-	return p, true
+	return sendPlan{from: d.cursor, max: 1}, true
 }
 
 // isolating reports whether the next write carries one event only: while

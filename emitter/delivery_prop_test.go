@@ -73,7 +73,11 @@ func (s *simReceiver) read(n int) {
 // pass an event the receiver has not handled; a new connection resends from
 // the oldest unacknowledged event; only the oldest event is set aside, never
 // one the receiver handled; no strike without the line before it handled on
-// the same connection.
+// the same connection. "Never one the receiver handled" holds as long as the
+// receiver, while evspool isolates a few events after a failure, dies only
+// of the event it was given: a healthy receiver killed three times, each
+// time right after reading the same event alone, is indistinguishable from
+// that event's poison.
 func TestDeliveryProperties(t *testing.T) {
 	var acks, asides, struck int
 	defer func() { t.Logf("acknowledgements %d, set aside %d, strikes %d", acks, asides, struck) }()
@@ -128,7 +132,7 @@ func TestDeliveryProperties(t *testing.T) {
 			}
 			before, strikes := d.acked, d.strikes
 			var r ready
-			switch rapid.IntRange(0, 4).Draw(rt, "action") {
+			switch [...]int{0, 0, 0, 1, 1, 1, 2, 3, 4, 4}[rapid.IntRange(0, 9).Draw(rt, "action")] {
 			case 0: // write what delivery asks for
 				p, ok := d.next()
 				if !ok {
@@ -139,10 +143,10 @@ func TestDeliveryProperties(t *testing.T) {
 					ls = append(ls, line{p.resendWitness, sizes[p.resendWitness]})
 				}
 				from := max(p.from, d.acked+1)
-				if len(rcv.lines) == 0 && from != d.acked+1 {
+				if p.resendWitness == 0 && len(rcv.lines) == 0 && from != d.acked+1 {
 					rt.Fatalf("a new connection starts at %d, not at the oldest pending %d", from, d.acked+1)
 				}
-				for s := from; s <= total && s < from+uint64(p.max); s++ {
+				for s := from; p.resendWitness == 0 && s <= total && s < from+uint64(p.max); s++ {
 					ls = append(ls, line{s, sizes[s]})
 				}
 				if len(ls) == 0 {
@@ -174,6 +178,13 @@ func TestDeliveryProperties(t *testing.T) {
 			case 2: // SIOCOUTQ
 				r = d.observed(now, rcv.outq())
 			case 3: // it dies, having handled part of what it read
+				if d.isolating() {
+					// A kill of a healthy receiver in the middle of an
+					// isolation, right after it read an event alone,
+					// looks exactly like that event's poison: the model
+					// leaves it out (see the invariant below).
+					continue
+				}
 				rcv.handleBuffered(poison, handled, rapid.IntRange(0, len(rcv.lines)).Draw(rt, "handled before dying"))
 				r = d.hungUp(now, len(rcv.writes) > 0)
 				rcv = nil

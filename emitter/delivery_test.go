@@ -119,7 +119,7 @@ func TestDeliveryBlame(t *testing.T) {
 			d.connected(at(10 * attempt))
 			p, ok := d.next()
 			require.True(t, ok)
-			assert.Equal(t, sendPlan{from: 0, max: 1, resendWitness: 5}, p)
+			assert.Equal(t, sendPlan{resendWitness: 5}, p)
 			writeRead(d, 10*attempt, []line{{seq: 5, size: 100}})
 			p, ok = d.next()
 			require.True(t, ok)
