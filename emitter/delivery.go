@@ -43,7 +43,9 @@ type deliveryConfig struct {
 	mode        windowMode
 	windowBytes uint64        // fixedBytes only
 	linger      time.Duration // a line read this long ago, still connected, is handled
-	stallAfter  time.Duration // no read for this long with bytes unread: a stall
+	warnAfter   time.Duration // no read for this long with bytes unread: slow
+	stuckAfter  time.Duration // no read for this long inside a line: stuck
+	stallAfter  time.Duration // no read for this long with bytes unread: frozen
 	maxAttempts int           // strikes that set an event aside; 0: never
 	batch       int           // events per write outside isolation
 	backoff     time.Duration // the first pause after a connection that handled nothing
@@ -85,6 +87,7 @@ const (
 	noteFrozen                        // the receiver read nothing since
 	noteCrashLoop                     // the receiver failed n times in a row before handling anything
 	noteStuck                         // it stopped inside seq: cannot read it
+	noteSlow                          // it read nothing since, for warnAfter
 )
 
 // sendPlan is what the shell writes next: max events from from (0: the

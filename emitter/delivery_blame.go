@@ -60,32 +60,79 @@ func (d *delivery) pause() time.Duration {
 }
 
 // tick is the clock: lines read at least linger ago by a receiver still
-// connected are handled, and a receiver that read nothing for stallAfter
-// with bytes unread is stalled.
+// connected are handled; a receiver that read nothing for warnAfter with
+// bytes unread is slow (noted once), for stallAfter frozen (noted once; it
+// keeps its connection, and nothing new is written until it reads); one
+// that read part of a line and nothing more for stuckAfter is stuck inside
+// it.
 func (d *delivery) tick(now time.Time) ready {
 	c := d.conn
 	if c == nil {
 		return ready{}
 	}
 	r := d.ack(now)
-	if (c.allRead() && !c.partial) || c.noted || now.Sub(c.lastMove) < d.cfg.stallAfter {
+	if c.allRead() && !c.partial {
 		return r
 	}
-	c.noted = true
-	k, last, ok := c.oldest()
-	if !c.partial || !ok || k.start != c.read {
-		c.frozen = true // write nothing new until it reads again
+	idle := now.Sub(c.lastMove)
+	if idle >= d.cfg.warnAfter && !c.slow {
+		c.slow = true
+		r.notes = append(r.notes, note{kind: noteSlow, since: c.lastMove})
+	}
+	if k, last, ok := c.oldest(); ok && c.partial && k.start == c.read && idle >= d.cfg.stuckAfter {
+		return d.stuck(r, now, k, last)
+	}
+	if idle >= d.cfg.stallAfter && !c.frozen {
+		c.frozen = true
 		r.notes = append(r.notes, note{kind: noteFrozen, since: c.lastMove})
-		return r
 	}
-	// It read part of k and stopped inside it: it cannot read k, and it
-	// will never read this connection again.
-	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: c.lastMove})
+	return r
+}
+
+// stuck: the receiver read part of k and stopped inside it, so it cannot
+// read k (cloud-event-proxy's scanner fails on a line over 64 KiB and never
+// reads the connection again): a strike, and the connection is abandoned.
+func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
+	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: d.conn.lastMove})
 	r = d.strike(r, k.seq)
 	d.isolateTo = max(d.isolateTo, last.seq)
 	r.abandon, r.dialAfter = true, now
 	d.conn, d.cursor = nil, 0
 	return r
+}
+
+// lost records that the shell dropped the connection for a reason of its
+// own (a spool error, Close): nobody is blamed, and what is not known handled
+// is resent, isolated.
+func (d *delivery) lost() ready {
+	c := d.conn
+	if c == nil {
+		return ready{}
+	}
+	r := d.ack(time.Time{})
+	if _, last, ok := c.oldest(); ok {
+		d.isolateTo = max(d.isolateTo, last.seq)
+	}
+	d.conn, d.cursor = nil, 0
+	return r
+}
+
+// wakeAt is when tick has something to do next: the oldest line read but not
+// known handled reaches linger, or a stall threshold passes.
+func (d *delivery) wakeAt() (time.Time, bool) {
+	c := d.conn
+	if c == nil {
+		return time.Time{}, false
+	}
+	if !c.allRead() || c.partial {
+		return c.lastMove.Add(min(d.cfg.warnAfter, d.cfg.stuckAfter)), true
+	}
+	for _, l := range c.lines {
+		if !l.witness && !l.readAt.IsZero() && d.cfg.linger > 0 {
+			return l.readAt.Add(d.cfg.linger), true
+		}
+	}
+	return time.Time{}, false
 }
 
 // strike counts a strike against seq and sets it aside after maxAttempts

@@ -16,6 +16,7 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 
 func testConfig(mode windowMode) deliveryConfig {
 	return deliveryConfig{mode: mode, windowBytes: 300, linger: 2 * time.Second, stallAfter: 30 * time.Second,
+		warnAfter: 5 * time.Second, stuckAfter: 5 * time.Second,
 		maxAttempts: 3, batch: 100, backoff: 10 * time.Millisecond, maxBackoff: 5 * time.Second}
 }
 
@@ -234,9 +235,11 @@ func TestDeliveryStall(t *testing.T) {
 			assert.False(t, r2.abandon)
 			assert.False(t, r2.saveStrike)
 			r.notes = append(r.notes, r2.notes...)
-			if s == 30 {
+			if s == 5 || s == 30 {
 				require.Len(t, r2.notes, 1)
-				assert.Equal(t, noteFrozen, r2.notes[0].kind)
+				assert.Equal(t, map[int]noteKind{5: noteSlow, 30: noteFrozen}[s], r2.notes[0].kind)
+			} else {
+				assert.Empty(t, r2.notes, "noted once")
 			}
 		}
 		_, ok := d.next()
@@ -262,7 +265,8 @@ func TestDeliveryStall(t *testing.T) {
 		writeRead(d, 0, lines(1, 10, 100))
 		d.wrote(at(1), lines(11, 1, 100<<10), 110<<10) // 3 kernel buffers
 		d.observed(at(2), 70<<10)                      // the first is read
-		r := d.tick(at(32000))
+		assert.False(t, d.tick(at(4999)).abandon)
+		r := d.tick(at(5002))
 		assert.True(t, r.abandon)
 		assert.Equal(t, 1, d.strikes.n)
 		assert.EqualValues(t, 11, d.strikes.seq)

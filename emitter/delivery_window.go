@@ -25,8 +25,8 @@ type connState struct {
 	partial    bool   // the oldest unread write is partly read
 	handled    bool   // an event was shown handled on this connection
 	handledEnd uint64 // where the last line shown handled here ends
-	frozen     bool   // stalled at a line's boundary: write nothing new
-	noted      bool   // the stall was reported
+	slow       bool   // read nothing for warnAfter (noted)
+	frozen     bool   // read nothing for stallAfter (noted): write nothing new
 }
 
 type sentLine struct {
@@ -77,7 +77,7 @@ func (c *connState) observe(now time.Time, unread int) bool {
 		}
 	}
 	if moved {
-		c.lastMove, c.frozen, c.noted = now, false, false
+		c.lastMove, c.frozen, c.slow = now, false, false
 	}
 	return moved
 }
