@@ -208,3 +208,23 @@ func (d *delivery) clearStrikes(seq uint64) bool {
 	d.strikes = strikeRecord{}
 	return true
 }
+
+// crashLoopMaxPause caps the pause before dialling a receiver that keeps
+// failing before it handles anything (at least Options.MaxBackoff).
+const crashLoopMaxPause = 5 * time.Second
+
+// deliveryConfigOf maps Options (defaults filled) to delivery's settings.
+func deliveryConfigOf(o *Options) deliveryConfig {
+	c := deliveryConfig{mode: lastRead, linger: o.ReplayLinger, warnAfter: o.WriteTimeout,
+		stuckAfter: o.WriteTimeout, stallAfter: o.StallTimeout, maxAttempts: max(o.MaxAttempts, 0),
+		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: max(o.MaxBackoff, crashLoopMaxPause)}
+	switch {
+	case o.ReplayWindow < 0 || o.AckOnWrite:
+		c.mode = noWindow
+	case o.ReplayWindow > 0:
+		c.mode, c.windowBytes = fixedBytes, uint64(o.ReplayWindow)
+	case o.Network == "tcp":
+		c.mode, c.windowBytes = fixedBytes, DefaultReplayWindow
+	}
+	return c
+}

@@ -50,12 +50,13 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 }
 
 // pause is how long to wait before dialling after a connection ended: none
-// after one that handled something, then longer each time.
+// after one that handled something, or after a first failure (the dial
+// backoff applies), then longer each time.
 func (d *delivery) pause() time.Duration {
-	if d.empty == 0 {
+	if d.empty < 2 {
 		return 0
 	}
-	p := d.cfg.backoff << min(d.empty-1, 20)
+	p := d.cfg.backoff << min(d.empty-2, 20)
 	return min(p, d.cfg.maxBackoff)
 }
 

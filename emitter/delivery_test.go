@@ -213,7 +213,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	for i := 1; i < len(pauses); i++ {
 		assert.GreaterOrEqual(t, pauses[i], pauses[i-1], "longer each time")
 	}
-	assert.Equal(t, 2560*time.Millisecond, pauses[8])
+	assert.Equal(t, 1280*time.Millisecond, pauses[8])
 	// Healthy again: it handles, and the pause is gone.
 	d.connected(at(20000))
 	writeRead(d, 20000, lines(1, 1, 100))

@@ -37,9 +37,15 @@ type sentLine struct {
 }
 
 type sentWrite struct {
-	end uint64
-	mem int
+	end     uint64
+	mem     int
+	payload int
 }
+
+// oneBuffer is the largest write a Unix socket surely keeps in one buffer
+// (one skb: about 36 KiB on Linux 6.x): only a larger one can be seen read
+// in part.
+const oneBuffer = 32 << 10
 
 // add records a write of lines that took mem bytes of socket memory.
 func (c *connState) add(lines []line, mem int, acked uint64) {
@@ -51,7 +57,7 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
 	}
 	mem = max(mem, payload)
-	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem})
+	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload})
 	c.memHeld += mem
 	c.unread += mem
 }
@@ -67,7 +73,10 @@ func (c *connState) observe(now time.Time, unread int) bool {
 		c.memHeld -= c.writes[0].mem
 		c.writes = c.writes[1:]
 	}
-	c.partial = len(c.writes) > 0 && unread < c.memHeld
+	// Writes' memory is at most their real cost, so if less is held than
+	// they account for, the oldest was read in part; which only a write of
+	// several buffers can show.
+	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
 	if newRead > c.read {
 		c.lastFrom, c.read = c.read, newRead
 		for i := range c.lines {
