@@ -1,0 +1,195 @@
+package torture
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
+)
+
+// Precision (issue 16): what evspool resends, sets aside and reconnects
+// beyond what a fault makes necessary, against the cloud-event-proxy-like
+// receiver child. Each test prints its figures ("precision: ..."); the long
+// variants (make torture) are the issue's figures.
+
+// produceFrom writes evs[from:] to c's stdin at rate a second until stop is
+// closed (then it returns the index reached) or the end (then it closes
+// stdin).
+func produceFrom(c *child, evs []string, from int, rate float64, stop <-chan struct{}) int {
+	start := time.Now()
+	for i := from; i < len(evs); i++ {
+		if d := time.Until(start.Add(time.Duration(float64(i-from) / rate * float64(time.Second)))); d > 0 {
+			select {
+			case <-stop:
+				return i
+			case <-time.After(d): // pacing a producer, not waiting for a condition
+			}
+		}
+		fmt.Fprintln(c.stdin, evs[i])
+	}
+	c.stdin.Close()
+	return len(evs)
+}
+
+func precisionEvents(n int) []string {
+	evs := make([]string, n)
+	for i := range evs {
+		evs[i] = event(i) // 100 bytes with the newline
+	}
+	return evs
+}
+
+// TestPrecisionReceiverKills: duplicates per receiver kill, at 500 and 1,000
+// events a second of 100-byte lines (target: one 4 KiB read, ~45).
+func TestPrecisionReceiverKills(t *testing.T) {
+	seconds, kills := 4, 3
+	if long() {
+		seconds, kills = 20, 10
+	}
+	for _, rate := range []int{500, 1000} {
+		t.Run(fmt.Sprint(rate), func(t *testing.T) {
+			r := newCEPRig(t, testrecv.CEPConfig{PerLine: 100 * time.Microsecond})
+			evs := precisionEvents(rate * seconds)
+			c := r.run("unix", "--drain-timeout", "30s")
+			go produceFrom(c, evs, 0, float64(rate), nil)
+			span := time.Duration(seconds) * time.Second
+			for range kills {
+				time.Sleep(span / time.Duration(kills+1)) // spacing kills, not waiting for something
+				r.rcv.Kill()
+				require.NoError(t, r.rcv.Restart())
+			}
+			require.Equal(t, 0, c.exitCode(t, 2*time.Minute), c.logs())
+			res := verify.Check(evs, r.rcv.Lines())
+			t.Logf("precision: receiver kills at %d/s: %d kills, %d duplicates, %.1f per kill; %v",
+				rate, kills, res.Duplicates, float64(res.Duplicates)/float64(kills), res)
+			assert.True(t, res.OK(), res.String())
+			assert.LessOrEqual(t, float64(res.Duplicates)/float64(kills), 45.0, "duplicates per kill")
+		})
+	}
+}
+
+// TestPrecisionEvspoolKills: duplicates per SIGKILL of evspool run while
+// the receiver stays up (target 0), a live stream at 1,000 events a second.
+func TestPrecisionEvspoolKills(t *testing.T) {
+	seconds, kills := 4, 3
+	if long() {
+		seconds, kills = 20, 10
+	}
+	const rate = 1000
+	r := newCEPRig(t, testrecv.CEPConfig{PerLine: 100 * time.Microsecond})
+	evs := precisionEvents(rate * seconds)
+	next := 0
+	for k := 0; k < kills; k++ {
+		c := r.run("unix")
+		stop := make(chan struct{})
+		reached := make(chan int, 1)
+		go func() { reached <- produceFrom(c, evs, next, rate, stop) }()
+		time.Sleep(time.Duration(seconds) * time.Second / time.Duration(kills+1)) // spacing kills
+		close(stop)
+		<-reached
+		c.kill()
+		next = lastEchoed(c) + 1 // what the killed run spooled is delivered by the next
+	}
+	c := r.run("unix", "--drain-timeout", "30s")
+	go produceFrom(c, evs, next, rate, nil)
+	require.Equal(t, 0, c.exitCode(t, 2*time.Minute), c.logs())
+	res := verify.Check(evs, r.rcv.Lines())
+	t.Logf("precision: evspool kills at %d/s, receiver up: %d kills, %d duplicates, %.1f per kill; %v",
+		rate, kills, res.Duplicates, float64(res.Duplicates)/float64(kills), res)
+	assert.True(t, res.OK(), res.String())
+}
+
+// lastEchoed is the index of the last event a run echoed (spooled).
+func lastEchoed(c *child) int {
+	last := -1
+	for _, l := range c.lines() {
+		if id := eventID(l); id > last {
+			last = id
+		}
+	}
+	return last
+}
+
+// TestPrecisionCrashLoop: a receiver that dies handling the first line it
+// reads, whatever it is, for its first 9 starts, restarted 1 s later each
+// time, then healthy; 1,000 events at 100/s. Target: nothing set aside.
+func TestPrecisionCrashLoop(t *testing.T) {
+	const crashes = 9
+	r := newCEPRig(t, testrecv.CEPConfig{CrashFirst: crashes})
+	evs := precisionEvents(1000)
+	c := r.run("unix", "--drain-timeout", "60s")
+	go produceFrom(c, evs, 0, 100, nil)
+	for r.rcv.Starts() <= crashes {
+		select {
+		case <-r.rcv.Exited():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the receiver did not crash; starts %d", r.rcv.Starts())
+		}
+		time.Sleep(time.Second) // its supervisor's restart delay
+		require.NoError(t, r.rcv.Restart())
+	}
+	code := c.exitCode(t, 2*time.Minute)
+	res := verify.Check(evs, r.rcv.Lines())
+	dl := deadLetters(r.spool)
+	t.Logf("precision: crash loop (%d crashes): exit %d, dead letters %d, %v; logs with 'crash-looping': %d",
+		crashes, code, dl, res, strings.Count(c.logs(), "crash-looping"))
+	assert.Zero(t, dl, "dead letters")
+	assert.Equal(t, 0, code, c.logs())
+	assert.True(t, res.OK(), res.String())
+}
+
+// statusReconnects reads the reconnect count from a running evspool's
+// status.json.
+func statusReconnects(t *testing.T, spool string) int {
+	b, err := os.ReadFile(filepath.Join(spool, "status.json"))
+	require.NoError(t, err)
+	var st struct {
+		Reconnects int `json:"reconnects"`
+	}
+	require.NoError(t, json.Unmarshal(b, &st))
+	return st.Reconnects
+}
+
+// deadLetters counts the records in a spool's dead-letter file.
+func deadLetters(spool string) int {
+	b, err := os.ReadFile(filepath.Join(spool, "dead-letters"))
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "#evspool-dead-letter ")
+}
+
+// TestPrecisionFrozen (long only: the real 30 s stall timeout, a 100 s
+// freeze): the receiver SIGSTOPped 100 s while 200 events a second come.
+// Targets: nothing set aside, at most 2 connections opened.
+func TestPrecisionFrozen(t *testing.T) {
+	if !long() {
+		t.Skip("a 100 s freeze: make torture (the emitter's TestFrozenReceiver does it in 3 s)")
+	}
+	r := newCEPRig(t, testrecv.CEPConfig{PerLine: 100 * time.Microsecond})
+	evs := precisionEvents(24000)
+	c := r.run("unix", "--drain-timeout", "60s")
+	go produceFrom(c, evs, 0, 200, nil)
+	time.Sleep(10 * time.Second) // the stream runs a while first
+	require.NoError(t, r.rcv.Freeze())
+	time.Sleep(100 * time.Second) // the freeze itself
+	require.NoError(t, r.rcv.Thaw())
+	time.Sleep(2 * time.Second) // status.json is written every second
+	reconnects := statusReconnects(t, r.spool)
+	code := c.exitCode(t, 5*time.Minute)
+	res := verify.Check(evs, r.rcv.Lines())
+	t.Logf("precision: frozen 100 s: exit %d, dead letters %d, connections opened %d, %v",
+		code, deadLetters(r.spool), 1+reconnects, res)
+	assert.LessOrEqual(t, 1+reconnects, 2, "connections")
+	assert.Zero(t, deadLetters(r.spool))
+	assert.True(t, res.OK(), res.String())
+}
