@@ -37,21 +37,25 @@ type drainer struct {
 	done   chan struct{}
 
 	// Owned by the run goroutine.
-	clk       Clock // the connection's clock: see newDrainer
-	dv        *delivery
-	conn      net.Conn
-	waiter    *sockwait.Waiter
-	unhook    func() bool
-	sent      []wal.Entry // written, not yet acknowledged: the witness comes from here
-	witness   wal.Entry   // the newest acknowledged event, resent as proof
-	dialAfter time.Time
-	buf       []byte
-	bo        *backoff.ExponentialBackOff
-	warn      limiter // slow, frozen, stuck and crash-loop warnings
-	dlWarn    limiter
-	drops     dropLog
-	out       outage
-	resume    resume // cuts the backoff short on a Unix socket
+	clk         Clock // the connection's clock: see newDrainer
+	dv          *delivery
+	conn        net.Conn
+	waiter      *sockwait.Waiter
+	unhook      func() bool
+	sent        []wal.Entry // written, not yet acknowledged: the witness comes from here
+	witness     wal.Entry   // the newest acknowledged event, resent as proof
+	dialAfter   time.Time
+	notes       *wal.PeerNotes // see peer.go
+	peer        peerIdent
+	peerOK      bool
+	peerThrough uint64
+	buf         []byte
+	bo          *backoff.ExponentialBackOff
+	warn        limiter // slow, frozen, stuck and crash-loop warnings
+	dlWarn      limiter
+	drops       dropLog
+	out         outage
+	resume      resume // cuts the backoff short on a Unix socket
 
 	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
@@ -98,6 +102,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		dlWarn: limiter{interval: opts.WarnInterval},
 	}
 	d.restoreStrikes()
+	d.openPeerNotes()
 	return d
 }
 
@@ -115,6 +120,8 @@ func (d *drainer) run() {
 	defer close(d.done)
 	defer d.disconnect()
 	defer d.resume.close()
+	defer d.closeNotes()
+	d.adoptPeerMark()
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
@@ -207,6 +214,9 @@ func (d *drainer) sleep(dur time.Duration) bool {
 
 func (d *drainer) onConnect(conn net.Conn) {
 	d.conn, d.waiter, d.sent = conn, sockwait.New(conn), d.sent[:0]
+	if d.notes != nil {
+		d.peer, d.peerOK = identify(conn)
+	}
 	d.dv.connected(d.clk.Now())
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -245,9 +255,16 @@ func (d *drainer) fail(err error) {
 		r = d.dv.lost()
 	}
 	aerr := d.apply(r)
+	d.forgetPeer()
 	d.disconnect()
 	d.dialAfter = r.dialAfter
 	d.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
+}
+
+func (d *drainer) closeNotes() {
+	if d.notes != nil {
+		d.notes.Close()
+	}
 }
 
 // checkIdle notices a receiver that went away while nothing was being sent,

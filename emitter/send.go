@@ -145,6 +145,7 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 		}
 	}
 	d.dv.wrote(d.clk.Now(), lines, mem)
+	d.notePeer(lines[len(lines)-1].seq)
 }
 
 // unread is SIOCOUTQ, when it can be read.
