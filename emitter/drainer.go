@@ -48,6 +48,7 @@ type drainer struct {
 	notes       *wal.PeerNotes // see peer.go
 	peer        peerIdent
 	peerOK      bool
+	peerTries   int
 	peerThrough uint64
 	buf         []byte
 	bo          *backoff.ExponentialBackOff
@@ -214,9 +215,7 @@ func (d *drainer) sleep(dur time.Duration) bool {
 
 func (d *drainer) onConnect(conn net.Conn) {
 	d.conn, d.waiter, d.sent = conn, sockwait.New(conn), d.sent[:0]
-	if d.notes != nil {
-		d.peer, d.peerOK = identify(conn)
-	}
+	d.peerOK, d.peerTries, d.peerThrough = false, 0, 0
 	d.dv.connected(d.clk.Now())
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })

@@ -39,9 +39,21 @@ func (d *drainer) openPeerNotes() {
 	d.notes = n
 }
 
+// peerTriesMax bounds the attempts to identify a connection's receiver: its
+// end of the connection has an inode only once it accepted it, so the first
+// attempts, right after connecting, can fail.
+const peerTriesMax = 100
+
 // notePeer notes the last event written to the current receiver.
 func (d *drainer) notePeer(through uint64) {
-	if d.notes == nil || !d.peerOK || through <= d.peerThrough {
+	if d.notes == nil || through <= d.peerThrough {
+		return
+	}
+	if !d.peerOK && d.peerTries < peerTriesMax {
+		d.peerTries++
+		d.peer, d.peerOK = identify(d.conn)
+	}
+	if !d.peerOK {
 		return
 	}
 	d.peerThrough = through

@@ -181,3 +181,4 @@ func parseDiag(b []byte) (map[uint16][]byte, error) {
 	}
 	return attrs, nil
 }
+

@@ -51,3 +51,4 @@ func (c *CEP) Forget() {
 	defer c.mu.Unlock()
 	c.cmd = nil
 }
+
