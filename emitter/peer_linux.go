@@ -181,4 +181,3 @@ func parseDiag(b []byte) (map[uint16][]byte, error) {
 	}
 	return attrs, nil
 }
-

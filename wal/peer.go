@@ -29,7 +29,6 @@ type PeerMark struct {
 
 const peerMarkSize = 4 + 8*4 + 4 // fields, then a CRC-32C
 
-
 // PeerNotes writes PeerMarks. It is not safe for concurrent use.
 type PeerNotes struct {
 	f   *os.File

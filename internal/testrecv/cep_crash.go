@@ -51,4 +51,3 @@ func (c *CEP) Forget() {
 	defer c.mu.Unlock()
 	c.cmd = nil
 }
-

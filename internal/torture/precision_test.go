@@ -106,6 +106,9 @@ func TestPrecisionEvspoolKills(t *testing.T) {
 	t.Logf("precision: evspool kills at %d/s, receiver up: %d kills, %d duplicates, %.1f per kill; %v",
 		rate, kills, res.Duplicates, float64(res.Duplicates)/float64(kills), res)
 	assert.True(t, res.OK(), res.String())
+	// 0 is the target; a kill between a write and its note resends that
+	// write (at most one 4 KiB chunk).
+	assert.LessOrEqual(t, res.Duplicates, kills*45, "duplicates")
 }
 
 // lastEchoed is the index of the last event a run echoed (spooled).
