@@ -27,7 +27,7 @@ func (d *drainer) apply(r ready) error {
 		d.logNote(n)
 	}
 	if r.abandon {
-		d.dialAfter = r.dialAfter
+		d.dial.after = r.dialAfter
 		return errAbandoned
 	}
 	return err
@@ -40,12 +40,12 @@ func (d *drainer) ack(seq uint64) error {
 		return err // they are resent: duplicates
 	}
 	n := 0
-	for n < len(d.sent) && d.sent[n].Seq <= seq {
+	for n < len(d.held.sent) && d.held.sent[n].Seq <= seq {
 		n++
 	}
 	if n > 0 {
-		d.witness = d.sent[n-1]
-		d.sent = append(d.sent[:0], d.sent[n:]...)
+		d.held.witness = d.held.sent[n-1]
+		d.held.sent = append(d.held.sent[:0], d.held.sent[n:]...)
 	}
 	d.mu.Lock()
 	d.link.delivered += uint64(n)
@@ -74,7 +74,7 @@ func (d *drainer) deadLetter(seq uint64) {
 	dl := wal.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
 	path := filepath.Join(d.spool.Dir(), wal.DeadLetterFile)
 	if err := wal.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
-		d.dlWarn.log(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
+		d.warns.deadLetter.log(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
 		return
 	}
@@ -99,11 +99,11 @@ func (d *drainer) deadLetter(seq uint64) {
 func (d *drainer) saveStrikes() {
 	s := d.dv.strikes
 	rec := wal.Strikes{Seq: s.seq, Count: s.n}
-	if s.seq != 0 && s.witness != 0 && d.witness.Seq == s.witness {
-		rec.WitnessSeq, rec.Witness = s.witness, d.witness.Data
+	if s.seq != 0 && s.witness != 0 && d.held.witness.Seq == s.witness {
+		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
 	}
 	if err := d.spool.SetStrikes(rec); err != nil {
-		d.dlWarn.log(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
+		d.warns.deadLetter.log(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
 			"seq", s.seq, "error", err.Error())
 	}
 }
@@ -116,7 +116,7 @@ func (d *drainer) restoreStrikes() {
 	}
 	d.dv.restore(d.spool.FirstSeq(), strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq})
 	if rec.WitnessSeq != 0 {
-		d.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
+		d.held.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
 	}
 }
 
@@ -129,7 +129,7 @@ func (d *drainer) logNote(n note) {
 	switch n.kind {
 	case noteSlow:
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
-		d.warn.log(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
+		d.warns.delivery.log(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteFrozen:
 		// An outage that began at its last read; it ends when it reads.
@@ -139,7 +139,7 @@ func (d *drainer) logNote(n note) {
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.seq, "stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteCrashLoop:
-		d.warn.log(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+		d.warns.delivery.log(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
 			"addr", d.addr, "pending_events", d.spool.Len())
 	case noteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,

@@ -36,27 +36,16 @@ type drainer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// Owned by the run goroutine.
-	clk         Clock // the connection's clock: see newDrainer
-	dv          *delivery
-	conn        net.Conn
-	waiter      *sockwait.Waiter
-	unhook      func() bool
-	sent        []wal.Entry // written, not yet acknowledged: the witness comes from here
-	witness     wal.Entry   // the newest acknowledged event, resent as proof
-	dialAfter   time.Time
-	notes       *wal.PeerNotes // see peer.go
-	peer        peerIdent
-	peerOK      bool
-	peerTries   int
-	peerThrough uint64
-	buf         []byte
-	bo          *backoff.ExponentialBackOff
-	warn        limiter // slow, frozen, stuck and crash-loop warnings
-	dlWarn      limiter
-	drops       dropLog
-	out         outage
-	resume      resume // cuts the backoff short on a Unix socket
+	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
+	clk   Clock // the connection's clock: see newDrainer
+	dv    *delivery
+	w     wire
+	held  held
+	peer  peerNote // see peer.go
+	dial  dialState
+	warns warns
+	drops dropLog
+	out   outage
 
 	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
@@ -65,6 +54,33 @@ type drainer struct {
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
 	link     linkStats
+}
+
+// wire is the connection and what reads it.
+type wire struct {
+	conn   net.Conn
+	waiter *sockwait.Waiter
+	unhook func() bool
+	buf    []byte
+}
+
+// held is what the shell keeps of the events delivery tracks by number.
+type held struct {
+	sent    []wal.Entry // written, not yet acknowledged: the witness comes from here
+	witness wal.Entry   // the newest acknowledged event, resent as proof
+}
+
+// dialState paces the dials.
+type dialState struct {
+	bo     *backoff.ExponentialBackOff
+	after  time.Time // delivery's pause: no dial before
+	resume resume    // cuts the backoff short on a Unix socket
+}
+
+// warns rate-limits the drainer's warnings.
+type warns struct {
+	delivery   limiter // slow, frozen and crash-loop receivers
+	deadLetter limiter
 }
 
 type linkStats struct {
@@ -96,11 +112,10 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		clk:  clock.System(),
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		dv: newDelivery(deliveryConfigOf(opts)), bo: bo, progress: make(chan struct{}),
-		drops:  dropLog{logged: dropped},
-		out:    outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
-		warn:   limiter{interval: opts.WarnInterval},
-		dlWarn: limiter{interval: opts.WarnInterval},
+		dv: newDelivery(deliveryConfigOf(opts)), dial: dialState{bo: bo}, progress: make(chan struct{}),
+		drops: dropLog{logged: dropped},
+		out:   outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
+		warns: warns{delivery: limiter{interval: opts.WarnInterval}, deadLetter: limiter{interval: opts.WarnInterval}},
 	}
 	d.restoreStrikes()
 	d.openPeerNotes()
@@ -120,7 +135,7 @@ func (d *drainer) stop() { d.cancel() }
 func (d *drainer) run() {
 	defer close(d.done)
 	defer d.disconnect()
-	defer d.resume.close()
+	defer d.dial.resume.close()
 	defer d.closeNotes()
 	d.adoptPeerMark()
 	idle := time.NewTicker(idleCheck)
@@ -128,7 +143,7 @@ func (d *drainer) run() {
 	for d.ctx.Err() == nil {
 		d.health.beat()
 		d.checkDrops(false)
-		if d.conn == nil && !d.connect() {
+		if d.w.conn == nil && !d.connect() {
 			return
 		}
 		n, err := d.sendBatch()
@@ -175,7 +190,7 @@ func (d *drainer) idle(check <-chan time.Time) {
 func (d *drainer) connect() bool {
 	wait := d.dv.empty > 0 && d.link.connects > 0
 	for {
-		if pause := d.dialAfter.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
+		if pause := d.dial.after.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
 			return false
 		}
 		if wait && !d.backoffWait() {
@@ -214,21 +229,21 @@ func (d *drainer) sleep(dur time.Duration) bool {
 }
 
 func (d *drainer) onConnect(conn net.Conn) {
-	d.conn, d.waiter, d.sent = conn, sockwait.New(conn), d.sent[:0]
-	d.peerOK, d.peerTries, d.peerThrough = false, 0, 0
+	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
+	d.peer.ok, d.peer.tries, d.peer.through = false, 0, 0
 	d.dv.connected(d.clk.Now())
 	// Close must interrupt a write or wait in progress: a past deadline does.
-	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
 }
 
 func (d *drainer) disconnect() {
-	if d.conn == nil {
+	if d.w.conn == nil {
 		return
 	}
-	d.unhook()
-	d.conn.Close()
-	d.conn, d.waiter = nil, nil
+	d.w.unhook()
+	d.w.conn.Close()
+	d.w.conn, d.w.waiter = nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 
@@ -256,20 +271,20 @@ func (d *drainer) fail(err error) {
 	aerr := d.apply(r)
 	d.forgetPeer()
 	d.disconnect()
-	d.dialAfter = r.dialAfter
+	d.dial.after = r.dialAfter
 	d.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
 
 func (d *drainer) closeNotes() {
-	if d.notes != nil {
-		d.notes.Close()
+	if d.peer.notes != nil {
+		d.peer.notes.Close()
 	}
 }
 
 // checkIdle notices a receiver that went away while nothing was being sent,
 // and one that reads again after a freeze.
 func (d *drainer) checkIdle() {
-	if d.conn == nil || !d.waiter.Supported() {
+	if d.w.conn == nil || !d.w.waiter.Supported() {
 		return
 	}
 	if err := d.check(); err != nil {

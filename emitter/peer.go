@@ -22,6 +22,15 @@ import (
 // keeps the old connection open), the replay window decides as after any
 // other failure.
 
+// peerNote is what the drainer notes of the current receiver.
+type peerNote struct {
+	notes   *wal.PeerNotes
+	id      peerIdent
+	ok      bool   // id is known
+	tries   int    // attempts to identify it on this connection
+	through uint64 // the last sequence noted
+}
+
 // peerPoll is how often the start-up check looks whether the receiver has
 // closed its end of the old connection.
 const peerPoll = 10 * time.Millisecond
@@ -36,7 +45,7 @@ func (d *drainer) openPeerNotes() {
 		d.opts.Logger.Warn("cannot note the receiver written to; after a crash its window is resent", "error", err.Error())
 		return
 	}
-	d.notes = n
+	d.peer.notes = n
 }
 
 // peerTriesMax bounds the attempts to identify a connection's receiver: its
@@ -46,41 +55,41 @@ const peerTriesMax = 100
 
 // notePeer notes the last event written to the current receiver.
 func (d *drainer) notePeer(through uint64) {
-	if d.notes == nil || through <= d.peerThrough {
+	if d.peer.notes == nil || through <= d.peer.through {
 		return
 	}
-	if !d.peerOK && d.peerTries < peerTriesMax {
-		d.peerTries++
-		d.peer, d.peerOK = identify(d.conn)
+	if !d.peer.ok && d.peer.tries < peerTriesMax {
+		d.peer.tries++
+		d.peer.id, d.peer.ok = identify(d.w.conn)
 	}
-	if !d.peerOK {
+	if !d.peer.ok {
 		return
 	}
-	d.peerThrough = through
-	p := d.peer
-	_ = d.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
+	d.peer.through = through
+	p := d.peer.id
+	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
 }
 
 // forgetPeer clears the note: the receiver hung up, or the connection was
 // abandoned, so what it had not read is resent anyway.
 func (d *drainer) forgetPeer() {
-	if d.notes != nil && d.peerThrough != 0 {
-		_ = d.notes.Clear()
+	if d.peer.notes != nil && d.peer.through != 0 {
+		_ = d.peer.notes.Clear()
 	}
-	d.peerOK, d.peerThrough = false, 0
+	d.peer.ok, d.peer.through = false, 0
 }
 
 // adoptPeerMark acknowledges what an earlier process wrote to a receiver that
 // is still the same process and has read that connection to its end.
 func (d *drainer) adoptPeerMark() {
-	if d.notes == nil {
+	if d.peer.notes == nil {
 		return
 	}
 	m, err := wal.ReadPeerMark(d.spool.Dir())
 	if err != nil {
 		return
 	}
-	defer d.notes.Clear()
+	defer d.peer.notes.Clear()
 	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
 	if !id.alive() || !d.peerClosed(id) || !id.alive() {
 		return

@@ -37,8 +37,8 @@ func (d *drainer) sendBatch() (int, error) {
 	if err := d.write(entries); err != nil {
 		return 0, err
 	}
-	d.bo.Reset()
-	if d.opts.AckOnWrite || !d.waiter.Supported() {
+	d.dial.bo.Reset()
+	if d.opts.AckOnWrite || !d.w.waiter.Supported() {
 		return len(entries), d.apply(d.dv.observed(d.clk.Now(), 0))
 	}
 	if err := d.waitConsumed(); err != nil {
@@ -52,11 +52,11 @@ func (d *drainer) sendBatch() (int, error) {
 // counts events removed instead (expired): the caller comes back.
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
-		if d.witness.Seq != p.resendWitness {
+		if d.held.witness.Seq != p.resendWitness {
 			d.dv.witness = 0 // not at hand: go on without it
 			return nil, 0, nil
 		}
-		return []wal.Entry{d.witness}, 0, nil
+		return []wal.Entry{d.held.witness}, 0, nil
 	}
 	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
 	if errors.Is(err, wal.ErrCorrupt) {
@@ -83,12 +83,12 @@ const writeChunk = 4 << 10
 // fires while the receiver is still there is a stall, not a failure:
 // delivery decides (see stalled).
 func (d *drainer) write(entries []wal.Entry) error {
-	buf := d.buf[:0]
+	buf := d.w.buf[:0]
 	for _, e := range entries {
 		buf = append(append(buf, e.Data...), '\n')
 	}
 	if cap(buf) <= 2*d.opts.BatchBytes {
-		d.buf = buf
+		d.w.buf = buf
 	}
 	for len(buf) > 0 {
 		d.health.beat()
@@ -114,7 +114,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 				return err
 			}
 			before, _ = d.unread()
-			n, err = d.conn.Write(chunk)
+			n, err = d.w.conn.Write(chunk)
 		}
 		if n == len(chunk) {
 			d.wrote(entries, before)
@@ -141,7 +141,7 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
 		if e.Seq > d.dv.acked {
-			d.sent = append(d.sent, e)
+			d.held.sent = append(d.held.sent, e)
 		}
 	}
 	d.dv.wrote(d.clk.Now(), lines, mem)
@@ -150,10 +150,10 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 
 // unread is SIOCOUTQ, when it can be read.
 func (d *drainer) unread() (int, bool) {
-	if d.waiter == nil || !d.waiter.Supported() {
+	if d.w.waiter == nil || !d.w.waiter.Supported() {
 		return 0, false
 	}
-	n, err := d.waiter.Unread()
+	n, err := d.w.waiter.Unread()
 	return n, err == nil
 }
 
@@ -162,7 +162,7 @@ func (d *drainer) unread() (int, bool) {
 // delivery's to judge (slow, frozen: keep waiting; stuck: abandon). Where
 // reads cannot be seen, the connection fails.
 func (d *drainer) stalled() error {
-	if !d.waiter.Supported() {
+	if !d.w.waiter.Supported() {
 		return fmt.Errorf("write to %s: %w", d.addr, os.ErrDeadlineExceeded)
 	}
 	return d.check()
@@ -171,7 +171,7 @@ func (d *drainer) stalled() error {
 // check reads SIOCOUTQ and polls for a hang-up, and steps delivery with
 // what it saw and the time.
 func (d *drainer) check() error {
-	unread, gone, err := d.waiter.Probe()
+	unread, gone, err := d.w.waiter.Probe()
 	if err != nil {
 		return err
 	}
