@@ -1,6 +1,9 @@
 package emitter
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Blame only on evidence. An event earns a strike only when the connection
 // shows the receiver working just before it: it handled the line before
@@ -118,15 +121,28 @@ func (d *delivery) lost() ready {
 	return r
 }
 
-// wakeAt is when tick has something to do next: the oldest line read but not
-// known handled reaches linger, or a stall threshold passes.
+// wakeAt is when tick has something to do next: a stall threshold not yet
+// passed, or the oldest line read but not known handled reaching linger.
 func (d *delivery) wakeAt() (time.Time, bool) {
 	c := d.conn
 	if c == nil {
 		return time.Time{}, false
 	}
 	if !c.allRead() || c.partial {
-		return c.lastMove.Add(min(d.cfg.warnAfter, d.cfg.stuckAfter)), true
+		var next []time.Duration
+		if !c.slow {
+			next = append(next, d.cfg.warnAfter)
+		}
+		if c.partial {
+			next = append(next, d.cfg.stuckAfter)
+		}
+		if !c.frozen {
+			next = append(next, d.cfg.stallAfter)
+		}
+		if len(next) == 0 {
+			return time.Time{}, false // frozen: the shell polls for reads
+		}
+		return c.lastMove.Add(slices.Min(next)), true
 	}
 	for _, l := range c.lines {
 		if !l.witness && !l.readAt.IsZero() && d.cfg.linger > 0 {

@@ -306,3 +306,23 @@ func TestDeliverySkipTo(t *testing.T) {
 	assert.EqualValues(t, 9, d.acked)
 	assert.Zero(t, d.strikes.n)
 }
+
+func TestDeliveryWakeAt(t *testing.T) {
+	d := newDelivery(testConfig(lastRead))
+	_, ok := d.wakeAt()
+	assert.False(t, ok, "not connected")
+	d.connected(at(0))
+	writeRead(d, 0, lines(1, 2, 100))
+	w, ok := d.wakeAt()
+	assert.True(t, ok)
+	assert.Equal(t, at(2000), w, "linger")
+	d.wrote(at(10), lines(3, 1, 100), 0)
+	w, _ = d.wakeAt()
+	assert.Equal(t, at(5000), w, "slow, after the last read")
+	d.tick(at(5000))
+	w, _ = d.wakeAt()
+	assert.Equal(t, at(30000), w, "frozen")
+	d.tick(at(30000))
+	_, ok = d.wakeAt()
+	assert.False(t, ok, "frozen: nothing to wake for, the shell polls")
+}
