@@ -48,7 +48,7 @@
 // Unix socket) the window is the receiver's last read: a sequential reader
 // reads again only after handling what it read, and a Unix socket frees a
 // write's buffer once read whole, so SIOCOUTQ shows its reads a write at a
-// time (writes are at most 4 KiB). A positive ReplayWindow keeps that many
+// time (writes are at most 2 KiB). A positive ReplayWindow keeps that many
 // bytes after an event instead (a receiver that hands lines to another
 // goroutine; over TCP always a size). An event read Options.ReplayLinger ago
 // by a receiver still connected is handled. If it hangs up before, the
