@@ -122,8 +122,11 @@ func (d *delivery) connected(now time.Time) {
 }
 
 // next says what to write now; ok false means nothing: not connected, the
-// receiver has not read (or, isolating, handled) what was written, or it is
-// frozen.
+// receiver has not read what was written (isolating), or it is frozen.
+// Over TCP "read" means its kernel took it: the next isolated event goes
+// then all the same (waiting for each to be handled, ReplayLinger, would
+// take hours after a failure), but nothing is acknowledged by it: the window
+// stays in bytes.
 func (d *delivery) next() (sendPlan, bool) {
 	c := d.conn
 	if c == nil || c.frozen {
@@ -132,7 +135,7 @@ func (d *delivery) next() (sendPlan, bool) {
 	if !d.isolating() {
 		return sendPlan{from: d.cursor, max: d.cfg.batch}, true
 	}
-	if !c.allRead() || (d.cfg.mode != lastRead && c.unhandled() > 0) {
+	if !c.allRead() {
 		return sendPlan{}, false
 	}
 	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {

@@ -34,7 +34,10 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	}
 	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
 	if k, last, ok := c.oldest(); ok {
-		if d.isolating() && c.handled && k.start == c.handledEnd && c.read == k.end {
+		// k read alone, in a read that began where the line before it on
+		// this connection ended: the receiver handled that one (a read
+		// after it), then died on k.
+		if d.isolating() && k.start > 0 && c.lastFrom == k.start && c.read == k.end {
 			r = d.strike(r, k.seq)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)

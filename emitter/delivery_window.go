@@ -13,20 +13,19 @@ import "time"
 // A write is read once the writes after it account for all the memory still
 // held. Offsets are payload bytes from the connection's start.
 type connState struct {
-	start      time.Time
-	lastMove   time.Time // when the receiver was last seen reading
-	lines      []sentLine
-	writes     []sentWrite
-	memHeld    int    // sum of writes' mem
-	unread     int    // the last SIOCOUTQ reading, plus what was written since
-	written    uint64 // payload bytes written
-	read       uint64 // payload bytes known read: whole writes
-	lastFrom   uint64 // read before its last increase: the last read began at or after it
-	partial    bool   // the oldest unread write is partly read
-	handled    bool   // an event was shown handled on this connection
-	handledEnd uint64 // where the last line shown handled here ends
-	slow       bool   // read nothing for warnAfter (noted)
-	frozen     bool   // read nothing for stallAfter (noted): write nothing new
+	start    time.Time
+	lastMove time.Time // when the receiver was last seen reading
+	lines    []sentLine
+	writes   []sentWrite
+	memHeld  int    // sum of writes' mem
+	unread   int    // the last SIOCOUTQ reading, plus what was written since
+	written  uint64 // payload bytes written
+	read     uint64 // payload bytes known read: whole writes
+	lastFrom uint64 // read before its last increase: the last read began at or after it
+	partial  bool   // the oldest unread write is partly read
+	handled  bool   // an event was shown handled on this connection
+	slow     bool   // read nothing for warnAfter (noted)
+	frozen   bool   // read nothing for stallAfter (noted): write nothing new
 }
 
 type sentLine struct {
@@ -126,23 +125,12 @@ func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
 		if !c.isHandled(l, cfg, now) {
 			break
 		}
-		c.handled, c.handledEnd = true, max(c.handledEnd, l.end)
+		c.handled = true
 		if !l.witness {
 			through = l.seq
 		}
 	}
 	return through
-}
-
-// unhandled counts the lines written not known handled (witnesses aside).
-func (c *connState) unhandled() int {
-	n := 0
-	for _, l := range c.lines {
-		if !l.witness {
-			n++
-		}
-	}
-	return n
 }
 
 // dropThrough forgets the lines up to seq: acknowledged.
