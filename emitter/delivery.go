@@ -138,9 +138,6 @@ func (d *delivery) next() (sendPlan, bool) {
 	if !c.allRead() {
 		return sendPlan{}, false
 	}
-	if d.cfg.mode != lastRead && d.strikes.seq != 0 && d.nextSeq() == d.strikes.seq && d.strikes.seq != d.oldestPending() {
-		return sendPlan{}, false // the suspect goes once all before it is handled (blame)
-	}
 	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
 		// Alone first: the receiver reading the next one proves it
 		// handled the one before on this connection.
@@ -148,9 +145,6 @@ func (d *delivery) next() (sendPlan, bool) {
 	}
 	return sendPlan{from: d.cursor, max: 1}, true
 }
-
-// nextSeq is the sequence the next write starts at.
-func (d *delivery) nextSeq() uint64 { return max(d.cursor, d.oldestPending()) }
 
 // isolating reports whether the next write carries one event only: while
 // anything up to isolateTo is not known handled.

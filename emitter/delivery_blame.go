@@ -33,9 +33,12 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		c.readAll(now)
 	}
 	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
-	if _, last, ok := c.oldest(); ok {
-		if k, ok := c.lastAlone(); ok && d.isolating() {
-			r = d.blame(r, k)
+	if k, last, ok := c.oldest(); ok {
+		// k read alone, in a read that began where the line before it on
+		// this connection ended: the receiver handled that one (a read
+		// after it), then died on k.
+		if d.isolating() && k.start > 0 && c.lastFrom == k.start && c.read == k.end {
+			r = d.strike(r, k.seq)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)
 	}
@@ -49,22 +52,6 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	}
 	r.dialAfter = now.Add(d.pause())
 	d.conn, d.cursor = nil, 0
-	return r
-}
-
-// blame judges k, the line the receiver read alone just before it hung up.
-// With a sequential reader (lastRead) that read began where the line before
-// it ended, so the receiver had handled that one: a strike. Otherwise (a
-// window in bytes, TCP) reads prove nothing handled: k becomes the suspect,
-// written next time only once everything before it is known handled, and
-// earns a strike only then.
-func (d *delivery) blame(r ready, k sentLine) ready {
-	if d.cfg.mode == lastRead || k.seq == d.oldestPending() {
-		return d.strike(r, k.seq)
-	}
-	if d.strikes.seq != k.seq {
-		d.strikes = strikeRecord{seq: k.seq}
-	}
 	return r
 }
 

@@ -327,39 +327,3 @@ func TestDeliveryWakeAt(t *testing.T) {
 	_, ok = d.wakeAt()
 	assert.False(t, ok, "frozen: nothing to wake for, the shell polls")
 }
-
-// Over TCP a read proves nothing handled: the event the receiver died on
-// becomes the suspect, and is written again only as the oldest pending,
-// once linger showed everything before it handled; then a failure is a
-// strike.
-func TestDeliveryBlameOverTCP(t *testing.T) {
-	d := newDelivery(testConfig(fixedBytes))
-	d.restore(1, strikeRecord{})
-	d.isolateTo = 5
-	d.connected(at(0))
-	for s := uint64(1); s <= 3; s++ {
-		p, ok := d.next()
-		require.True(t, ok)
-		require.Equal(t, 1, p.max)
-		writeRead(d, int(s), lines(s, 1, 100))
-	}
-	r := d.hungUp(at(10), false)
-	assert.False(t, r.saveStrike, "1 and 2 not known handled: no evidence yet")
-	assert.EqualValues(t, 3, d.strikes.seq, "a suspect")
-	assert.Zero(t, d.strikes.n)
-
-	d.connected(at(100))
-	writeRead(d, 100, lines(1, 1, 100))
-	writeRead(d, 101, lines(2, 1, 100))
-	_, ok := d.next()
-	assert.False(t, ok, "the suspect waits until 1 and 2 are handled")
-	d.tick(at(2101))
-	assert.EqualValues(t, 2, d.acked)
-	p, ok := d.next()
-	require.True(t, ok)
-	assert.Equal(t, sendPlan{from: 3, max: 1}, p)
-	writeRead(d, 2102, lines(3, 1, 100))
-	r = d.hungUp(at(2103), false)
-	assert.True(t, r.saveStrike)
-	assert.Equal(t, 1, d.strikes.n)
-}

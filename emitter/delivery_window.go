@@ -133,18 +133,6 @@ func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
 	return through
 }
 
-// lastAlone returns the line read last, if it was read alone, in a read that
-// began where the line before it on this connection ended.
-func (c *connState) lastAlone() (sentLine, bool) {
-	for i := len(c.lines) - 1; i >= 0; i-- {
-		l := c.lines[i]
-		if l.end == c.read {
-			return l, !l.witness && l.start > 0 && l.start == c.lastFrom
-		}
-	}
-	return sentLine{}, false
-}
-
 // dropThrough forgets the lines up to seq: acknowledged.
 func (c *connState) dropThrough(seq uint64) {
 	i := 0
