@@ -205,7 +205,7 @@ func TestPrecisionFrozen(t *testing.T) {
 func TestPrecisionTCPPoison(t *testing.T) {
 	runs := 2
 	if long() {
-		runs = 10
+		runs = 5
 	}
 	lost, setAside := 0, 0
 	for run := range runs {
