@@ -231,3 +231,30 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	}
 	return c
 }
+
+// Queries and small steps the shell needs.
+
+// frozen reports whether the receiver is frozen on the current connection.
+func (d *delivery) frozen() bool { return d.conn != nil && d.conn.frozen }
+
+// reading reports whether written bytes wait to be read on the current
+// connection.
+func (d *delivery) reading() bool { return d.conn != nil && !d.conn.allRead() }
+
+// lastUnread is the last SIOCOUTQ reading on the current connection.
+func (d *delivery) lastUnread() int {
+	if d.conn == nil {
+		return 0
+	}
+	return d.conn.unread
+}
+
+// crashing reports whether the last connection handled nothing.
+func (d *delivery) crashing() bool { return d.empty > 0 }
+
+// forgetWitness drops a witness the shell does not have at hand.
+func (d *delivery) forgetWitness() { d.witness = 0 }
+
+// rewind makes the next write start at the oldest pending event (the spool
+// was salvaged).
+func (d *delivery) rewind() { d.cursor = 0 }

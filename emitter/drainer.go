@@ -154,7 +154,7 @@ func (d *drainer) run() {
 		if n > 0 {
 			continue
 		}
-		if d.dv.conn != nil && !d.dv.conn.frozen {
+		if !d.dv.frozen() {
 			d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
 		d.idle(idle.C)
@@ -188,7 +188,7 @@ func (d *drainer) idle(check <-chan time.Time) {
 // connect dials until it succeeds or the drainer is stopped, no sooner than
 // delivery asked (longer and longer after connections that handled nothing).
 func (d *drainer) connect() bool {
-	wait := d.dv.empty > 0 && d.link.connects > 0
+	wait := d.dv.crashing() && d.link.connects > 0
 	for {
 		if pause := d.dial.after.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
 			return false

@@ -53,7 +53,7 @@ func (d *drainer) sendBatch() (int, error) {
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
 		if d.held.witness.Seq != p.resendWitness {
-			d.dv.witness = 0 // not at hand: go on without it
+			d.dv.forgetWitness() // not at hand: go on without it
 			return nil, 0, nil
 		}
 		return []wal.Entry{d.held.witness}, 0, nil
@@ -179,10 +179,7 @@ func (d *drainer) check() error {
 	if gone != nil {
 		// A dying peer's queue is freed, which also reads as 0: say what
 		// was unread at the check before.
-		last := 0
-		if d.dv.conn != nil {
-			last = d.dv.conn.unread
-		}
+		last := d.dv.lastUnread()
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(last, unread))
 	}
@@ -218,11 +215,11 @@ func (d *drainer) waitConsumed() error {
 		if err := d.check(); err != nil {
 			return err
 		}
-		if d.dv.conn == nil || d.dv.conn.allRead() {
+		if !d.dv.reading() {
 			return nil
 		}
 		maxInterval := sockwait.DefaultMaxInterval
-		if d.dv.conn.frozen {
+		if d.dv.frozen() {
 			maxInterval = idleCheck
 		}
 		t.Reset(interval)
@@ -243,7 +240,7 @@ func (d *drainer) repair(cause error) {
 		d.sleep(time.Second)
 		return
 	}
-	d.dv.cursor = 0
+	d.dv.rewind()
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
 		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause,
 		"removed_damaged_copies", r.RemovedCopies)
