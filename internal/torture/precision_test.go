@@ -20,7 +20,17 @@ import (
 // Precision (issue 16): what evspool resends, sets aside and reconnects
 // beyond what a fault makes necessary, against the cloud-event-proxy-like
 // receiver child. Each test prints its figures ("precision: ..."); the long
-// variants (make torture) are the issue's figures.
+// variants (make torture) are the issue's figures; they run only there, as
+// make test must stay fast (the emitter's delivery tests cover the same
+// decisions without a socket).
+
+// skipShort skips a precision test outside make torture.
+func skipShort(t *testing.T) {
+	t.Helper()
+	if !long() {
+		t.Skip("a measurement that takes tens of seconds: make torture (EVSPOOL_TORTURE=long)")
+	}
+}
 
 // produceFrom writes evs[from:] to c's stdin at rate a second until stop is
 // closed (then it returns the index reached) or the end (then it closes
@@ -52,6 +62,7 @@ func precisionEvents(n int) []string {
 // TestPrecisionReceiverKills: duplicates per receiver kill, at 500 and 1,000
 // events a second of 100-byte lines (target: one 4 KiB read, ~45).
 func TestPrecisionReceiverKills(t *testing.T) {
+	skipShort(t)
 	seconds, kills := 4, 3
 	if long() {
 		seconds, kills = 20, 10
@@ -81,6 +92,7 @@ func TestPrecisionReceiverKills(t *testing.T) {
 // TestPrecisionEvspoolKills: duplicates per SIGKILL of evspool run while
 // the receiver stays up (target 0), a live stream at 1,000 events a second.
 func TestPrecisionEvspoolKills(t *testing.T) {
+	skipShort(t)
 	seconds, kills := 4, 3
 	if long() {
 		seconds, kills = 20, 10
@@ -127,6 +139,7 @@ func lastEchoed(c *child) int {
 // reads, whatever it is, for its first 9 starts, restarted 1 s later each
 // time, then healthy; 1,000 events at 100/s. Target: nothing set aside.
 func TestPrecisionCrashLoop(t *testing.T) {
+	skipShort(t)
 	const crashes = 9
 	r := newCEPRig(t, testrecv.CEPConfig{CrashFirst: crashes})
 	evs := precisionEvents(1000)
@@ -203,6 +216,7 @@ func TestPrecisionFrozen(t *testing.T) {
 // event may be lost (issue 16: 2-15 lost in 4 of 10 runs before). Lost is
 // neither handled nor still spooled when the run stops.
 func TestPrecisionTCPPoison(t *testing.T) {
+	skipShort(t)
 	runs := 2
 	if long() {
 		runs = 5
