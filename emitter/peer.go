@@ -115,6 +115,7 @@ func (d *drainer) adoptPeerMark() {
 func (d *drainer) peerClosed(id peerIdent) bool {
 	deadline := d.clk.Now().Add(d.opts.StallTimeout)
 	for {
+		d.health.beat() // waiting, by design: not wedged
 		gone, err := unixSocketGone(id.ino)
 		if err != nil || gone {
 			return err == nil
