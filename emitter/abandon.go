@@ -32,7 +32,7 @@ func roomNeeded(n int) int { return n + n/8 + 4096 }
 // KiB, see --max-event-size) first raises SO_SNDBUF; if that is not enough
 // it is written once the queue is empty, and can still be torn.
 func (d *drainer) awaitRoom(n int) error {
-	rc, ok := rawSocket(d.conn)
+	rc, ok := rawSocket(d.w.conn)
 	if !ok {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (d *drainer) awaitRoom(n int) error {
 // after ours is set: a Close before that is seen here, one after it sets its
 // past deadline over ours.
 func (d *drainer) armWrite() error {
-	if err := d.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
+	if err := d.w.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
 		return err
 	}
 	return d.ctx.Err()

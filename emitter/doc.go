@@ -42,51 +42,62 @@
 //
 // # The replay window
 //
-// Read is not handled: cloud-event-proxy reads ahead into a bufio.Scanner
-// (4 KiB, up to 64 KiB after a long line) and handles one line at a time. So
-// an event the receiver has read stays spooled until the receiver has read
-// Options.ReplayWindow bytes after it (64 KiB) or has stayed connected
-// Options.ReplayLinger after reading it (2 s). If it hangs up before, the
-// events from the oldest one still in the window on are resent in order: a
-// duplicate, never a loss. Flush returns once its events have left the window,
-// so up to ReplayLinger after the last read. Stats.Delivered counts events
-// that left it.
+// Read is not handled: cloud-event-proxy reads into a bufio.Scanner and
+// handles one line at a time. So an event the receiver has read stays
+// spooled until it is known handled. By default (Options.ReplayWindow 0, a
+// Unix socket) the window is the receiver's last read: a sequential reader
+// reads again only after handling what it read, and a Unix socket frees a
+// write's buffer once read whole, so SIOCOUTQ shows its reads a write at a
+// time (writes are at most 2 KiB). A positive ReplayWindow keeps that many
+// bytes after an event instead (a receiver that hands lines to another
+// goroutine; over TCP always a size). An event read Options.ReplayLinger ago
+// by a receiver still connected is handled. If it hangs up before, the
+// events from the oldest one not known handled on are resent in order: a
+// duplicate, never a loss. Flush returns once its events have left the
+// window. Stats.Delivered counts events that left it.
+//
+// When evspool dies and the receiver lives, the receiver handles what its
+// socket held. The drainer notes the receiver process and the last event
+// written to it (wal.PeerFile); the next Open acknowledges those events if
+// the receiver is the same process and has closed its end of the old
+// connection (see peer.go).
 //
 // # Poison events
 //
-// When the receiver fails (hangs up, or stalls past its timeout) with events
-// read but not known handled, or written but not read, the next connection
-// resends those one at a time, so the event the receiver fails on is known:
-// the one it read last (on a hang-up) or the one being written (on a stall).
-// After Options.MaxAttempts (3) such failures on one event, it is appended to
-// the dead-letter file in the spool directory (wal.AppendDeadLetter, bytes
-// exact, fsync'd), then removed from the spool, counted in
-// Stats.DeadLettered and logged once; delivery goes on. A line that makes
-// cloud-event-proxy re-execute itself costs at most 4 restarts.
+// The drainer's decisions are a pure state machine, delivery (delivery.go,
+// delivery_window.go, delivery_blame.go), stepped by what happened and the
+// time; the drainer is its I/O shell. An event earns a strike only on
+// evidence from the failed connection: the receiver handled the event before
+// it (after a failure, the next connection resends the newest handled event,
+// the witness, then the suspects one at a time) and died on this one; or it
+// read part of this one and stopped inside it. After Options.MaxAttempts (3)
+// strikes, counted across restarts (wal.Strikes), it is appended to the
+// dead-letter file in the spool directory (wal.AppendDeadLetter, bytes exact,
+// fsync'd), then removed from the spool, counted in Stats.DeadLettered and
+// logged once; delivery goes on. A line that makes cloud-event-proxy
+// re-execute itself costs at most 4 restarts. A receiver that fails before
+// handling anything is crash-looping: no strike, a longer pause before each
+// dial, one warning.
 //
 // # Outages
 //
 // A receiver that goes away while the connection is idle is noticed within
-// 100 ms. An outage logs one warning when it starts (a stalled receiver's
-// outage starts when it last read, not when its connection was dropped) (with the error and its
-// class: broken_pipe, connection_refused, no_such_socket, timeout,
-// permission...), at most one more every 30 s, and one info line when it ends
-// with its length and the events held back.
+// 100 ms. An outage logs one warning when it starts (a frozen receiver's
+// outage starts when it last read) (with the error and its class:
+// broken_pipe, connection_refused, no_such_socket, timeout, permission...),
+// at most one more every 30 s, and one info line when it ends with its length
+// and the events held back.
 //
-// # Slow and stalled receivers
+// # Slow and frozen receivers
 //
 // Every write has a deadline (Options.WriteTimeout). When it fires, or the
 // receiver reads nothing for as long, the receiver is stalled: logged
-// (rate-limited) and counted, but it keeps its connection. A receiver that is
-// alive reads a new connection no faster than the old one, and if it reads
-// connections side by side (cloud-event-proxy does), events resent on a new
-// connection could overtake the old connection's queue. Only after
-// Options.StallTimeout (30 s) without progress (while isolating a poison
-// event, WriteTimeout or ReplayLinger, the larger) is the connection dropped and
-// the batch resent, in smaller batches until progress shows: nothing is lost,
-// but if that receiver later reads the abandoned queue, those events arrive
-// again and out of order. A receiver that dies instead frees its queue, and
-// then order holds.
+// (rate-limited) and counted. After Options.StallTimeout (30 s) it is frozen:
+// an outage. Either way it keeps its connection and nothing new is written
+// until it reads again: a receiver that reads connections side by side
+// (cloud-event-proxy does) would read a new connection's events beside the
+// old connection's queue, out of order. The connection is abandoned only
+// when the receiver stopped inside a line (it cannot read it) or hung up.
 //
 // # Fitting into a daemon
 //

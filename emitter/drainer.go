@@ -5,24 +5,27 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
 
+	"github.com/evspool/evspool/internal/clock"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
 
 // idleCheck is how often an idle connection is checked for a receiver that
-// went away, so an outage is noticed (and logged) when it starts rather than
-// at the next event.
+// went away (or, frozen, reads again), so an outage is noticed (and logged)
+// when it starts rather than at the next event.
 const idleCheck = 100 * time.Millisecond
 
-// drainer is the one goroutine that owns the connection: it reads batches
-// from the spool, writes them, waits until the receiver has read them,
-// acknowledges them, and on any error reconnects and resends from the oldest
-// unacknowledged entry. Others talk to it through wake (a notify channel of
-// capacity 1) and stop.
+// drainer is the one goroutine that owns the connection: the I/O shell
+// around delivery, which makes every decision. It reads batches from the
+// spool, writes them, tells delivery what the receiver read (SIOCOUTQ) and
+// when it hung up, and carries out what delivery returns: acknowledge, set
+// aside, drop the connection, wait before dialling. Others talk to it
+// through wake (a notify channel of capacity 1) and stop.
 type drainer struct {
 	addr  string
 	opts  *Options
@@ -33,23 +36,16 @@ type drainer struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 
-	// Owned by the run goroutine.
-	conn      net.Conn
-	waiter    *sockwait.Waiter
-	unhook    func() bool
-	cursor    uint64 // next sequence to send; 0 means from the oldest pending
-	buf       []byte
-	bo        *backoff.ExponentialBackOff
-	delivered bool // something was delivered on this connection
-	stalling  bool // the receiver read nothing for WriteTimeout; counted once
-	batch     int  // events per write: BatchEvents, less after a stall
-	stallWarn limiter
-	dlWarn    limiter
-	drops     dropLog
-	out       outage
-	resume    resume // cuts the backoff short on a Unix socket
-	win       window
-	poison    poison
+	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
+	clk   Clock // the connection's clock: see newDrainer
+	dv    *delivery
+	w     wire
+	held  held
+	peer  peerNote // see peer.go
+	dial  dialState
+	warns warns
+	drops dropLog
+	out   outage
 
 	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
@@ -58,6 +54,33 @@ type drainer struct {
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
 	link     linkStats
+}
+
+// wire is the connection and what reads it.
+type wire struct {
+	conn   net.Conn
+	waiter *sockwait.Waiter
+	unhook func() bool
+	buf    []byte
+}
+
+// held is what the shell keeps of the events delivery tracks by number.
+type held struct {
+	sent    []wal.Entry // written, not yet acknowledged: the witness comes from here
+	witness wal.Entry   // the newest acknowledged event, resent as proof
+}
+
+// dialState paces the dials.
+type dialState struct {
+	bo     *backoff.ExponentialBackOff
+	after  time.Time // delivery's pause: no dial before
+	resume resume    // cuts the backoff short on a Unix socket
+}
+
+// warns rate-limits the drainer's warnings.
+type warns struct {
+	delivery   limiter // slow, frozen and crash-loop receivers
+	deadLetter limiter
 }
 
 type linkStats struct {
@@ -81,15 +104,22 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	bo.Multiplier = 2
 	bo.MaxElapsedTime = 0 // never give up
 	bo.Reset()
-	return &drainer{
+	d := &drainer{
+		// Options.Clock stamps events and ages them (MaxAge); the
+		// connection's timing (replay linger, stalls, pauses) is real
+		// time, which delivery is handed as now: tests step delivery
+		// itself with any time they like.
+		clk:  clock.System(),
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		bo: bo, progress: make(chan struct{}), batch: opts.BatchEvents,
-		drops:     dropLog{logged: dropped},
-		out:       outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
-		stallWarn: limiter{interval: opts.WarnInterval},
-		dlWarn:    limiter{interval: opts.WarnInterval},
+		dv: newDelivery(deliveryConfigOf(opts)), dial: dialState{bo: bo}, progress: make(chan struct{}),
+		drops: dropLog{logged: dropped},
+		out:   outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
+		warns: warns{delivery: limiter{interval: opts.WarnInterval}, deadLetter: limiter{interval: opts.WarnInterval}},
 	}
+	d.restoreStrikes()
+	d.openPeerNotes()
+	return d
 }
 
 // notify wakes the drainer without blocking.
@@ -105,13 +135,15 @@ func (d *drainer) stop() { d.cancel() }
 func (d *drainer) run() {
 	defer close(d.done)
 	defer d.disconnect()
-	defer d.resume.close()
+	defer d.dial.resume.close()
+	defer d.closeNotes()
+	d.adoptPeerMark()
 	idle := time.NewTicker(idleCheck)
 	defer idle.Stop()
 	for d.ctx.Err() == nil {
 		d.health.beat()
 		d.checkDrops(false)
-		if d.conn == nil && !d.connect() {
+		if d.w.conn == nil && !d.connect() {
 			return
 		}
 		n, err := d.sendBatch()
@@ -122,24 +154,26 @@ func (d *drainer) run() {
 		if n > 0 {
 			continue
 		}
-		d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
+		if !d.dv.frozen() {
+			d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
+		}
 		d.idle(idle.C)
 	}
 }
 
-// idle waits for new events, for the replay window's next expiry, or for the
-// idle check, whichever comes first.
+// idle waits for new events, for delivery's next deadline (linger, stall),
+// or for the idle check, whichever comes first.
 func (d *drainer) idle(check <-chan time.Time) {
 	var expiry <-chan time.Time
-	if at, ok := d.win.next(d.opts.ReplayLinger); ok {
-		t := time.NewTimer(time.Until(at))
+	if at, ok := d.dv.wakeAt(); ok {
+		t := time.NewTimer(at.Sub(d.clk.Now()))
 		defer t.Stop()
 		expiry = t.C
 	}
 	select {
 	case <-d.wake:
 	case <-expiry:
-		if err := d.expire(); err != nil {
+		if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
 			d.fail(err)
 		}
 	case <-check:
@@ -151,12 +185,14 @@ func (d *drainer) idle(check <-chan time.Time) {
 	}
 }
 
-// connect dials until it succeeds or the drainer is stopped. After a
-// connection that delivered nothing it backs off before the first attempt,
-// so a receiver that accepts and hangs up at once is not hammered.
+// connect dials until it succeeds or the drainer is stopped, no sooner than
+// delivery asked (longer and longer after connections that handled nothing).
 func (d *drainer) connect() bool {
-	wait := !d.delivered && d.link.connects > 0
+	wait := d.dv.crashing() && d.link.connects > 0
 	for {
+		if pause := d.dial.after.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
+			return false
+		}
 		if wait && !d.backoffWait() {
 			return false
 		}
@@ -182,10 +218,10 @@ func (d *drainer) connect() bool {
 }
 
 func (d *drainer) sleep(dur time.Duration) bool {
-	t := time.NewTimer(dur)
+	t := d.clk.NewTimer(dur)
 	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-t.C():
 		return true
 	case <-d.ctx.Done():
 		return false
@@ -193,50 +229,66 @@ func (d *drainer) sleep(dur time.Duration) bool {
 }
 
 func (d *drainer) onConnect(conn net.Conn) {
-	d.conn, d.waiter, d.cursor, d.delivered = conn, sockwait.New(conn), 0, false
-	d.win.reset() // what it held is still spooled: resent from the oldest
-	d.poison.written, d.poison.inflight, d.poison.isolated = 0, 0, false
+	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
+	d.peer.ok, d.peer.tries, d.peer.through = false, 0, 0
+	d.dv.connected(d.clk.Now())
 	// Close must interrupt a write or wait in progress: a past deadline does.
-	d.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
 }
 
 func (d *drainer) disconnect() {
-	if d.conn == nil {
+	if d.w.conn == nil {
 		return
 	}
-	d.unhook()
-	d.conn.Close()
-	d.conn, d.waiter = nil, nil
+	d.w.unhook()
+	d.w.conn.Close()
+	d.w.conn, d.w.waiter = nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 
-// fail drops the connection after an error; the next batch is read again
-// from the oldest unacknowledged entry, the replay window included. The
-// outage began when the receiver last read something if it stalled.
+// fail drops the connection after an error and tells delivery how it ended:
+// the receiver hung up (reset: with bytes unread), or the drainer gave up on
+// it. The next batch is read again from the oldest unacknowledged event.
 func (d *drainer) fail(err error) {
 	if d.ctx.Err() != nil {
 		return
 	}
-	d.record(func(l *linkStats) { l.writeErrors++ }, err)
-	var since time.Time
-	se := (*stallError)(nil)
-	stalled := errors.As(err, &se)
-	if stalled {
-		since = se.since
+	if !errors.Is(err, errAbandoned) {
+		d.record(func(l *linkStats) { l.writeErrors++ }, err)
 	}
-	d.blame(stalled)
+	now := d.clk.Now()
+	var r ready
+	var gone *sockwait.PeerGoneError
+	switch {
+	case errors.As(err, &gone):
+		r = d.dv.hungUp(now, errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0)
+	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		r = d.dv.hungUp(now, true)
+	default:
+		r = d.dv.lost()
+	}
+	aerr := d.apply(r)
+	d.forgetPeer()
 	d.disconnect()
-	d.out.down(err, d.spool.Len, since)
+	d.dial.after = r.dialAfter
+	d.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
 
-// checkIdle notices a receiver that went away while nothing was being sent.
+func (d *drainer) closeNotes() {
+	if d.peer.notes != nil {
+		d.peer.notes.Close()
+	}
+}
+
+// checkIdle notices a receiver that went away while nothing was being sent,
+// and one that reads again after a freeze.
 func (d *drainer) checkIdle() {
-	if d.conn == nil || !d.waiter.Supported() {
+	if d.w.conn == nil || !d.w.waiter.Supported() {
 		return
 	}
-	if gone, err := d.waiter.HungUp(); gone || err != nil {
-		d.fail(errors.Join(sockwait.ErrPeerGone, err))
+	if err := d.check(); err != nil {
+		d.fail(err)
 	}
 }
 
@@ -247,7 +299,7 @@ func (d *drainer) record(f func(*linkStats), err error) {
 	defer d.mu.Unlock()
 	f(&d.link)
 	if err != nil {
-		d.link.lastErr, d.link.lastErrAt = err.Error(), time.Now()
+		d.link.lastErr, d.link.lastErrAt = err.Error(), d.clk.Now()
 	}
 }
 

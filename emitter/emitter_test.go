@@ -137,14 +137,31 @@ func TestUnreadDataReplayed(t *testing.T) {
 	r.flush(10 * time.Second)
 	// Lines the dead receiver had already read from the socket may still be
 	// recorded after Kill returns, so wait for what is missing, not a count.
+	// The new connection isolates what the dead one left unproven, and
+	// first resends the last event handled, as proof that the receiver
+	// works (a one-event duplicate): warm's last.
 	var res verify.Result
+	expect := append([]string{warm[len(warm)-1]}, sent...)
 	require.Eventually(t, func() bool {
-		res = verify.Check(sent, r.rcv.Lines()[before:])
-		return res.Missing == 0
+		res = verify.Check(expect, r.rcv.Lines()[before:])
+		return res.Missing <= 1
 	}, 10*time.Second, 2*time.Millisecond, "still missing: %v", &res)
-	requireDelivered(t, sent, r.rcv.Lines()[before:])
+	requireDelivered(t, sent, withoutLine(r.rcv.Lines()[before:], warm[len(warm)-1]))
 }
 
+// withoutLine returns lines without the one equal to drop (at most once).
+func withoutLine(lines []string, drop string) []string {
+	for i, l := range lines {
+		if l == drop {
+			return append(append([]string(nil), lines[:i]...), lines[i+1:]...)
+		}
+	}
+	return lines
+}
+
+// A receiver that reads nothing at all is frozen, not poisoned: it keeps
+// its one connection (no connection after connection, nothing set aside),
+// and once it is gone everything goes to the next one.
 func TestNeverReadingReceiver(t *testing.T) {
 	dir := t.TempDir()
 	sock := dir + "/s.sock"
@@ -158,10 +175,13 @@ func TestNeverReadingReceiver(t *testing.T) {
 	for _, ev := range sent {
 		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
 	}
-	require.Eventually(t, func() bool { return em.Stats().WriteErrors >= 2 }, 5*time.Second, 5*time.Millisecond,
-		"a receiver that reads nothing must time out")
-	require.NotZero(t, em.Stats().Stalls)
-	require.Zero(t, em.Stats().Delivered)
+	require.Eventually(t, func() bool { return !em.Stats().OutageStart.IsZero() }, 5*time.Second, 5*time.Millisecond,
+		"a receiver that reads nothing is an outage")
+	st := em.Stats()
+	require.NotZero(t, st.Stalls)
+	require.Zero(t, st.Delivered)
+	require.Zero(t, st.Reconnects, "one connection")
+	require.Zero(t, st.DeadLettered)
 	require.NoError(t, rcv.Kill())
 
 	good, err := testrecv.Start("unix", sock, nil)
@@ -190,24 +210,20 @@ func TestSlowReceiver(t *testing.T) {
 	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "receiver is not reading; keeping the connection"), "rate-limited")
 }
 
-// A receiver that reads nothing past the stall timeout loses its connection,
-// and still nothing is lost: the batch shrinks until its slow progress shows.
-// Order is not promised here: this receiver reads its old connections'
-// queues alongside the new one (see the package doc).
-func TestStalledReceiverReconnects(t *testing.T) {
+// A receiver slower than the stall timeout keeps its connection (issue 16:
+// a new one would only be read beside the old one, out of order): nothing
+// is resent, nothing reordered.
+func TestStalledReceiverKeepsConnection(t *testing.T) {
 	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})
 	sent := events("stalled", 400)
 	r.emitAll(sent)
 	r.flush(30 * time.Second)
-	var res verify.Result
-	require.Eventually(t, func() bool {
-		res = verify.Check(sent, r.rcv.Lines())
-		return res.Missing == 0
-	}, 10*time.Second, 2*time.Millisecond)
-	require.Zero(t, res.Foreign)
+	res := waitDelivered(t, r.rcv, sent)
 	st := r.em.Stats()
 	t.Logf("%s; stalls %d, write errors %d, reconnects %d", res, st.Stalls, st.WriteErrors, st.Reconnects)
-	require.NotZero(t, st.Reconnects)
+	require.Zero(t, st.Reconnects)
+	require.Zero(t, res.Duplicates)
+	require.NotZero(t, st.Stalls)
 }
 
 func TestSocketMissingAtStart(t *testing.T) {

@@ -54,7 +54,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	d.cursor = entries[old-1].Seq + 1
+	d.dv.skipTo(entries[old-1].Seq + 1)
 	d.aged.here.Add(gone.Events)
 	d.logExpired(gone, now, false)
 	d.progressed()

@@ -108,23 +108,35 @@ type Options struct {
 	OnCommit func(d time.Duration, events int, err error)
 	// ReplayWindow and ReplayLinger bound the replay window: an event the
 	// receiver has read stays in the spool, to be resent if the receiver
-	// hangs up, until the receiver has read ReplayWindow bytes after it, or
-	// has stayed connected ReplayLinger after reading it. A receiver reads
-	// ahead of what it handles (cloud-event-proxy's bufio.Scanner holds 4 KiB,
-	// up to 64 KiB after a long line), so without the window the events it
-	// read but had not handled when it died are lost. The cost: after a
-	// hang-up, up to ReplayWindow bytes (plus what was read in the last
-	// ReplayLinger) arrive again, as one contiguous in-order replay; and
-	// Flush, and so `evspool run` at the end of its input, waits up to
-	// ReplayLinger after the last read. Defaults 64 KiB (the longest line
-	// cloud-event-proxy reads, so its whole buffer) and 2 s (650 lines of
-	// 100 bytes at 3 ms each). A negative ReplayWindow turns the window off:
-	// events are acknowledged once read, as before.
+	// hangs up, until it is known handled. A receiver reads ahead of what
+	// it handles (cloud-event-proxy's bufio.Scanner reads up to 4 KiB at a
+	// time), so without the window the events it read but had not handled
+	// when it died are lost.
+	//
+	// ReplayWindow 0 (the default) on a Unix socket sizes the window by the
+	// receiver's last read: a receiver that reads sequentially (read, handle
+	// every complete line, read again: cloud-event-proxy, any
+	// bufio.Scanner loop) reads again only after handling what it read, so
+	// only its last read can be unhandled; SIOCOUTQ shows each read's size.
+	// After a hang-up, about one read's worth (some 40 lines of 100 bytes)
+	// arrives again. A positive ReplayWindow is a fixed size instead: an
+	// event is handled once the receiver has read ReplayWindow bytes after
+	// it, for a receiver that hands lines to another goroutine (then reads
+	// prove nothing of handling). Over TCP the window is always a size in
+	// bytes (DefaultReplayWindow when 0): a TCP "read" means the receiver's
+	// kernel took the bytes. A negative ReplayWindow turns the window off:
+	// events are acknowledged once read.
+	//
+	// In every mode, an event read at least ReplayLinger ago by a receiver
+	// still connected is handled; Flush, and so `evspool run` at the end of
+	// its input, waits up to ReplayLinger after the last read. Default 2 s.
 	ReplayWindow int
 	ReplayLinger time.Duration
-	// MaxAttempts is how many failures of the receiver (hang-ups, or
-	// stalls) with an event as the culprit set it aside in the dead-letter
-	// file (wal.DeadLetterFile in the spool directory). Default 3.
+	// MaxAttempts is how many failures of the receiver with an event shown
+	// to be the culprit (see package doc, "Poison events") set it aside in
+	// the dead-letter file (wal.DeadLetterFile in the spool directory). The
+	// count is kept in the spool across restarts. Default 3; negative:
+	// never set anything aside.
 	MaxAttempts int
 	// MaxDeadLetterBytes is the dead-letter file's size at which it is
 	// rotated (to dead-letters.1, replacing the older one). Default
@@ -166,13 +178,11 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MinBackoff, DefaultMinBackoff)
 	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
 	setDefault(&c.WarnInterval, DefaultWarnInterval)
-	setDefault(&c.ReplayWindow, DefaultReplayWindow)
-	c.ReplayWindow = max(c.ReplayWindow, 0)
 	setDefault(&c.ReplayLinger, DefaultReplayLinger)
 	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&c.MaxDeadLetterBytes, wal.DefaultMaxDeadLetterBytes)
-	if c.ReplayLinger < 0 || c.MaxAttempts < 1 {
-		return c, fmt.Errorf("emitter: ReplayLinger %v and MaxAttempts %d must be positive", c.ReplayLinger, c.MaxAttempts)
+	if c.ReplayLinger < 0 {
+		return c, fmt.Errorf("emitter: ReplayLinger %v is negative: give a positive duration", c.ReplayLinger)
 	}
 	if c.Stdout == nil {
 		c.Stdout = os.Stdout

@@ -48,7 +48,7 @@ func (d *drainer) preamble() error {
 		return nil
 	}
 	d.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.conn}
+	w := &preambleWriter{d: d, conn: d.w.conn}
 	err := callPreamble(d.opts.Preamble, d.ctx, w)
 	w.done.Store(true)
 	d.pre.running.Store(false)

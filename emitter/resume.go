@@ -31,11 +31,11 @@ type resume struct {
 // backoffWait waits before the next dial: the backoff's next interval, or
 // less. It returns false when the drainer is stopped.
 func (d *drainer) backoffWait() bool {
-	dur := d.bo.NextBackOff()
+	dur := d.dial.bo.NextBackOff()
 	if d.opts.Network != "unix" {
 		return d.sleep(dur)
 	}
-	r := &d.resume
+	r := &d.dial.resume
 	// The run goroutine is the only writer of d.link: no lock to read it.
 	if r.quick > 0 && d.link.connects == r.since {
 		dur = min(dur, quickFirst<<min(quickDials-r.quick, 3), quickMax)

@@ -129,6 +129,9 @@ func (w *WAL) copyTo(path string) error {
 		return err
 	}
 	err = w.db.View(func(src *bolt.Tx) error {
+		if err := dst.Update(func(tx *bolt.Tx) error { return copyStrikes(src, tx) }); err != nil {
+			return err
+		}
 		var chunk []Entry
 		size := 0
 		flush := func() error {

@@ -81,8 +81,9 @@ type runFlags struct {
 	onFull                   wal.Policy
 	dialTimeout, writeTimout time.Duration
 	drainTimeout             time.Duration
-	replayWindow             int64
+	replayWindow             int64 // see delivery_flags.go
 	replayLinger             time.Duration
+	maxAttempts              int
 	fsync                    bool
 	metricsAddr              string
 	logFormat, logLevel      string
@@ -97,8 +98,8 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.dialTimeout = emitter.DefaultDialTimeout
 	r.writeTimout = emitter.DefaultWriteTimeout
 	r.fsync = true
-	r.replayWindow = emitter.DefaultReplayWindow
 	r.replayLinger = emitter.DefaultReplayLinger
+	r.registerDelivery(fs)
 	fs.StringVar(&r.socket, "socket", "", "receiver's socket path (or host:port with --network tcp); required")
 	fs.StringVar(&r.spool, "spool", "", "spool directory, created 0700 if missing; required")
 	fs.StringVar(&r.network, "network", "unix", "unix or tcp")
@@ -108,7 +109,6 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(durationFlag{&r.dialTimeout}, "dial-timeout", "timeout of each connection attempt")
 	fs.Var(durationFlag{&r.writeTimout}, "write-timeout", "timeout of each write, and of a receiver that reads nothing")
 	fs.Var(durationFlag{&r.drainTimeout}, "drain-timeout", "after end of input, how long to keep delivering (default: until drained)")
-	fs.Var(sizeFlag{&r.replayWindow}, "replay-window", "an event the receiver read stays spooled, resent if it hangs up, until it has read this much after it (0: acknowledge on read)")
 	fs.Var(durationFlag{&r.replayLinger}, "replay-linger", "... or until it stayed connected this long after reading it; at end of input, run waits this long for the last events")
 	fs.BoolVar(&r.fsync, "fsync", true, "fsync each spool commit (false survives a process crash, not a power loss)")
 	fs.StringVar(&r.metricsAddr, "metrics-addr", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9477 (default off)")
@@ -134,8 +134,8 @@ func (r *runFlags) validate() error {
 		return fmt.Errorf("--max-event-size %s must be between 2 bytes and a quarter of --max-spool-size", units.FormatSize(r.maxEvent))
 	case r.dialTimeout <= 0 || r.writeTimout <= 0:
 		return fmt.Errorf("--dial-timeout and --write-timeout must be positive")
-	case r.replayWindow < 0 || r.replayLinger <= 0:
-		return fmt.Errorf("--replay-window must be 0 or more and --replay-linger positive (give 0 for --replay-window to acknowledge on read)")
+	case r.replayLinger <= 0:
+		return fmt.Errorf("--replay-linger must be positive")
 	}
 	if err := r.checkDropIn(); err != nil { // preamble.go
 		return err
@@ -162,17 +162,9 @@ func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 		WriteTimeout:  r.writeTimout,
 		ReplayWindow:  replayWindow(r.replayWindow),
 		ReplayLinger:  r.replayLinger,
+		MaxAttempts:   maxAttempts(r.maxAttempts),
 		Logger:        logger,
 	}
-}
-
-// replayWindow maps the flag (0 means off) onto the option (0 means default,
-// negative off).
-func replayWindow(n int64) int {
-	if n == 0 {
-		return -1
-	}
-	return int(n)
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -36,6 +36,7 @@ func TestUsageErrors(t *testing.T) {
 		{"exec", "--bogus", "--", "true"},
 		{"run", "--socket", "s", "--spool", "d", "--replay-linger", "0s"},
 		{"run", "--socket", "s", "--spool", "d", "--replay-window", "-1"},
+		{"run", "--socket", "s", "--spool", "d", "--max-attempts", "-1"},
 		{"inspect", "--spool"},
 		{"inspect", "--spool", "d", "extra"},
 		{"demo", "--duration", "soon"},

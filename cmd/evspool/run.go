@@ -23,13 +23,19 @@ While it runs it keeps DIR/status.json up to date (every second), which
 'evspool inspect' shows. Started with more than 10,000 events spooled, it logs
 the replay's progress every 5 s until the backlog is delivered.
 
-An event the receiver has read stays spooled until it has read --replay-window
-bytes after it or stayed connected --replay-linger after reading it (a receiver
-reads ahead of what it handles): if it hangs up before, the event is resent.
-So at end of input run waits up to --replay-linger after the last read before
-it reports everything delivered. An event after which the receiver keeps
-dying or stops reading is set aside in DIR/dead-letters after 3 attempts
-(see 'evspool inspect --dead-letters').
+An event the receiver has read stays spooled until it is known handled (a
+receiver reads ahead of what it handles): if it hangs up before, the event is
+resent. By default (--replay-window last-read) only what the receiver's last
+read held is kept, since a receiver that reads, handles every line, then reads
+again (cloud-event-proxy) can only have that unhandled; give a size for a
+receiver that hands lines to another goroutine. An event read --replay-linger
+ago by a receiver still connected is handled, so at end of input run waits up
+to --replay-linger after the last read before it reports everything
+delivered. An event the receiver is shown to fail on (it handled the event
+before it, then died on it or stopped inside it) is set aside in
+DIR/dead-letters after --max-attempts such failures, counted across restarts
+(see 'evspool inspect --dead-letters'). A receiver that reads nothing keeps
+its connection; one that dies before handling anything is dialled less often.
 
 
 Exit status:

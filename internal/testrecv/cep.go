@@ -38,6 +38,10 @@ type CEPConfig struct {
 	// HalfClose shuts down the writing side of every accepted connection
 	// (shutdown(SHUT_WR)) before reading it: a receive-only peer.
 	HalfClose bool
+	// CrashFirst makes the first CrashFirst starts die (exit 3) while
+	// handling the first line they read, whatever it is: a crash-looping
+	// receiver (its downstream is down, say). See cep_crash.go.
+	CrashFirst int
 }
 
 // Starts is the file a CEP receiver appends one line to each time it starts
@@ -90,16 +94,17 @@ func runCEP(cfg CEPConfig) error {
 	if err := appendLine(cfg.Starts(), fmt.Sprint(os.Getpid())); err != nil {
 		return err
 	}
+	crash := crashing(cfg)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
 			return err
 		}
-		go cepServe(cfg, c, out)
+		go cepServe(cfg, c, out, crash)
 	}
 }
 
-func cepServe(cfg CEPConfig, c net.Conn, out *os.File) {
+func cepServe(cfg CEPConfig, c net.Conn, out *os.File, crash bool) {
 	if cfg.HalfClose {
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()
@@ -108,6 +113,9 @@ func cepServe(cfg CEPConfig, c net.Conn, out *os.File) {
 	sc := bufio.NewScanner(c)
 	for sc.Scan() {
 		line := sc.Bytes()
+		if crash {
+			os.Exit(3) // dies handling it, whatever it is
+		}
 		if string(line) == cfg.RestartLine {
 			if cfg.Network == "unix" {
 				_ = os.Remove(cfg.Addr)

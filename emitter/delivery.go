@@ -1,0 +1,260 @@
+package emitter
+
+import "time"
+
+// delivery is the drainer's decisions, apart from its I/O: what the receiver
+// has handled (the replay window), what to write next (the cursor, one event
+// at a time while isolating), whom to blame when the receiver fails (strikes,
+// set-asides), how long to wait before dialling again, and what a receiver
+// that reads nothing looks like. It has no goroutine, no socket and no clock:
+// the drainer (its shell, as etcd raft's node is raft's) tells it what
+// happened, with the time it happened, and carries out the ready it returns.
+// See delivery_window.go (what was read, what is handled) and
+// delivery_blame.go (hang-ups, stalls, strikes).
+type delivery struct {
+	cfg deliveryConfig
+
+	acked     uint64 // highest sequence acknowledged or set aside; only grows
+	cursor    uint64 // next sequence to write; 0: from the oldest pending
+	isolateTo uint64 // while anything up to it is unhandled, one event a write
+	witness   uint64 // newest acknowledged sequence the shell can resend, 0: none
+	strikes   strikeRecord
+	empty     int // connections in a row that failed before handling anything
+	conn      *connState
+}
+
+// windowMode is how an event read by the receiver becomes handled.
+type windowMode int
+
+const (
+	// lastRead: the receiver reads sequentially (read, handle every line,
+	// read again), so only the lines of its last read can be unhandled.
+	lastRead windowMode = iota
+	// fixedBytes: a line is handled once the receiver has read windowBytes
+	// after it (a receiver that hands lines to another goroutine; TCP, where
+	// "read" only means its kernel took it).
+	fixedBytes
+	// noWindow: a line is handled once read.
+	noWindow
+)
+
+// deliveryConfig is what delivery needs of Options.
+type deliveryConfig struct {
+	mode        windowMode
+	windowBytes uint64        // fixedBytes only
+	linger      time.Duration // a line read this long ago, still connected, is handled
+	warnAfter   time.Duration // no read for this long with bytes unread: slow
+	stuckAfter  time.Duration // no read for this long inside a line: stuck
+	stallAfter  time.Duration // no read for this long with bytes unread: frozen
+	maxAttempts int           // strikes that set an event aside; 0: never
+	batch       int           // events per write outside isolation
+	backoff     time.Duration // the first pause after a connection that handled nothing
+	maxBackoff  time.Duration // the longest such pause
+}
+
+// strikeRecord is the one event under suspicion and its strikes; the shell
+// keeps it in the spool (wal.Strikes) so that a restart does not forget it.
+type strikeRecord struct {
+	seq     uint64
+	n       int
+	witness uint64 // the event before it, which the receiver handled
+}
+
+// ready is what the shell does after a step, in this order: acknowledge,
+// set aside, save the strikes, drop the connection, log, and dial no sooner
+// than dialAfter.
+type ready struct {
+	ackThrough uint64 // acknowledge the spool through this sequence; 0: nothing
+	setAside   uint64 // move this sequence (the oldest pending) to the dead letters
+	saveStrike bool   // strikes changed: persist delivery.strikes
+	abandon    bool   // close the connection
+	dialAfter  time.Time
+	notes      []note
+}
+
+// note is something the shell logs.
+type note struct {
+	kind  noteKind
+	seq   uint64
+	n     int
+	since time.Time
+}
+
+type noteKind int
+
+const (
+	noteStrike    noteKind = iota + 1 // seq earned strike n
+	noteFrozen                        // the receiver read nothing since
+	noteCrashLoop                     // the receiver failed n times in a row before handling anything
+	noteStuck                         // it stopped inside seq: cannot read it
+	noteSlow                          // it read nothing since, for warnAfter
+)
+
+// sendPlan is what the shell writes next: max events from from (0: the
+// oldest pending), or the witness alone if resendWitness is not 0.
+type sendPlan struct {
+	from          uint64
+	max           int
+	resendWitness uint64
+}
+
+func newDelivery(cfg deliveryConfig) *delivery { return &delivery{cfg: cfg} }
+
+// restore takes what the spool kept: strikes of an earlier process, and the
+// sequence before the oldest pending (acknowledged, or the spool's start).
+func (d *delivery) restore(oldest uint64, s strikeRecord) {
+	if oldest > 0 {
+		d.acked = oldest - 1
+	}
+	if s.seq >= oldest && s.n > 0 {
+		d.strikes = s
+		d.isolateTo = max(d.isolateTo, s.seq)
+		if s.witness != 0 && s.witness+1 == oldest {
+			d.witness = s.witness
+		}
+	}
+}
+
+// connected starts a connection at now.
+func (d *delivery) connected(now time.Time) {
+	d.conn = &connState{start: now, lastMove: now}
+	d.cursor = 0
+}
+
+// next says what to write now; ok false means nothing: not connected, the
+// receiver has not read what was written (isolating), or it is frozen.
+// Over TCP "read" means its kernel took it: the next isolated event goes
+// then all the same (waiting for each to be handled, ReplayLinger, would
+// take hours after a failure), but nothing is acknowledged by it: the window
+// stays in bytes.
+func (d *delivery) next() (sendPlan, bool) {
+	c := d.conn
+	if c == nil || c.frozen {
+		return sendPlan{}, false
+	}
+	if !d.isolating() {
+		return sendPlan{from: d.cursor, max: d.cfg.batch}, true
+	}
+	if !c.allRead() {
+		return sendPlan{}, false
+	}
+	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
+		// Alone first: the receiver reading the next one proves it
+		// handled the one before on this connection.
+		return sendPlan{resendWitness: d.witness}, true
+	}
+	return sendPlan{from: d.cursor, max: 1}, true
+}
+
+// isolating reports whether the next write carries one event only: while
+// anything up to isolateTo is not known handled.
+func (d *delivery) isolating() bool { return d.isolateTo > d.acked }
+
+// oldestPending is the oldest sequence not acknowledged.
+func (d *delivery) oldestPending() uint64 { return d.acked + 1 }
+
+// line is one event written: its sequence and size with the newline.
+type line struct {
+	seq  uint64
+	size int
+}
+
+// wrote records a write(2) at now of lines, which took mem bytes of the
+// socket's memory (0: unknown, then the payload is taken, a lower bound).
+func (d *delivery) wrote(now time.Time, lines []line, mem int) {
+	c := d.conn
+	if c == nil || len(lines) == 0 {
+		return
+	}
+	c.add(lines, mem, d.acked)
+	if last := lines[len(lines)-1].seq; last > d.acked {
+		d.cursor = last + 1
+	}
+}
+
+// setAsideDone records that the shell moved seq to the dead letters and
+// removed it from the spool.
+func (d *delivery) setAsideDone(seq uint64) ready {
+	var r ready
+	if seq == d.acked+1 {
+		d.acked = seq
+		r.saveStrike = d.clearStrikes(seq)
+		if d.conn != nil {
+			d.conn.dropThrough(seq)
+		}
+	}
+	return r
+}
+
+// ackedThrough records that the spool acknowledged through seq (by the
+// drainer, or by expiry), and keeps the newest as the witness.
+func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
+	if seq <= d.acked {
+		return false
+	}
+	d.acked = seq
+	if witness {
+		d.witness = seq
+	}
+	if d.conn != nil {
+		d.conn.dropThrough(seq)
+	}
+	return d.clearStrikes(seq)
+}
+
+// clearStrikes forgets the suspect once it is behind seq: it was handled (or
+// set aside). It reports whether there was one.
+func (d *delivery) clearStrikes(seq uint64) bool {
+	if d.strikes.seq == 0 || d.strikes.seq > seq {
+		return false
+	}
+	d.strikes = strikeRecord{}
+	return true
+}
+
+// crashLoopMaxPause caps the pause before dialling a receiver that keeps
+// failing before it handles anything (at least Options.MaxBackoff).
+const crashLoopMaxPause = 5 * time.Second
+
+// deliveryConfigOf maps Options (defaults filled) to delivery's settings.
+func deliveryConfigOf(o *Options) deliveryConfig {
+	c := deliveryConfig{mode: lastRead, linger: o.ReplayLinger, warnAfter: o.WriteTimeout,
+		stuckAfter: o.WriteTimeout, stallAfter: o.StallTimeout, maxAttempts: max(o.MaxAttempts, 0),
+		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: max(o.MaxBackoff, crashLoopMaxPause)}
+	switch {
+	case o.ReplayWindow < 0 || o.AckOnWrite:
+		c.mode = noWindow
+	case o.ReplayWindow > 0:
+		c.mode, c.windowBytes = fixedBytes, uint64(o.ReplayWindow)
+	case o.Network == "tcp":
+		c.mode, c.windowBytes = fixedBytes, DefaultReplayWindow
+	}
+	return c
+}
+
+// Queries and small steps the shell needs.
+
+// frozen reports whether the receiver is frozen on the current connection.
+func (d *delivery) frozen() bool { return d.conn != nil && d.conn.frozen }
+
+// reading reports whether written bytes wait to be read on the current
+// connection.
+func (d *delivery) reading() bool { return d.conn != nil && !d.conn.allRead() }
+
+// lastUnread is the last SIOCOUTQ reading on the current connection.
+func (d *delivery) lastUnread() int {
+	if d.conn == nil {
+		return 0
+	}
+	return d.conn.unread
+}
+
+// crashing reports whether the last connection handled nothing.
+func (d *delivery) crashing() bool { return d.empty > 0 }
+
+// forgetWitness drops a witness the shell does not have at hand.
+func (d *delivery) forgetWitness() { d.witness = 0 }
+
+// rewind makes the next write start at the oldest pending event (the spool
+// was salvaged).
+func (d *delivery) rewind() { d.cursor = 0 }

@@ -1,0 +1,188 @@
+package emitter
+
+import (
+	"slices"
+	"time"
+)
+
+// Blame only on evidence. An event earns a strike only when the connection
+// shows the receiver working just before it: it handled the line before
+// this one (on a new isolating connection, the witness: the newest
+// acknowledged event, resent as a one-event duplicate), then read this one
+// alone and hung up; or it read part of this one and stopped inside it (a
+// line longer than its buffer: cloud-event-proxy's scanner fails and never
+// reads the connection again). A receiver that fails before handling
+// anything is crash-looping or broken, and one that stops at a line's
+// boundary is frozen: neither is the event's fault. No strike then; a
+// frozen receiver keeps its connection (anything written on another one
+// could be read later beside it, out of order) and nothing new is written
+// until it reads again; a crash-looping one is dialled less and less often.
+
+// crashLoopNote is how many connections in a row that handled nothing make
+// the receiver look crash-looping (logged once).
+const crashLoopNote = 3
+
+// hungUp records that the receiver hung up at now; reset says it closed with
+// bytes unread (else it had read everything written).
+func (d *delivery) hungUp(now time.Time, reset bool) ready {
+	c := d.conn
+	if c == nil {
+		return ready{}
+	}
+	if !reset {
+		c.readAll(now)
+	}
+	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
+	if k, last, ok := c.oldest(); ok {
+		// k read alone, in a read that began where the line before it on
+		// this connection ended: the receiver handled that one (a read
+		// after it), then died on k.
+		if d.isolating() && k.start > 0 && c.lastFrom == k.start && c.read == k.end {
+			r = d.strike(r, k.seq)
+		}
+		d.isolateTo = max(d.isolateTo, last.seq)
+	}
+	if c.handled {
+		d.empty = 0
+	} else {
+		d.empty++
+		if d.empty == crashLoopNote {
+			r.notes = append(r.notes, note{kind: noteCrashLoop, n: d.empty, since: c.start})
+		}
+	}
+	r.dialAfter = now.Add(d.pause())
+	d.conn, d.cursor = nil, 0
+	return r
+}
+
+// pause is how long to wait before dialling after a connection ended: none
+// after one that handled something, or after a first failure (the dial
+// backoff applies), then longer each time.
+func (d *delivery) pause() time.Duration {
+	if d.empty < 2 {
+		return 0
+	}
+	p := d.cfg.backoff << min(d.empty-2, 20)
+	return min(p, d.cfg.maxBackoff)
+}
+
+// tick is the clock: lines read at least linger ago by a receiver still
+// connected are handled; a receiver that read nothing for warnAfter with
+// bytes unread is slow (noted once), for stallAfter frozen (noted once; it
+// keeps its connection, and nothing new is written until it reads); one
+// that read part of a line and nothing more for stuckAfter is stuck inside
+// it.
+func (d *delivery) tick(now time.Time) ready {
+	c := d.conn
+	if c == nil {
+		return ready{}
+	}
+	r := d.ack(now)
+	if c.allRead() && !c.partial {
+		return r
+	}
+	idle := now.Sub(c.lastMove)
+	if idle >= d.cfg.warnAfter && !c.slow {
+		c.slow = true
+		r.notes = append(r.notes, note{kind: noteSlow, since: c.lastMove})
+	}
+	if k, last, ok := c.oldest(); ok && c.partial && k.start == c.read && idle >= d.cfg.stuckAfter {
+		return d.stuck(r, now, k, last)
+	}
+	if idle >= d.cfg.stallAfter && !c.frozen {
+		c.frozen = true
+		r.notes = append(r.notes, note{kind: noteFrozen, since: c.lastMove})
+	}
+	return r
+}
+
+// stuck: the receiver read part of k and stopped inside it, so it cannot
+// read k (cloud-event-proxy's scanner fails on a line over 64 KiB and never
+// reads the connection again): a strike, and the connection is abandoned.
+func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
+	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: d.conn.lastMove})
+	r = d.strike(r, k.seq)
+	d.isolateTo = max(d.isolateTo, last.seq)
+	r.abandon, r.dialAfter = true, now
+	d.conn, d.cursor = nil, 0
+	return r
+}
+
+// lost records that the shell dropped the connection for a reason of its
+// own (a spool error, Close): nobody is blamed, and what is not known handled
+// is resent, isolated.
+func (d *delivery) lost() ready {
+	c := d.conn
+	if c == nil {
+		return ready{}
+	}
+	r := d.ack(time.Time{})
+	if _, last, ok := c.oldest(); ok {
+		d.isolateTo = max(d.isolateTo, last.seq)
+	}
+	d.conn, d.cursor = nil, 0
+	return r
+}
+
+// wakeAt is when tick has something to do next: a stall threshold not yet
+// passed, or the oldest line read but not known handled reaching linger.
+func (d *delivery) wakeAt() (time.Time, bool) {
+	c := d.conn
+	if c == nil {
+		return time.Time{}, false
+	}
+	if !c.allRead() || c.partial {
+		var next []time.Duration
+		if !c.slow {
+			next = append(next, d.cfg.warnAfter)
+		}
+		if c.partial {
+			next = append(next, d.cfg.stuckAfter)
+		}
+		if !c.frozen {
+			next = append(next, d.cfg.stallAfter)
+		}
+		if len(next) == 0 {
+			return time.Time{}, false // frozen: the shell polls for reads
+		}
+		return c.lastMove.Add(slices.Min(next)), true
+	}
+	for _, l := range c.lines {
+		if !l.witness && !l.readAt.IsZero() && d.cfg.linger > 0 {
+			return l.readAt.Add(d.cfg.linger), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// strike counts a strike against seq and sets it aside after maxAttempts
+// (only the oldest pending event can be removed alone: the evidence rules
+// make the culprit that one).
+func (d *delivery) strike(r ready, seq uint64) ready {
+	if d.strikes.seq == seq {
+		d.strikes.n++
+	} else {
+		d.strikes = strikeRecord{seq: seq, n: 1}
+	}
+	if d.witness+1 == seq {
+		d.strikes.witness = d.witness
+	}
+	r.saveStrike = true
+	r.notes = append(r.notes, note{kind: noteStrike, seq: seq, n: d.strikes.n})
+	if d.cfg.maxAttempts > 0 && d.strikes.n >= d.cfg.maxAttempts && seq == d.oldestPending() {
+		r.setAside = seq
+	}
+	return r
+}
+
+// skipTo records that the spool's oldest pending event is first: what came
+// before left it another way (the full-spool policy, expiry).
+func (d *delivery) skipTo(first uint64) {
+	if first > d.acked+1 {
+		d.acked = first - 1
+		if d.conn != nil {
+			d.conn.dropThrough(d.acked)
+		}
+		d.clearStrikes(d.acked)
+	}
+}

@@ -1,0 +1,329 @@
+package emitter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// These tests step delivery alone: no socket, no sleep, time is a number.
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+
+func testConfig(mode windowMode) deliveryConfig {
+	return deliveryConfig{mode: mode, windowBytes: 300, linger: 2 * time.Second, stallAfter: 30 * time.Second,
+		warnAfter: 5 * time.Second, stuckAfter: 5 * time.Second,
+		maxAttempts: 3, batch: 100, backoff: 10 * time.Millisecond, maxBackoff: 5 * time.Second}
+}
+
+// lines returns n lines of size bytes from seq from.
+func lines(from uint64, n, size int) []line {
+	out := make([]line, n)
+	for i := range out {
+		out[i] = line{seq: from + uint64(i), size: size}
+	}
+	return out
+}
+
+// writeRead writes ls in one write and has the receiver read all of it.
+func writeRead(d *delivery, ms int, ls []line) ready {
+	d.wrote(at(ms), ls, 0)
+	return d.observed(at(ms), 0)
+}
+
+func TestDeliveryWindow(t *testing.T) {
+	tests := map[string]struct {
+		mode  windowMode
+		steps func(d *delivery) ready
+		want  uint64 // acknowledged through
+	}{
+		"last read: one read holds all": {lastRead, func(d *delivery) ready {
+			return writeRead(d, 0, lines(1, 40, 100))
+		}, 0},
+		"last read: a later read proves the earlier handled": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 40, 100))
+			return writeRead(d, 1, lines(41, 1, 100))
+		}, 40},
+		"last read: a write read in part is not read": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 3, 100))
+			d.wrote(at(1), lines(4, 3, 100), 0)
+			d.wrote(at(1), lines(7, 3, 100), 0)
+			return d.observed(at(1), 300) // the last write's bytes are held
+		}, 3},
+		"last read: socket memory above the payload errs towards unread": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 2, 100))
+			d.wrote(at(1), lines(3, 1, 100), 0)
+			d.wrote(at(1), lines(4, 1, 100), 0)
+			return d.observed(at(1), 150) // more than the newest write's payload
+		}, 0},
+		"last read: measured memory maps exactly": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 2, 100))
+			d.wrote(at(1), lines(3, 1, 100), 900)
+			d.wrote(at(1), lines(4, 1, 100), 900)
+			return d.observed(at(1), 900)
+		}, 2},
+		"linger: read 2 s ago, still connected": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 5, 100))
+			return d.tick(at(2000))
+		}, 5},
+		"linger: not yet": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 5, 100))
+			return d.tick(at(1999))
+		}, 0},
+		"fixed: 300 bytes after it": {fixedBytes, func(d *delivery) ready {
+			return writeRead(d, 0, lines(1, 10, 100))
+		}, 7},
+		"none: read is handled": {noWindow, func(d *delivery) ready {
+			return writeRead(d, 0, lines(1, 10, 100))
+		}, 10},
+		"hang-up forgets linger": {lastRead, func(d *delivery) ready {
+			writeRead(d, 0, lines(1, 5, 100))
+			return d.hungUp(at(5000), false)
+		}, 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			d := newDelivery(testConfig(tc.mode))
+			d.connected(at(0))
+			r := tc.steps(d)
+			assert.Equal(t, tc.want, d.acked)
+			if tc.want > 0 {
+				assert.Equal(t, tc.want, r.ackThrough, "the last step acknowledges")
+			}
+		})
+	}
+}
+
+// isolate makes d isolate through seq 10 after a batch connection failed
+// with seqs 1-10 read (5 was handled before: the witness).
+func isolate(t *testing.T, d *delivery) {
+	t.Helper()
+	d.restore(1, strikeRecord{})
+	d.connected(at(0))
+	writeRead(d, 0, lines(1, 5, 100))
+	writeRead(d, 1, lines(6, 5, 100))
+	r := d.hungUp(at(2), false)
+	require.EqualValues(t, 5, d.acked)
+	require.False(t, r.saveStrike, "a batch failure blames nobody")
+	require.True(t, d.isolating())
+}
+
+func TestDeliveryBlame(t *testing.T) {
+	t.Run("isolated, after the witness: a strike, then set aside", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		for attempt := 1; attempt <= 3; attempt++ {
+			d.connected(at(10 * attempt))
+			p, ok := d.next()
+			require.True(t, ok)
+			assert.Equal(t, sendPlan{resendWitness: 5}, p)
+			writeRead(d, 10*attempt, []line{{seq: 5, size: 100}})
+			p, ok = d.next()
+			require.True(t, ok)
+			assert.Equal(t, sendPlan{from: 0, max: 1}, p)
+			writeRead(d, 10*attempt, lines(6, 1, 100))
+			r := d.hungUp(at(10*attempt+1), false)
+			assert.Equal(t, attempt, d.strikes.n)
+			assert.True(t, r.saveStrike)
+			if attempt < 3 {
+				assert.Zero(t, r.setAside)
+			} else {
+				assert.EqualValues(t, 6, r.setAside)
+			}
+		}
+		d.setAsideDone(6)
+		assert.EqualValues(t, 6, d.acked)
+		assert.Zero(t, d.strikes.n)
+	})
+	t.Run("first on the connection, no witness: no strike", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.isolateTo = 3
+		d.connected(at(0))
+		writeRead(d, 0, lines(1, 1, 100))
+		r := d.hungUp(at(1), false)
+		assert.False(t, r.saveStrike)
+		assert.Zero(t, d.strikes.n)
+	})
+	t.Run("handled, then read the next: the suspect is cleared", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.restore(6, strikeRecord{seq: 6, n: 2, witness: 5})
+		require.True(t, d.isolating())
+		d.connected(at(0))
+		p, _ := d.next()
+		assert.EqualValues(t, 5, p.resendWitness, "the witness comes back from the spool")
+		writeRead(d, 0, []line{{seq: 5, size: 100}})
+		writeRead(d, 1, lines(6, 1, 100))
+		r := writeRead(d, 2, lines(7, 1, 100))
+		assert.EqualValues(t, 6, r.ackThrough)
+		assert.True(t, r.saveStrike, "cleared")
+		assert.Zero(t, d.strikes.n)
+	})
+	t.Run("closed with bytes unread: the event was not read alone", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		d.connected(at(10))
+		writeRead(d, 10, []line{{seq: 5, size: 100}})
+		d.wrote(at(11), lines(6, 1, 100), 0)
+		r := d.hungUp(at(12), true)
+		assert.False(t, r.saveStrike)
+	})
+	t.Run("max attempts 0 never sets aside", func(t *testing.T) {
+		cfg := testConfig(lastRead)
+		cfg.maxAttempts = 0
+		d := newDelivery(cfg)
+		isolate(t, d)
+		for attempt := 1; attempt <= 5; attempt++ {
+			d.connected(at(10 * attempt))
+			writeRead(d, 10*attempt, []line{{seq: 5, size: 100}})
+			writeRead(d, 10*attempt, lines(6, 1, 100))
+			r := d.hungUp(at(10*attempt+1), false)
+			assert.Zero(t, r.setAside)
+		}
+		assert.Equal(t, 5, d.strikes.n)
+	})
+}
+
+func TestDeliveryCrashLoop(t *testing.T) {
+	d := newDelivery(testConfig(lastRead))
+	d.restore(1, strikeRecord{})
+	var pauses []time.Duration
+	var notes int
+	for i := range 9 {
+		now := at(1000 * i)
+		d.connected(now)
+		p, ok := d.next()
+		require.True(t, ok)
+		d.wrote(now, lines(max(p.from, 1), 1, 100), 0)
+		d.observed(now, 0)
+		r := d.hungUp(now, false) // died handling the first line it read
+		assert.False(t, r.saveStrike, "no strike: it handled nothing")
+		pauses = append(pauses, r.dialAfter.Sub(now))
+		for _, n := range r.notes {
+			if n.kind == noteCrashLoop {
+				notes++
+			}
+		}
+	}
+	assert.Zero(t, d.acked)
+	assert.Equal(t, 1, notes, "logged once")
+	for i := 1; i < len(pauses); i++ {
+		assert.GreaterOrEqual(t, pauses[i], pauses[i-1], "longer each time")
+	}
+	assert.Equal(t, 1280*time.Millisecond, pauses[8])
+	// Healthy again: it handles, and the pause is gone.
+	d.connected(at(20000))
+	writeRead(d, 20000, lines(1, 1, 100))
+	writeRead(d, 20001, lines(2, 1, 100))
+	r := d.hungUp(at(20002), false)
+	assert.EqualValues(t, 1, d.acked)
+	assert.Equal(t, at(20002), r.dialAfter)
+}
+
+func TestDeliveryStall(t *testing.T) {
+	t.Run("frozen: read nothing, keeps the connection, writes nothing new", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.connected(at(0))
+		d.wrote(at(0), lines(1, 50, 100), 0)
+		var r ready
+		for s := 1; s <= 100; s++ { // 100 s frozen
+			r = d.observed(at(1000*s), 5000)
+			r2 := d.tick(at(1000 * s))
+			assert.False(t, r2.abandon)
+			assert.False(t, r2.saveStrike)
+			r.notes = append(r.notes, r2.notes...)
+			if s == 5 || s == 30 {
+				require.Len(t, r2.notes, 1)
+				assert.Equal(t, map[int]noteKind{5: noteSlow, 30: noteFrozen}[s], r2.notes[0].kind)
+			} else {
+				assert.Empty(t, r2.notes, "noted once")
+			}
+		}
+		_, ok := d.next()
+		assert.False(t, ok, "nothing new while frozen")
+		r = d.observed(at(100001), 0) // thawed
+		_, ok = d.next()
+		assert.True(t, ok)
+		assert.NotNil(t, d.conn, "the same connection")
+	})
+	t.Run("frozen after reading part of it, at a line's end: no strike", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.connected(at(0))
+		writeRead(d, 0, lines(1, 10, 100))
+		d.wrote(at(1), lines(11, 10, 100), 0)
+		r := d.tick(at(31000))
+		assert.False(t, r.abandon)
+		assert.Zero(t, d.strikes.n)
+		assert.True(t, d.conn.frozen)
+	})
+	t.Run("stopped inside a long line: strike, abandon", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.connected(at(0))
+		writeRead(d, 0, lines(1, 10, 100))
+		d.wrote(at(1), lines(11, 1, 100<<10), 110<<10) // 3 kernel buffers
+		d.observed(at(2), 70<<10)                      // the first is read
+		assert.False(t, d.tick(at(4999)).abandon)
+		r := d.tick(at(5002))
+		assert.True(t, r.abandon)
+		assert.Equal(t, 1, d.strikes.n)
+		assert.EqualValues(t, 11, d.strikes.seq)
+		assert.True(t, d.isolating())
+		assert.Nil(t, d.conn)
+	})
+	t.Run("slow but reading: no stall", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		d.connected(at(0))
+		d.wrote(at(0), lines(1, 50, 100), 0)
+		for s := 1; s <= 50; s++ {
+			d.observed(at(20000*s), 5000-100*s)
+			assert.Empty(t, d.tick(at(20000*s)).notes)
+		}
+	})
+}
+
+func TestDeliveryIsolationOverTCP(t *testing.T) {
+	d := newDelivery(testConfig(fixedBytes))
+	d.isolateTo = 3
+	d.connected(at(0))
+	writeRead(d, 0, lines(1, 1, 100))
+	p, ok := d.next()
+	require.True(t, ok, "the next isolated event goes once the kernel took this one")
+	assert.Equal(t, 1, p.max)
+	r := writeRead(d, 1, lines(2, 1, 100))
+	assert.Zero(t, r.ackThrough, "a later event read by the kernel proves nothing handled")
+	assert.Zero(t, d.acked)
+	d.tick(at(2001))
+	assert.EqualValues(t, 2, d.acked, "linger does")
+}
+
+func TestDeliverySkipTo(t *testing.T) {
+	d := newDelivery(testConfig(lastRead))
+	d.restore(1, strikeRecord{})
+	d.strikes = strikeRecord{seq: 3, n: 2}
+	d.skipTo(10)
+	assert.EqualValues(t, 9, d.acked)
+	assert.Zero(t, d.strikes.n)
+}
+
+func TestDeliveryWakeAt(t *testing.T) {
+	d := newDelivery(testConfig(lastRead))
+	_, ok := d.wakeAt()
+	assert.False(t, ok, "not connected")
+	d.connected(at(0))
+	writeRead(d, 0, lines(1, 2, 100))
+	w, ok := d.wakeAt()
+	assert.True(t, ok)
+	assert.Equal(t, at(2000), w, "linger")
+	d.wrote(at(10), lines(3, 1, 100), 0)
+	w, _ = d.wakeAt()
+	assert.Equal(t, at(5000), w, "slow, after the last read")
+	d.tick(at(5000))
+	w, _ = d.wakeAt()
+	assert.Equal(t, at(30000), w, "frozen")
+	d.tick(at(30000))
+	_, ok = d.wakeAt()
+	assert.False(t, ok, "frozen: nothing to wake for, the shell polls")
+}

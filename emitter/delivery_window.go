@@ -1,0 +1,178 @@
+package emitter
+
+import "time"
+
+// connState is what delivery knows of one connection: the lines written on
+// it not yet acknowledged, and how far the receiver has read them.
+//
+// How far it has read comes from SIOCOUTQ, the memory the receiver's socket
+// still holds: on a Unix socket a write's buffer is freed only once read
+// whole, so the memory drops a write at a time. Each write is recorded with
+// the memory it took (measured, or else its payload: less than the real
+// cost, so the estimate of what was read errs on the side of too little).
+// A write is read once the writes after it account for all the memory still
+// held. Offsets are payload bytes from the connection's start.
+type connState struct {
+	start    time.Time
+	lastMove time.Time // when the receiver was last seen reading
+	lines    []sentLine
+	writes   []sentWrite
+	memHeld  int    // sum of writes' mem
+	unread   int    // the last SIOCOUTQ reading, plus what was written since
+	written  uint64 // payload bytes written
+	read     uint64 // payload bytes known read: whole writes
+	lastFrom uint64 // read before its last increase: the last read began at or after it
+	partial  bool   // the oldest unread write is partly read
+	handled  bool   // an event was shown handled on this connection
+	slow     bool   // read nothing for warnAfter (noted)
+	frozen   bool   // read nothing for stallAfter (noted): write nothing new
+}
+
+type sentLine struct {
+	seq        uint64
+	start, end uint64
+	readAt     time.Time // zero until read whole
+	witness    bool      // resent, already acknowledged: proof only
+}
+
+type sentWrite struct {
+	end     uint64
+	mem     int
+	payload int
+}
+
+// oneBuffer is the largest write a Unix socket surely keeps in one buffer
+// (one skb: about 36 KiB on Linux 6.x): only a larger one can be seen read
+// in part.
+const oneBuffer = 32 << 10
+
+// add records a write of lines that took mem bytes of socket memory.
+func (c *connState) add(lines []line, mem int, acked uint64) {
+	payload := 0
+	for _, l := range lines {
+		start := c.written
+		c.written += uint64(l.size)
+		payload += l.size
+		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
+	}
+	mem = max(mem, payload)
+	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload})
+	c.memHeld += mem
+	c.unread += mem
+}
+
+// observe takes a SIOCOUTQ reading at now and reports whether the receiver
+// read anything since the last one.
+func (c *connState) observe(now time.Time, unread int) bool {
+	moved := unread < c.unread
+	c.unread = unread
+	newRead := c.read
+	for len(c.writes) > 0 && c.memHeld-c.writes[0].mem >= unread {
+		newRead = c.writes[0].end
+		c.memHeld -= c.writes[0].mem
+		c.writes = c.writes[1:]
+	}
+	// Writes' memory is at most their real cost, so if less is held than
+	// they account for, the oldest was read in part; which only a write of
+	// several buffers can show.
+	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
+	if newRead > c.read {
+		c.lastFrom, c.read = c.read, newRead
+		for i := range c.lines {
+			if c.lines[i].end <= c.read && c.lines[i].readAt.IsZero() {
+				c.lines[i].readAt = now
+			}
+		}
+	}
+	if moved {
+		c.lastMove, c.frozen, c.slow = now, false, false
+	}
+	return moved
+}
+
+// readAll records that the receiver read everything written: it hung up with
+// nothing unread (no reset).
+func (c *connState) readAll(now time.Time) {
+	c.observe(now, 0)
+}
+
+// allRead reports whether the receiver has read every write.
+func (c *connState) allRead() bool { return c.read == c.written }
+
+// isHandled reports whether the receiver has handled line l, by cfg, at now.
+func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bool {
+	if l.end > c.read {
+		return false
+	}
+	if !now.IsZero() && cfg.linger > 0 && now.Sub(l.readAt) >= cfg.linger {
+		return true // still connected that long after reading it
+	}
+	switch cfg.mode {
+	case lastRead:
+		return l.end <= c.lastFrom // a later read began after it was read whole
+	case fixedBytes:
+		return l.end+cfg.windowBytes <= c.read
+	}
+	return true
+}
+
+// handledThrough returns the last sequence of the handled prefix of lines
+// (witnesses skipped), 0 if none. now zero leaves linger out: the receiver
+// is gone, so only what its reads proved counts.
+func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
+	var through uint64
+	for _, l := range c.lines {
+		if !c.isHandled(l, cfg, now) {
+			break
+		}
+		c.handled = true
+		if !l.witness {
+			through = l.seq
+		}
+	}
+	return through
+}
+
+// dropThrough forgets the lines up to seq: acknowledged.
+func (c *connState) dropThrough(seq uint64) {
+	i := 0
+	for i < len(c.lines) && c.lines[i].seq <= seq {
+		i++
+	}
+	c.lines = c.lines[i:]
+}
+
+// oldest returns the oldest line written here not acknowledged (witnesses
+// aside), and the newest one.
+func (c *connState) oldest() (first, last sentLine, ok bool) {
+	for _, l := range c.lines {
+		if !l.witness {
+			return l, c.lines[len(c.lines)-1], true
+		}
+	}
+	return sentLine{}, sentLine{}, false
+}
+
+// ack acknowledges what the connection shows handled at now (zero: by reads
+// alone), keeping the witness.
+func (d *delivery) ack(now time.Time) ready {
+	var r ready
+	if d.conn == nil {
+		return r
+	}
+	through := d.conn.handledThrough(&d.cfg, now)
+	if through > d.acked {
+		r.ackThrough = through
+		r.saveStrike = d.ackedThrough(through, true)
+	}
+	return r
+}
+
+// observed is a SIOCOUTQ reading of unread bytes at now.
+func (d *delivery) observed(now time.Time, unread int) ready {
+	if d.conn == nil {
+		return ready{}
+	}
+	d.conn.observe(now, unread)
+	return d.ack(now)
+}

@@ -1,0 +1,127 @@
+package emitter
+
+import (
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// Evspool's own crash, the receiver alive. A receiver still reads and
+// handles what its socket holds after evspool dies, then sees EOF and closes
+// its end. So the drainer notes, at each write, which receiver process it
+// writes to (SO_PEERCRED's pid, with its start time and stack address from
+// /proc, so that another process with the same pid, or the same one
+// re-executed, is not taken for it) and the last event written
+// (wal.PeerFile). At the next start, if that receiver is still the same
+// process and has closed its end of the old connection (it read that
+// connection to the end), everything written there was handled: it is
+// acknowledged, not resent. Waiting for the close also keeps the order: the
+// old connection's last lines are handled before the new one's first.
+// Where it cannot tell (TCP, another pid namespace, a window of a fixed
+// size, whose receiver may not have handled what it read, a receiver that
+// keeps the old connection open), the replay window decides as after any
+// other failure.
+
+// peerNote is what the drainer notes of the current receiver.
+type peerNote struct {
+	notes   *wal.PeerNotes
+	id      peerIdent
+	ok      bool   // id is known
+	tries   int    // attempts to identify it on this connection
+	through uint64 // the last sequence noted
+}
+
+// peerPoll is how often the start-up check looks whether the receiver has
+// closed its end of the old connection.
+const peerPoll = 10 * time.Millisecond
+
+// openPeerNotes opens the notes, where they can be used.
+func (d *drainer) openPeerNotes() {
+	if d.opts.Network != "unix" || d.dv.cfg.mode != lastRead {
+		return
+	}
+	n, err := wal.OpenPeerNotes(d.spool.Dir())
+	if err != nil {
+		d.opts.Logger.Warn("cannot note the receiver written to; after a crash its window is resent", "error", err.Error())
+		return
+	}
+	d.peer.notes = n
+}
+
+// peerTriesMax bounds the attempts to identify a connection's receiver: its
+// end of the connection has an inode only once it accepted it, so the first
+// attempts, right after connecting, can fail.
+const peerTriesMax = 100
+
+// notePeer notes the last event written to the current receiver.
+func (d *drainer) notePeer(through uint64) {
+	if d.peer.notes == nil || through <= d.peer.through {
+		return
+	}
+	if !d.peer.ok && d.peer.tries < peerTriesMax {
+		d.peer.tries++
+		d.peer.id, d.peer.ok = identify(d.w.conn)
+	}
+	if !d.peer.ok {
+		return
+	}
+	d.peer.through = through
+	p := d.peer.id
+	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
+}
+
+// forgetPeer clears the note: the receiver hung up, or the connection was
+// abandoned, so what it had not read is resent anyway.
+func (d *drainer) forgetPeer() {
+	if d.peer.notes != nil && d.peer.through != 0 {
+		_ = d.peer.notes.Clear()
+	}
+	d.peer.ok, d.peer.through = false, 0
+}
+
+// adoptPeerMark acknowledges what an earlier process wrote to a receiver that
+// is still the same process and has read that connection to its end.
+func (d *drainer) adoptPeerMark() {
+	if d.peer.notes == nil {
+		return
+	}
+	m, err := wal.ReadPeerMark(d.spool.Dir())
+	if err != nil {
+		return
+	}
+	defer d.peer.notes.Clear()
+	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
+	if !id.alive() || !d.peerClosed(id) || !id.alive() {
+		return
+	}
+	first := d.spool.FirstSeq()
+	if first == 0 || m.Through < first || m.Through > d.spool.LastSeq() {
+		return
+	}
+	if err := d.spool.Ack(m.Through); err != nil {
+		return // resent: duplicates
+	}
+	n := m.Through - first + 1
+	d.mu.Lock()
+	d.link.delivered += n
+	d.signalProgress()
+	d.mu.Unlock()
+	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
+		"receiver_pid", m.Pid, "events", n, "through_seq", m.Through)
+}
+
+// peerClosed waits until the receiver has closed its end of the old
+// connection, at most StallTimeout.
+func (d *drainer) peerClosed(id peerIdent) bool {
+	deadline := d.clk.Now().Add(d.opts.StallTimeout)
+	for {
+		d.health.beat() // waiting, by design: not wedged
+		gone, err := unixSocketGone(id.ino)
+		if err != nil || gone {
+			return err == nil
+		}
+		if d.clk.Now().After(deadline) || !d.sleep(peerPoll) {
+			return false
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package emitter_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
+)
+
+// evspool stops (here Close; a SIGKILL in the torture's
+// TestPrecisionEvspoolKills) with events written but not all handled by a
+// receiver that stays up: it handles them anyway, and the next Open on the
+// spool, finding the same receiver process, does not resend them.
+func TestReopenSameReceiverResendsNothing(t *testing.T) {
+	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{PerLine: time.Millisecond}, emitter.Options{})
+	sent := events("reopen", 300)
+	for _, ev := range sent {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	require.Eventually(t, func() bool { return len(rcv.Lines()) >= 50 }, 10*time.Second, time.Millisecond)
+	require.NoError(t, em.Close(context.Background()))
+	require.Less(t, len(rcv.Lines()), 300, "stopped with events not yet handled")
+
+	em2, err := emitter.Open(filepath.Join(filepath.Dir(spool), "s.sock"), spool, &emitter.Options{NoSync: true, Stdout: io.Discard, Logger: slog.New(logs)})
+	require.NoError(t, err)
+	defer em2.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, em2.Flush(ctx))
+	require.Eventually(t, func() bool { return len(rcv.Lines()) >= 300 }, 10*time.Second, time.Millisecond)
+	res := verify.Check(sent, rcv.Lines())
+	t.Logf("%v", res)
+	assert.True(t, res.OK(), res.String())
+	assert.Zero(t, res.Duplicates)
+	assert.Equal(t, 1, logs.count(slog.LevelInfo, "the receiver handled what the previous run wrote to it; not resending that"))
+}

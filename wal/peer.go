@@ -1,0 +1,86 @@
+package wal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"os"
+	"path/filepath"
+)
+
+// PeerFile is the file in a spool directory where the emitter notes, as it
+// writes, which receiver process it is writing to and the last event it
+// wrote there. A receiver that stays up when evspool dies still reads and
+// handles what was written (its socket keeps the bytes); a restarted
+// evspool that finds the same receiver need not resend them. Written with
+// pwrite and never fsync'd: it matters only while that receiver process
+// lives, which a power loss ends.
+const PeerFile = "receiver"
+
+// PeerMark is one note in the PeerFile.
+type PeerMark struct {
+	Pid     int32  // the receiver's process id (SO_PEERCRED)
+	Start   uint64 // its start time, in clock ticks since boot (/proc/PID/stat)
+	Stack   uint64 // its stack's start address: changes when it re-executes itself
+	Ino     uint64 // the inode of its end of the connection
+	Through uint64 // the last sequence written on that connection
+}
+
+const peerMarkSize = 4 + 8*4 + 4 // fields, then a CRC-32C
+
+// PeerNotes writes PeerMarks. It is not safe for concurrent use.
+type PeerNotes struct {
+	f   *os.File
+	buf [peerMarkSize]byte
+}
+
+// OpenPeerNotes opens (or creates) the PeerFile in dir.
+func OpenPeerNotes(dir string) (*PeerNotes, error) {
+	f, err := os.OpenFile(filepath.Join(dir, PeerFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("wal: open %s: %w", PeerFile, err)
+	}
+	return &PeerNotes{f: f}, nil
+}
+
+// Write replaces the note with m.
+func (p *PeerNotes) Write(m PeerMark) error {
+	b := p.buf[:0]
+	b = binary.BigEndian.AppendUint32(b, uint32(m.Pid))
+	for _, v := range []uint64{m.Start, m.Stack, m.Ino, m.Through} {
+		b = binary.BigEndian.AppendUint64(b, v)
+	}
+	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	_, err := p.f.WriteAt(b, 0)
+	return err
+}
+
+// Clear removes the note: nothing is known written to a live receiver.
+func (p *PeerNotes) Clear() error { return p.Write(PeerMark{}) }
+
+// Close closes the file.
+func (p *PeerNotes) Close() error { return p.f.Close() }
+
+// errPeerMark is a note that cannot be used.
+var errPeerMark = errors.New("wal: no usable receiver note")
+
+// ReadPeerMark returns the note in dir; an error when there is none, or it is
+// damaged.
+func ReadPeerMark(dir string) (PeerMark, error) {
+	b, err := os.ReadFile(filepath.Join(dir, PeerFile))
+	if err != nil {
+		return PeerMark{}, err
+	}
+	if len(b) < peerMarkSize || crc32.Checksum(b[:peerMarkSize-4], castagnoli) != binary.BigEndian.Uint32(b[peerMarkSize-4:]) {
+		return PeerMark{}, errPeerMark
+	}
+	m := PeerMark{Pid: int32(binary.BigEndian.Uint32(b))}
+	for i, v := range []*uint64{&m.Start, &m.Stack, &m.Ino, &m.Through} {
+		*v = binary.BigEndian.Uint64(b[4+8*i:])
+	}
+	if m.Pid <= 0 || m.Through == 0 {
+		return PeerMark{}, errPeerMark
+	}
+	return m, nil
+}

@@ -1,0 +1,36 @@
+package wal
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestPeerMark(t *testing.T) {
+	dir := t.TempDir()
+	_, err := ReadPeerMark(dir)
+	require.Error(t, err, "none yet")
+	p, err := OpenPeerNotes(dir)
+	require.NoError(t, err)
+	want := PeerMark{Pid: 42, Start: 7, Stack: 0x7ffd0000, Ino: 99, Through: 1234}
+	require.NoError(t, p.Write(PeerMark{Pid: 1, Through: 1}))
+	require.NoError(t, p.Write(want))
+	got, err := ReadPeerMark(dir)
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+
+	b, err := os.ReadFile(filepath.Join(dir, PeerFile))
+	require.NoError(t, err)
+	b[10] ^= 1
+	require.NoError(t, os.WriteFile(filepath.Join(dir, PeerFile), b, 0o600))
+	_, err = ReadPeerMark(dir)
+	assert.ErrorIs(t, err, errPeerMark, "damaged")
+
+	require.NoError(t, p.Clear())
+	_, err = ReadPeerMark(dir)
+	assert.ErrorIs(t, err, errPeerMark, "cleared")
+	require.NoError(t, p.Close())
+}
