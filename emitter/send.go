@@ -102,10 +102,7 @@ func (d *drainer) write(buf []byte) error {
 		chunk := buf[:chunkEnd(buf)]
 		n, err := 0, d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
 		if err == nil {
-			if err = d.armWrite(); err != nil {
-				return err
-			}
-			n, err = d.conn.Write(chunk)
+			n, err = d.gatedWrite(chunk, &lastMove) // see gate.go
 		}
 		buf = buf[n:]
 		if n > 0 {
