@@ -58,9 +58,14 @@ func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
 
 // Without PreambleOnRelease, Release resumes where delivery stopped.
 func TestReleaseWithoutPreambleAgain(t *testing.T) {
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart})
+	r := newRig(t, nil, &emitter.Options{Preamble: writeLiveStart})
 	r.em.Hold()
 	r.em.Hold() // holds do not nest
+	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{}) // dialled after the Hold
+	require.NoError(t, err)
+	t.Cleanup(func() { rcv.Close() })
+	r.rcv = rcv
+	require.Eventually(t, func() bool { return r.em.Stats().Connected }, 5*time.Second, time.Millisecond)
 	sent := events("held", 20)
 	r.emitAll(sent)
 	require.Never(t, func() bool { return r.rcv.Count() > 0 }, heldWindow, 5*time.Millisecond,
