@@ -60,7 +60,7 @@ func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
 func TestReleaseWithoutPreambleAgain(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{Preamble: writeLiveStart})
 	r.em.Hold()
-	r.em.Hold() // holds do not nest
+	r.em.Hold()                                                     // holds do not nest
 	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{}) // dialled after the Hold
 	require.NoError(t, err)
 	t.Cleanup(func() { rcv.Close() })
