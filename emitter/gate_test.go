@@ -60,8 +60,9 @@ func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
 func TestReleaseWithoutPreambleAgain(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{Preamble: writeLiveStart})
 	r.em.Hold()
-	r.em.Hold()                                                     // holds do not nest
-	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{}) // dialled after the Hold
+	r.em.Hold() // holds do not nest
+	// The receiver starts after the Hold: the connection is made while held.
+	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { rcv.Close() })
 	r.rcv = rcv
