@@ -28,7 +28,8 @@ test: vet fmt-check
 # daemon on Go 1.25 can embed it without raising its own). This builds the
 # module and vets and tests wal and emitter with that toolchain, which the go
 # command fetches from the module proxy (golang.org/toolchain); without
-# -race, to stay short (about a minute). .ci/run runs it after make test.
+# -race, to stay short (1 to 3 minutes on 2 shared cores). .ci/run runs it
+# after make test.
 GO_MIN := $(shell sed -n 's/^go //p' go.mod)
 test-go-min:
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) version
