@@ -58,18 +58,21 @@ func (g *gate) watch() <-chan struct{} {
 func (e *Emitter) Hold() {
 	g := &e.d.gate
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.held {
+	first := !g.held
+	if first {
 		g.held, g.since = true, e.opts.Clock.Boot()
 		g.gen++
 		g.signal()
-		e.opts.Logger.Info("delivery held", "addr", e.addr, "pending_events", e.spool.Len())
 	}
 	for g.writing {
 		ch := g.watch()
 		g.mu.Unlock()
 		<-ch
 		g.mu.Lock()
+	}
+	g.mu.Unlock()
+	if first { // outside the lock: Len may wait on a commit
+		e.opts.Logger.Info("delivery held", "addr", e.addr, "pending_events", e.spool.Len())
 	}
 }
 
@@ -80,14 +83,16 @@ func (e *Emitter) Hold() {
 func (e *Emitter) Release() {
 	g := &e.d.gate
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if !g.held {
-		return
-	}
+	held, since := g.held, g.since
 	g.held = false
-	g.signal()
-	e.opts.Logger.Info("delivery released", "addr", e.addr,
-		"held_for", (e.opts.Clock.Boot() - g.since).Round(time.Millisecond).String(), "pending_events", e.spool.Len())
+	if held {
+		g.signal()
+	}
+	g.mu.Unlock()
+	if held {
+		e.opts.Logger.Info("delivery released", "addr", e.addr,
+			"held_for", (e.opts.Clock.Boot() - since).Round(time.Millisecond).String(), "pending_events", e.spool.Len())
+	}
 }
 
 // Held reports whether the live gate is shut (see Hold).
