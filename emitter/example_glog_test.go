@@ -7,6 +7,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -89,15 +90,21 @@ func Example_glog() {
 		Stdout:       io.Discard,
 		MaxEventSize: 64,
 		Logger:       slog.New(newLineHandler(printer("I"), printer("W"), printer("E"))),
+		// A receiver that is there (and gets nothing): no outage to log.
+		Dial: func(context.Context, string, string) (net.Conn, error) {
+			c, _ := net.Pipe()
+			return c, nil
+		},
 	})
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer em.Close(context.Background())
-
 	w := em.Writer()
 	w.OnError = func(error) {} // counted and logged: nothing more to do here
 	fmt.Fprintf(w, "ptp4l[1.0]: [ptp4l.0.config] %s\n", strings.Repeat("x", 80))
+	if err := em.Close(context.Background()); err != nil {
+		log.Print(err)
+	}
 	// Output:
 	// W evspool: msg="line over the event size limit refused" size=110 limit=64 hint="raise MaxEventSize (--max-event-size) or split the line"
 }
