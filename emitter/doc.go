@@ -107,6 +107,13 @@
 // "CMD LIVE_START", that are never spooled or echoed. A failing preamble
 // fails the connection (counted, logged, redialled after a backoff).
 //
+// Hold and Release are a live gate: while held, nothing more is written
+// to the receiver, the connection is kept and events keep spooling; at
+// Release delivery resumes, after the preamble is written again if
+// Options.PreambleOnRelease is set (the receiver replayed its state and
+// must hear the marker before live lines). Options.MaxHold bounds a hold.
+// Close returns promptly with the gate shut.
+//
 // Emitter.Writer returns an io.Writer that splits what is written into
 // lines, one event each, so a child process's stdout or fmt.Fprintf call
 // sites can feed the emitter unchanged. Each Writer keeps its own partial

@@ -50,6 +50,8 @@ type drainer struct {
 	aged   expiredLog    // see expire.go
 	pre    preambleState // see preamble.go
 	health health        // see health.go
+	gate   gate          // see gate.go
+	preGen uint64        // the gate's generation at this connection's last preamble
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
@@ -146,6 +148,9 @@ func (d *drainer) run() {
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
+		if !d.passGate() {
+			continue // stopped, or the connection was lost while held (gate.go)
+		}
 		n, err := d.sendBatch()
 		if err != nil {
 			d.fail(err)
@@ -204,8 +209,8 @@ func (d *drainer) connect() bool {
 		cancel()
 		if err == nil {
 			d.onConnect(conn)
-			if d.preamble() != nil {
-				continue // dropped: back off and dial again (preamble.go)
+			if d.gatedPreamble() != nil {
+				continue // dropped: back off and dial again (gate.go, preamble.go)
 			}
 			return true
 		}

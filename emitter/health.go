@@ -59,7 +59,7 @@ func (o *Options) wedgedAfter() time.Duration {
 // Alive returns nil while the emitter's drainer is running and not wedged:
 // it has taken a step of its loop (a write, a dial, a check of the
 // receiver, a backoff) within twice Options.StallTimeout (a minute by
-// default), or it is waiting on Options.Preamble. An outage is not a
+// default), or it is waiting on Options.Preamble, or delivery is held (Hold). An outage is not a
 // failure: the drainer keeps redialling. After Close, or when the drainer
 // is stuck in a call no deadline reaches, it returns an error matching
 // ErrNotAlive. For a liveness probe (/healthz).
@@ -69,7 +69,7 @@ func (e *Emitter) Alive() error {
 		return fmt.Errorf("%w: the drainer has stopped (emitter closed)", ErrNotAlive)
 	default:
 	}
-	if e.d.pre.running.Load() {
+	if e.d.pre.running.Load() || e.Held() {
 		return nil
 	}
 	beat := e.d.health.lastBeat.Load()

@@ -94,6 +94,17 @@ type Options struct {
 	// Preamble, if set, is called on every new connection before anything
 	// spooled is sent on it: see PreambleFunc. Default: none.
 	Preamble PreambleFunc
+	// PreambleOnRelease writes the Preamble again on a connection that
+	// was kept through a Hold, at Release, before anything spooled: for a
+	// daemon whose gate means "the receiver has replayed its state; tell it
+	// that what follows is live". Default false: Release resumes delivery
+	// where it stopped.
+	PreambleOnRelease bool
+	// MaxHold, when positive, bounds a Hold: a hold that lasts this long is
+	// released (logged as a warning), as linuxptp-daemon's live gate gives
+	// up waiting for the replay after 60 s. Default 0: a hold lasts until
+	// Release.
+	MaxHold time.Duration
 
 	// Stdout receives a copy of every event, after it is spooled. Default
 	// os.Stdout; io.Discard turns the echo off.
@@ -192,6 +203,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System()
+	}
+	if c.MaxHold < 0 {
+		return c, fmt.Errorf("emitter: MaxHold %v is negative: give a positive duration, or 0 for holds that last until Release", c.MaxHold)
 	}
 	if c.MaxAge < 0 {
 		return c, fmt.Errorf("emitter: MaxAge %v is negative: give a positive age, or 0 for none", c.MaxAge)

@@ -100,6 +100,10 @@ func (w *preambleWriter) Write(p []byte) (int, error) {
 	if d.ctx.Err() != nil {
 		return 0, ErrClosed
 	}
+	if _, err := d.enterGate(); err != nil { // a Hold mid-preamble: see gate.go
+		return 0, ErrClosed
+	}
+	defer d.leaveGate()
 	if err := w.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
 		return 0, err
 	}

@@ -111,11 +111,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 		err := d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
 		n, before := 0, 0
 		if err == nil {
-			if err = d.armWrite(); err != nil {
-				return err
-			}
-			before, _ = d.unread()
-			n, err = d.w.conn.Write(chunk)
+			n, before, err = d.gatedWrite(chunk) // see gate.go
 		}
 		if n == len(chunk) {
 			d.wrote(entries, before)

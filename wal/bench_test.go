@@ -125,14 +125,16 @@ func benchAppendConcurrent(b *testing.B, w *WAL, events [][]byte) {
 		if g < b.N%writers {
 			n++
 		}
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range n {
 				if _, err := w.Append(ctx, events[(g+i)%len(events)]); err != nil {
 					errs <- err
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	close(errs)

@@ -20,7 +20,9 @@ func TestGroupCommitMergesCallers(t *testing.T) {
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for g := range callers {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range each {
 				_, err := w.Append(ctx, ackEvent(g*each+i))
 				if err != nil {
@@ -28,7 +30,7 @@ func TestGroupCommitMergesCallers(t *testing.T) {
 					return
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	st := w.Stats()

@@ -27,11 +27,13 @@ func TestManyConnectionsInOrder(t *testing.T) {
 			var wg sync.WaitGroup
 			for c := range conns {
 				conn := dial(t, r)
-				wg.Go(func() {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
 					for i := range perConn {
 						_, _ = fmt.Fprintf(conn, "c%d-%d\n", c, i)
 					}
-				})
+				}()
 			}
 			wg.Wait()
 			waitCount(t, r, conns*perConn)

@@ -20,14 +20,16 @@ func TestCloseLosesNothingWritten(t *testing.T) {
 	var wg sync.WaitGroup
 	for w := range writers {
 		c := dial(t, r)
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := 0; ; i++ {
 				if _, err := fmt.Fprintf(c, "w%d-%d\n", w, i); err != nil {
 					return // EPIPE once the receiver closed
 				}
 				written.Add(1)
 			}
-		})
+		}()
 	}
 	waitConns(t, r, writers)
 	for range 50 {

@@ -1,0 +1,271 @@
+package emitter
+
+import (
+	"errors"
+	"sync"
+	"time"
+)
+
+// The live gate. A daemon such as linuxptp-daemon shuts a gate of its own
+// while the receiver rebuilds its state (a profile apply restarts
+// cloud-event-proxy, which asks the daemon to replay its state and then
+// opens the gate): until it opens, nothing live may reach the receiver, and
+// once it opens the receiver must hear "CMD LIVE_START" first. A Preamble
+// alone gates only new connections; Hold gates the live one too.
+//
+// The drainer meets the gate in three places: before each chunk it writes
+// (enterGate), before the preamble of a new connection, and at the top of
+// its loop (passGate), which is where a connection held since its preamble
+// gets the preamble again (Options.PreambleOnRelease).
+
+// gate is the state Hold and Release share with the drainer.
+type gate struct {
+	mu      sync.Mutex
+	held    bool
+	since   time.Duration // Clock.Boot() at the Hold
+	gen     uint64        // holds so far: a connection whose preamble is older was held since
+	writing bool          // the drainer is writing a chunk
+	changed chan struct{} // closed and replaced when held or writing changes
+}
+
+// signal wakes whoever waits on the gate; g.mu must be held.
+func (g *gate) signal() {
+	if g.changed != nil {
+		close(g.changed)
+	}
+	g.changed = make(chan struct{})
+}
+
+// watch returns the channel closed at the gate's next change; g.mu must be
+// held.
+func (g *gate) watch() <-chan struct{} {
+	if g.changed == nil {
+		g.changed = make(chan struct{})
+	}
+	return g.changed
+}
+
+// Hold shuts the live gate: once Hold returns, nothing more is written to
+// the receiver until Release (a chunk being written when it is called is
+// finished first: Hold waits for it, at most WriteTimeout). The connection
+// is kept, and watched for a hang-up; a receiver that hangs up is redialled
+// as usual, but the new connection's Preamble waits for Release. Emit and
+// Writers carry on: events keep spooling, and are delivered, in order,
+// after Release. Flush waits through a hold. Hold is for a daemon whose
+// receiver is replaying its state (linuxptp-daemon's live gate at a profile
+// apply). A second Hold before Release changes nothing; holds do not nest.
+// Options.MaxHold bounds how long a hold lasts.
+func (e *Emitter) Hold() {
+	g := &e.d.gate
+	g.mu.Lock()
+	first := !g.held
+	if first {
+		g.held, g.since = true, e.opts.Clock.Boot()
+		g.gen++
+		g.signal()
+	}
+	for g.writing {
+		ch := g.watch()
+		g.mu.Unlock()
+		<-ch
+		g.mu.Lock()
+	}
+	g.mu.Unlock()
+	if first { // outside the lock: Len may wait on a commit
+		e.opts.Logger.Info("delivery held", "addr", e.addr, "pending_events", e.spool.Len())
+	}
+}
+
+// Release opens the live gate that Hold shut: delivery resumes on the
+// connection that was kept, after the Preamble is written on it again if
+// Options.PreambleOnRelease is set (a connection made while held gets its
+// Preamble once, at Release). Release without a Hold changes nothing.
+func (e *Emitter) Release() {
+	g := &e.d.gate
+	g.mu.Lock()
+	held, since := g.held, g.since
+	g.held = false
+	if held {
+		g.signal()
+	}
+	g.mu.Unlock()
+	if held {
+		e.opts.Logger.Info("delivery released", "addr", e.addr,
+			"held_for", (e.opts.Clock.Boot() - since).Round(time.Millisecond).String(), "pending_events", e.spool.Len())
+	}
+}
+
+// Held reports whether the live gate is shut (see Hold).
+func (e *Emitter) Held() bool {
+	g := &e.d.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.held
+}
+
+// gateState reports whether the gate is open and its generation, releasing a
+// hold older than MaxHold (with a warning); while it is shut, it returns the
+// channel closed at its next change and how long the hold has left (0 for no
+// limit).
+func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, left time.Duration) {
+	g := &d.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held && d.opts.MaxHold > 0 {
+		held := d.opts.Clock.Boot() - g.since
+		if held < d.opts.MaxHold {
+			return false, g.gen, g.watch(), d.opts.MaxHold - held
+		}
+		g.held = false
+		g.signal()
+		d.opts.Logger.Warn("delivery held longer than the maximum; released without Release",
+			"addr", d.addr, "held_for", held.Round(time.Millisecond).String(), "max_hold", d.opts.MaxHold.String())
+	}
+	return !g.held, g.gen, g.watch(), 0
+}
+
+// holdTimer returns a timer channel that fires when a hold with left to go
+// ends by MaxHold (nil for none), and its stop function.
+func (d *drainer) holdTimer(left time.Duration) (<-chan time.Time, func()) {
+	if left <= 0 {
+		return nil, func() {}
+	}
+	t := d.opts.Clock.NewTimer(left)
+	return t.C(), func() { t.Stop() }
+}
+
+// waitGate waits until the gate is open. Meanwhile the connection, if any,
+// is watched as when idle: a hang-up drops it, and events read by the
+// receiver leave the replay window. It returns false if the drainer is
+// stopped or the connection was lost.
+func (d *drainer) waitGate() bool {
+	open, _, changed, left := d.gateState()
+	if open {
+		return true
+	}
+	check := time.NewTicker(idleCheck)
+	defer check.Stop()
+	for !open {
+		limit, stop := d.holdTimer(left)
+		var expiry <-chan time.Time
+		if at, ok := d.dv.wakeAt(); ok { // replay linger, stall clock
+			t := time.NewTimer(at.Sub(d.clk.Now()))
+			prev := stop
+			stop, expiry = func() { prev(); t.Stop() }, t.C
+		}
+		select {
+		case <-changed:
+		case <-limit:
+		case <-expiry:
+			if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
+				d.fail(err)
+			}
+		case <-check.C:
+			d.checkIdle()
+			_ = d.spool.FlushAcks(idleCheck)
+		case <-d.ctx.Done():
+		}
+		stop()
+		if d.ctx.Err() != nil || d.w.conn == nil {
+			return false
+		}
+		open, _, changed, left = d.gateState()
+	}
+	return true
+}
+
+// gatedPreamble runs the preamble of a new connection once the gate is
+// open. It returns an error when the connection was lost (or the drainer
+// stopped) meanwhile, or the preamble failed: connect dials again.
+func (d *drainer) gatedPreamble() error {
+	if !d.waitGate() {
+		if d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
+		return errGateLost
+	}
+	_, d.preGen, _, _ = d.gateState()
+	return d.preamble()
+}
+
+// errGateLost is connect's note that the connection was lost while held.
+var errGateLost = errors.New("connection lost while delivery was held")
+
+// passGate is the top of the drainer's loop: it waits while the gate is shut
+// and, with PreambleOnRelease, writes the preamble again on a connection
+// held since its last one. It returns false when the drainer is stopped or
+// the connection was lost (the preamble failing drops it).
+func (d *drainer) passGate() bool {
+	if !d.waitGate() {
+		return false
+	}
+	if !d.opts.PreambleOnRelease {
+		return true
+	}
+	if _, gen, _, _ := d.gateState(); gen != d.preGen {
+		d.preGen = gen
+		return d.preamble() == nil
+	}
+	return true
+}
+
+// enterGate is called before each write, of a chunk or of the preamble: it
+// waits while the gate is shut (a Hold that came mid-batch) and marks the
+// write under way, for Hold to wait on; leaveGate ends it. waited says the
+// write waited, so a write deadline set before is stale.
+func (d *drainer) enterGate() (waited bool, err error) {
+	for {
+		open, _, changed, left := d.gateState()
+		if open && d.gate.startWrite() {
+			return waited, nil
+		}
+		if open {
+			continue // held again since the look: look again
+		}
+		waited = true
+		limit, stop := d.holdTimer(left)
+		select {
+		case <-changed:
+		case <-limit:
+		case <-d.ctx.Done():
+		}
+		stop()
+		if err := d.ctx.Err(); err != nil {
+			return waited, err
+		}
+	}
+}
+
+// startWrite marks a write under way unless the gate is shut.
+func (g *gate) startWrite() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held {
+		return false
+	}
+	g.writing = true
+	return true
+}
+
+func (d *drainer) leaveGate() {
+	g := &d.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writing = false
+	g.signal()
+}
+
+// gatedWrite writes one chunk through the gate, and returns SIOCOUTQ just
+// before the write (see wrote).
+func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
+	if _, err := d.enterGate(); err != nil {
+		return 0, 0, err
+	}
+	defer d.leaveGate()
+	if err := d.armWrite(); err != nil {
+		return 0, 0, err
+	}
+	before, _ = d.unread()
+	n, err = d.w.conn.Write(chunk)
+	return n, before, err
+}
