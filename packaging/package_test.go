@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	rpmutils "github.com/sassoftware/go-rpmutils"
 	"github.com/stretchr/testify/require"
 )
 
@@ -30,9 +31,7 @@ func TestPackage(t *testing.T) {
 	deb, rpm := pkgs[0].path, pkgs[1].path
 	require.Equal(t, "evspool_"+testVersion+"-1_"+debArch+".deb", filepath.Base(deb))
 	require.True(t, strings.HasPrefix(filepath.Base(rpm), "evspool-"+testVersion+"-1.") && strings.HasSuffix(rpm, ".rpm"), rpm)
-	lead, err := os.ReadFile(rpm)
-	require.NoError(t, err)
-	require.Equal(t, []byte{0xed, 0xab, 0xee, 0xdb}, lead[:4], "an RPM lead")
+	checkRPM(t, rpm)
 
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("dpkg-deb not found (Debian and Ubuntu have it): the .deb was built, not inspected")
@@ -44,6 +43,35 @@ func TestPackage(t *testing.T) {
 	checkBinary(t, root)
 	checkManPage(t, root)
 	checkUnits(t, root)
+}
+
+// checkRPM reads the .rpm's header with a Go RPM reader (no rpm tool
+// needed): name, version, the files and their modes, the conffile flags.
+func checkRPM(t *testing.T, path string) {
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := rpmutils.ReadRpm(f)
+	require.NoError(t, err)
+	nevra, err := r.Header.GetNEVRA()
+	require.NoError(t, err)
+	require.Equal(t, "evspool", nevra.Name)
+	require.Equal(t, testVersion, nevra.Version)
+	require.Equal(t, "1", nevra.Release)
+	files, err := r.Header.GetFiles()
+	require.NoError(t, err)
+	got := map[string]rpmutils.FileInfo{}
+	for _, fi := range files {
+		got[fi.Name()] = fi
+	}
+	for path, mode := range map[string]int{"/usr/bin/evspool": 0o755, "/usr/lib/systemd/system/evspool.service": 0o644,
+		"/etc/default/evspool": 0o644, "/usr/share/man/man1/evspool.1.gz": 0o644, "/usr/share/evspool/alerts.yaml": 0o644} {
+		require.Contains(t, got, path)
+		require.Equal(t, mode, got[path].Mode()&0o7777, path)
+	}
+	require.Equal(t, rpmutils.RPMFILE_CONFIG|rpmutils.RPMFILE_NOREPLACE, got["/etc/default/evspool"].Flags(),
+		"%config(noreplace): an upgrade keeps the operator's edits")
+	t.Logf("rpm %s: %d files", nevra, len(files))
 }
 
 func run(t *testing.T, name string, args ...string) string {
