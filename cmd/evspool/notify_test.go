@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -148,6 +149,7 @@ func TestNotifyRun(t *testing.T) {
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, exitOK, p.wait(t, 5*time.Second), p.logs())
+	ns.waitFor(t, `^STOPPING=1\n`, 5*time.Second) // sent before exit; maybe not read yet
 	msgs := ns.all()
 	logMessages(t, msgs)
 	checkOrder(t, msgs)
@@ -162,16 +164,26 @@ func TestNotifyExec(t *testing.T) {
 	rcv := startSink(t, sock)
 	p := startEnv(t, []string{"NOTIFY_SOCKET=" + ns.path, "WATCHDOG_USEC=200000"},
 		"exec", "--socket", sock, "--spool", spool, "--",
-		"sh", "-c", `echo "child sees NOTIFY_SOCKET=[$NOTIFY_SOCKET] WATCHDOG_USEC=[$WATCHDOG_USEC]"; while :; do sleep 0.02; done`)
+		// Bounded (10 s), in case evspool dies and leaves it running.
+		"sh", "-c", `echo "child sees NOTIFY_SOCKET=[$NOTIFY_SOCKET] WATCHDOG_USEC=[$WATCHDOG_USEC]"; for i in $(seq 500); do sleep 0.02; done`)
 	ready := ns.waitFor(t, `^READY=1\n`, 5*time.Second)
-	m := regexp.MustCompile(`msg="command started" command=sh pid=(\d+)`).FindStringSubmatch(p.logs())
-	require.NotNil(t, m, p.logs())
+	var m []string
+	require.Eventually(t, func() bool {
+		m = regexp.MustCompile(`msg="command started" command=sh pid=(\d+)`).FindStringSubmatch(p.logs())
+		return m != nil
+	}, 5*time.Second, 5*time.Millisecond, "the command's pid is logged")
+	// The command runs in its own process group: if the test fails, it must
+	// not outlive it holding evspool's stderr.
+	pid, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Kill(-pid, syscall.SIGKILL) })
 	require.Regexp(t, `^READY=1\nSTATUS=sh pid `+m[1]+`: \d+ pending`, ready, "READY=1 comes after the command started")
 	require.Equal(t, []string{"child sees NOTIFY_SOCKET=[] WATCHDOG_USEC=[]"}, waitLines(t, rcv, 1, 5*time.Second))
 	ns.waitFor(t, `^STATUS=sh pid `+m[1]+`: 0 pending, connected, 1 delivered, 0 lost\nWATCHDOG=1$`, 5*time.Second)
 
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	require.Equal(t, 128+int(syscall.SIGTERM), p.wait(t, 5*time.Second), p.logs())
+	ns.waitFor(t, `^STOPPING=1\n`, 5*time.Second) // sent before exit; maybe not read yet
 	msgs := ns.all()
 	logMessages(t, msgs)
 	checkOrder(t, msgs)
