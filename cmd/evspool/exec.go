@@ -35,6 +35,12 @@ exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
 second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
 the start-up scan of a large spool stops it: COMMAND is not started, exit 3.
 
+Under a systemd unit of Type=notify (NOTIFY_SOCKET set) evspool reports
+READY=1 once the spool is open and COMMAND started, its figures (pending,
+connected, delivered, lost) as STATUS= every 2 s, WATCHDOG=1 only while its
+drainer moves (WatchdogSec=), and STOPPING=1 at SIGTERM. COMMAND does not
+inherit NOTIFY_SOCKET. See 'man evspool' for the packaged unit.
+
 Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
 (echoed but not spooled, dropped by --on-full, expired, dead-lettered; the
 final log line gives the counts): a loss never exits 0. 127 if COMMAND was

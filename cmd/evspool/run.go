@@ -31,6 +31,8 @@ it reports everything delivered. An event after which the receiver keeps
 dying or stops reading is set aside in DIR/dead-letters after 3 attempts
 (see 'evspool inspect --dead-letters').
 
+Under a systemd unit of Type=notify it reports to systemd as exec does (see
+'evspool exec --help').
 
 Exit status:
   0  everything delivered, nothing lost
