@@ -241,7 +241,9 @@ func TestNotifyWatchdogStopsWhenDrainerWedges(t *testing.T) {
 	dir := t.TempDir()
 	em, err := emitter.Open(filepath.Join(dir, "events.sock"), filepath.Join(dir, "spool"), &emitter.Options{
 		Stdout: io.Discard, NoSync: true,
-		DialTimeout: 10 * time.Millisecond, WriteTimeout: 10 * time.Millisecond, StallTimeout: 10 * time.Millisecond,
+		// Alive's limit is then 500 ms: well over the 100 ms backoff between
+		// dials, even on a loaded machine (20 ms was not, under -race at load 14).
+		DialTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond, StallTimeout: 250 * time.Millisecond,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
 			select {
 			case <-wedge:
