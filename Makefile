@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro demo torture powercut clean
+.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro demo torture powercut clean package check-deploy
 
 all: build
 
@@ -36,6 +36,25 @@ test-go-min:
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) build ./...
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) vet ./wal ./emitter/... ./internal/...
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -timeout 5m ./wal ./emitter
+# The .deb and .rpm (packaging/, a module of its own: nfpm as a library):
+# a static evspool whose --version is VERSION, its man page, the systemd
+# unit (Type=notify, watchdog), /etc/default/evspool, the alert rules and
+# dashboard. Written to dist/.
+VERSION ?= 0.1.0~git$(shell git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)
+ARCH ?= $(shell $(GO) env GOARCH)
+package:
+	cd packaging && $(GO) run . -version '$(VERSION)' -arch $(ARCH) -out ../dist
+
+# The operations checks CI runs after make test, each module of its own so
+# that evspool's stays lean: deploy/ (alert rules, PrometheusRule and
+# dashboard through Prometheus' parsers and against a live /metrics scrape,
+# kubernetes.yaml strictly into the Kubernetes types) and packaging/ (builds
+# the .deb, inspects and extracts it, runs the packaged evspool --version,
+# systemd-analyze verify on the packaged units). The first run downloads
+# Prometheus' and Kubernetes' modules (see README.md, "Packages").
+check-deploy:
+	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd packaging && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # Micro-benchmarks of the spool (figures quoted in the README).
 bench-micro:
@@ -82,4 +101,4 @@ powercut:
 	status=$$?; cat $$sum; rm -f $$sum; exit $$status
 
 clean:
-	rm -rf bin
+	rm -rf bin dist

@@ -139,24 +139,81 @@ func TestDeployKubernetes(t *testing.T) {
 }
 
 func TestDeploySystemd(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(deployDir, "evspool-ptp4l.service"))
+	tests := map[string]struct {
+		unit, envFile string
+		preamble      []string
+	}{
+		"example for ptp4l": {unit: filepath.Join(deployDir, "evspool-ptp4l.service"), preamble: []string{"CMD LIVE_START"}},
+		"packaged":          {unit: "../../packaging/evspool.service", envFile: "../../packaging/evspool.default"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			unit := readUnit(t, tc.unit)
+			var env map[string]string
+			if tc.envFile != "" {
+				require.Equal(t, "/etc/default/evspool", unit["EnvironmentFile"], "the packaged settings file")
+				env = readEnvFile(t, tc.envFile)
+			}
+			require.Equal(t, "notify", unit["Type"], "READY=1 once the spool is open (notify.go)")
+			require.Equal(t, "main", unit["NotifyAccess"])
+			require.NotEmpty(t, unit["WatchdogSec"], "a wedged drainer is restarted")
+			words, err := splitWords(unit["ExecStart"])
+			require.NoError(t, err)
+			words = expandEnv(t, words, env)
+			require.Equal(t, "/usr/bin/evspool", words[0], "where the package installs it")
+			rf := parseEvspool(t, tc.unit, words[1:])
+			require.Equal(t, tc.preamble, rf.preamble, "a quoted value is one argument")
+			stateDir := "/var/lib/" + unit["StateDirectory"]
+			require.True(t, strings.HasPrefix(rf.spool, stateDir+"/"), "--spool %s is a subdirectory of StateDirectory %s", rf.spool, stateDir)
+		})
+	}
+}
+
+// readUnit returns a unit file's Key=value settings (the last of each).
+func readUnit(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	var execStart string
-	stateDir := ""
+	out := map[string]string{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(line, "ExecStart="); ok {
-			execStart = v
-		}
-		if v, ok := strings.CutPrefix(line, "StateDirectory="); ok {
-			stateDir = "/var/lib/" + v
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(line, "#") {
+			out[k] = v
 		}
 	}
-	words, err := splitWords(execStart)
+	return out
+}
+
+// readEnvFile reads an EnvironmentFile's KEY="value" lines.
+func readEnvFile(t *testing.T, path string) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
-	require.Equal(t, "evspool", filepath.Base(words[0]))
-	rf := parseEvspool(t, "evspool-ptp4l.service", words[1:])
-	require.Equal(t, []string{"CMD LIVE_START"}, rf.preamble, "a quoted value is one argument")
-	require.True(t, strings.HasPrefix(rf.spool, stateDir+"/"), "--spool %s is a subdirectory of StateDirectory %s", rf.spool, stateDir)
+	out := map[string]string{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && !strings.HasPrefix(strings.TrimSpace(line), "#") {
+			out[k] = strings.Trim(v, `"`)
+		}
+	}
+	return out
+}
+
+// expandEnv does what systemd does with a word that is exactly $NAME in
+// ExecStart=: it becomes the variable's value split at whitespace, zero or
+// more words.
+func expandEnv(t *testing.T, words []string, env map[string]string) []string {
+	t.Helper()
+	var out []string
+	for _, w := range words {
+		name, ok := strings.CutPrefix(w, "$")
+		if !ok {
+			out = append(out, w)
+			continue
+		}
+		v, set := env[name]
+		require.True(t, set, "$%s is not set in the EnvironmentFile", name)
+		out = append(out, strings.Fields(v)...)
+	}
+	return out
 }
 
 // splitWords splits a command line as systemd does for ExecStart= in the

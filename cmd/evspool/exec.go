@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -37,6 +38,12 @@ stops reading COMMAND's stdout after 0.6 s, kills COMMAND's group if it has not
 exited after 0.8 s, and delivers until 1.1 s; what was read is committed. A
 second SIGINT/SIGTERM is forwarded too and cuts every wait short. One during
 the start-up scan of a large spool stops it: COMMAND is not started, exit 3.
+
+Under a systemd unit of Type=notify (NOTIFY_SOCKET set) evspool reports
+READY=1 once the spool is open and COMMAND started, its figures (pending,
+connected, delivered, lost) as STATUS= every 2 s, WATCHDOG=1 only while its
+drainer moves (WatchdogSec=), and STOPPING=1 at SIGTERM. COMMAND does not
+inherit NOTIFY_SOCKET. See 'man evspool' for the packaged unit.
 
 Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
 (echoed but not spooled, dropped by --on-full, expired, dead-lettered; the
@@ -76,6 +83,8 @@ func execCmd(args []string, e *env) int {
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
 	defer ignoreSIGPIPE()()
+	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
+	defer sd.close()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, forwarded...)
 	defer signal.Stop(sigs)
@@ -98,7 +107,8 @@ func execCmd(args []string, e *env) int {
 	}
 	f.status.setChild(c.cmd.Process.Pid)
 	logger.Info("command started", "command", fl.Arg(0), "pid", c.cmd.Process.Pid)
-	return c.supervise(f, sigs, logger)
+	sd.ready(f.em, fmt.Sprintf("%s pid %d", filepath.Base(fl.Arg(0)), c.cmd.Process.Pid))
+	return c.supervise(f, sigs, logger, sd.stopping)
 }
 
 // openBeforeStart opens the spool before COMMAND starts; a SIGINT/SIGTERM
@@ -144,6 +154,7 @@ func startChild(argv []string, e *env) (*child, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, w, e.stderr
+	cmd.Env = childEnv() // without NOTIFY_SOCKET: see notify.go
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	w.Close() // the child holds the write end now; EOF comes when it is done
@@ -166,6 +177,7 @@ type stopper struct {
 	stopped chan struct{} // closed at the first SIGINT/SIGTERM
 	hurry   chan struct{} // closed at the second
 	at      time.Time     // when the first came; set before stopped is closed
+	onStop  func()        // if set, called at the first
 }
 
 func newStopper() *stopper {
@@ -205,10 +217,12 @@ const (
 
 // supervise forwards signals and the child's lines until it exits, delivers,
 // and returns the child's status (4 instead of 0 if events were lost).
-func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logger) int {
+// onStop is called at the first stop signal (systemd's STOPPING=1).
+func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logger, onStop func()) int {
 	// c.stdout stays open: after readOutput gave up on it, a reader may still
 	// be blocked on it until evspool exits.
 	stop := newStopper()
+	stop.onStop = onStop
 	done := make(chan struct{})
 	defer close(done)
 	go c.forwardSignals(sigs, stop, done, logger)
@@ -329,6 +343,9 @@ func (c *child) forwardSignals(sigs <-chan os.Signal, stop *stopper, done <-chan
 			stops++
 			switch stops {
 			case 1:
+				if stop.onStop != nil {
+					stop.onStop()
+				}
 				stop.at = time.Now()
 				close(stop.stopped)
 			case 2:

@@ -43,6 +43,23 @@ func (m *metricsServer) serve(em *emitter.Emitter, commits *metrics.CommitHistog
 	if m == nil {
 		return
 	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(newRegistry(em, commits), promhttp.HandlerOpts{}))
+	mux.Handle("/healthz", metrics.LiveHandler(em))
+	mux.Handle("/readyz", metrics.ReadyHandler(em))
+	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	logger.Info("serving metrics", "addr", m.ln.Addr().String(), "path", "/metrics", "probes", "/healthz /readyz")
+	go func() {
+		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			logger.Error("metrics server stopped", "error", err)
+		}
+	}()
+}
+
+// newRegistry holds what /metrics exports: em's figures, the commit
+// histogram, the Go runtime's and the process's metrics and
+// evspool_build_info.
+func newRegistry(em *emitter.Emitter, commits *metrics.CommitHistogram) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		metrics.NewCollector(em, commits),
@@ -54,17 +71,7 @@ func (m *metricsServer) serve(em *emitter.Emitter, commits *metrics.CommitHistog
 			ConstLabels: prometheus.Labels{"version": version},
 		}, func() float64 { return 1 }),
 	)
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.Handle("/healthz", metrics.LiveHandler(em))
-	mux.Handle("/readyz", metrics.ReadyHandler(em))
-	m.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	logger.Info("serving metrics", "addr", m.ln.Addr().String(), "path", "/metrics", "probes", "/healthz /readyz")
-	go func() {
-		if err := m.srv.Serve(m.ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server stopped", "error", err)
-		}
-	}()
+	return reg
 }
 
 func (m *metricsServer) close() {

@@ -1,15 +1,23 @@
 package main
 
 import (
+	"context"
+	"io"
 	"net/http"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/emitter/metrics"
 )
 
 // scrape fetches and parses /metrics.
@@ -92,4 +100,24 @@ func TestMetricsEndpoint(t *testing.T) {
 
 	require.NoError(t, p.stdin.Close())
 	require.Equal(t, 0, p.wait(t, 10*time.Second), p.logs())
+}
+
+// Everything /metrics exports, evspool's own and the Go and process
+// collectors, passes Prometheus' naming rules (promlint, as promtool check
+// metrics runs them).
+func TestMetricsLintClean(t *testing.T) {
+	dir := t.TempDir()
+	commits := metrics.NewCommitHistogram()
+	em, err := emitter.Open(filepath.Join(dir, "events.sock"), filepath.Join(dir, "spool"),
+		&emitter.Options{NoSync: true, Stdout: io.Discard, OnCommit: commits.Observe})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	require.NoError(t, em.Emit(context.Background(), []byte("an event, so that the histogram has a sample")))
+	reg := newRegistry(em, commits)
+	problems, err := testutil.GatherAndLint(reg)
+	require.NoError(t, err)
+	require.Empty(t, problems)
+	n, err := testutil.GatherAndCount(reg)
+	require.NoError(t, err)
+	require.Greater(t, n, 50, "the Go and process collectors are in")
 }

@@ -37,6 +37,8 @@ DIR/dead-letters after --max-attempts such failures, counted across restarts
 (see 'evspool inspect --dead-letters'). A receiver that reads nothing keeps
 its connection; one that dies before handling anything is dialled less often.
 
+Under a systemd unit of Type=notify it reports to systemd as exec does (see
+'evspool exec --help').
 
 Exit status:
   0  everything delivered, nothing lost
@@ -76,11 +78,22 @@ func runCmd(args []string, e *env) int {
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
 	defer ignoreSIGPIPE()()
+	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
+	defer sd.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// After the first signal the default handling is back: a second one
 	// ends evspool at once, with what is committed.
 	context.AfterFunc(ctx, stop)
+	// A signal, not the return below, tells systemd STOPPING=1 (sent
+	// before evspool exits).
+	told := make(chan struct{})
+	unhook := context.AfterFunc(ctx, func() { sd.stopping(); close(told) })
+	defer func() {
+		if !unhook() {
+			<-told
+		}
+	}()
 	f, err := openForwarderContext(ctx, &rf, e.stdout, logger, newStatus(&rf, nil))
 	if errors.Is(err, errStartCancelled) {
 		logger.Info("signal received during start-up: stopping; nothing was read, the spool is as it was")
@@ -89,6 +102,7 @@ func runCmd(args []string, e *env) int {
 	if err != nil {
 		return openError(e, "run", err)
 	}
+	sd.ready(f.em, "")
 	if f.pump(ctx, e.stdin) {
 		f.drain(ctx, rf.drainTimeout)
 	} else {

@@ -113,3 +113,15 @@ func TestCollectorLint(t *testing.T) {
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
 	require.Equal(t, 19, n, "17 figures and two drop reasons")
 }
+
+// The collector passes Prometheus' naming rules (promlint, as promtool
+// check metrics runs them), the commit histogram included.
+func TestCollectorLintsClean(t *testing.T) {
+	em, _ := open(t, false)
+	emit(t, em, 3)
+	commits := metrics.NewCommitHistogram()
+	commits.Observe(time.Millisecond, 3, nil)
+	problems, err := testutil.CollectAndLint(metrics.NewCollector(em, commits))
+	require.NoError(t, err)
+	require.Empty(t, problems)
+}

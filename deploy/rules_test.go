@@ -1,0 +1,69 @@
+package deploy
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// parseRules parses a rule file as Prometheus loads it: unknown fields
+// refused, every expression and template checked.
+func parseRules(t *testing.T, where string, content []byte) *rulefmt.RuleGroups {
+	t.Helper()
+	rgs, errs := rulefmt.Parse(content, false, model.UTF8Validation, promql, slog.New(slog.DiscardHandler))
+	require.Empty(t, errs, "%s does not load in Prometheus", where)
+	require.NotNil(t, rgs)
+	return rgs
+}
+
+func TestAlertRules(t *testing.T) {
+	raw, err := os.ReadFile("alerts.yaml")
+	require.NoError(t, err)
+	rgs := parseRules(t, "alerts.yaml", raw)
+	series, _ := scrape(t)
+	seen := map[string]bool{}
+	for _, g := range rgs.Groups {
+		for _, r := range g.Rules {
+			require.NotEmpty(t, r.Alert, "alerts.yaml holds alerts only")
+			require.False(t, seen[r.Alert], "alert %s twice", r.Alert)
+			seen[r.Alert] = true
+			_, err := checkExpr(r.Expr, series)
+			require.NoError(t, err, "alert %s", r.Alert)
+			require.Contains(t, []string{"critical", "warning", "info"}, r.Labels["severity"], "alert %s: severity", r.Alert)
+			require.NotEmpty(t, r.Annotations["summary"], "alert %s: summary", r.Alert)
+			require.NotEmpty(t, r.Annotations["description"], "alert %s: description", r.Alert)
+		}
+	}
+	// Every way evspool loses an event has an alert.
+	for _, a := range []string{"EvspoolDroppingEvents", "EvspoolNotSpooling", "EvspoolDeadLetters", "EvspoolEventsExpired"} {
+		require.True(t, seen[a], "no alert %s", a)
+	}
+	t.Logf("%d alerts parsed and checked against %d exported series names", len(seen), len(series))
+}
+
+// The PrometheusRule decodes strictly into the Prometheus Operator's type and
+// holds exactly the rules of alerts.yaml, which Prometheus loads as it would
+// the rule file the Operator writes from it.
+func TestPrometheusRule(t *testing.T) {
+	raw, err := os.ReadFile("prometheusrule.yaml")
+	require.NoError(t, err)
+	var pr monitoringv1.PrometheusRule
+	require.NoError(t, yaml.UnmarshalStrict(raw, &pr))
+	require.Equal(t, "monitoring.coreos.com/v1", pr.APIVersion)
+	require.Equal(t, monitoringv1.PrometheusRuleKind, pr.Kind)
+	require.NotEmpty(t, pr.Name)
+	spec, err := yaml.Marshal(pr.Spec)
+	require.NoError(t, err)
+	fromOperator := parseRules(t, "prometheusrule.yaml's spec", spec)
+
+	file, err := os.ReadFile("alerts.yaml")
+	require.NoError(t, err)
+	require.Equal(t, parseRules(t, "alerts.yaml", file).Groups, fromOperator.Groups,
+		"prometheusrule.yaml and alerts.yaml hold the same rules")
+}

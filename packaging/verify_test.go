@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// verify runs systemd-analyze verify on the packaged units inside root (the
+// extracted package): each directive known, ExecStart's binary there and
+// executable, the Documentation= man page found. A warning fails the test,
+// not only an error. A unit with a typo is checked too, so that a verify
+// that cannot fail would be noticed.
+func verify(t *testing.T, root string) {
+	t.Helper()
+	if _, err := exec.LookPath("systemd-analyze"); err != nil {
+		t.Log("systemd-analyze not found: the packaged units were not verified (apt-get install systemd)")
+		return
+	}
+	units := filepath.Join(root, "usr/lib/systemd/system")
+	linkHostUnits(t, units) // the targets the units name (multi-user.target, ...)
+	example := filepath.Join(root, "etc/systemd/system/evspool-ptp4l.service")
+	require.NoError(t, os.MkdirAll(filepath.Dir(example), 0o755))
+	raw, err := os.ReadFile(filepath.Join(root, "usr/share/doc/evspool/examples/evspool-ptp4l.service"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(example, raw, 0o644))
+
+	out, err := analyze(root, filepath.Join(units, "evspool.service"), example)
+	require.NoError(t, err, out)
+	require.Empty(t, out, "systemd-analyze verify says something about the packaged units")
+	t.Logf("systemd-analyze verify --root=%s evspool.service evspool-ptp4l.service: no output, exit 0", root)
+
+	broken := filepath.Join(root, "etc/systemd/system/broken.service")
+	require.NoError(t, os.WriteFile(broken, []byte(strings.Replace(string(raw), "WatchdogSec=", "WatchdogSecs=", 1)), 0o644))
+	out, _ = analyze(root, broken)
+	require.Contains(t, out, "Unknown key 'WatchdogSecs'", "verify notices a typo")
+}
+
+func analyze(root string, units ...string) (string, error) {
+	cmd := exec.Command("systemd-analyze", append([]string{"verify", "--root=" + root}, units...)...)
+	// Documentation=man:evspool(1) is looked up with man(1): in the package.
+	cmd.Env = append(os.Environ(), "MANPATH="+filepath.Join(root, "usr/share/man"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// linkHostUnits copies the host's unit files (not the package's) into dir.
+func linkHostUnits(t *testing.T, dir string) {
+	t.Helper()
+	host, err := os.ReadDir("/usr/lib/systemd/system")
+	if err != nil {
+		t.Skipf("no /usr/lib/systemd/system on this machine: cannot verify units (%v)", err)
+	}
+	for _, e := range host {
+		dst := filepath.Join(dir, e.Name())
+		if !e.Type().IsRegular() {
+			continue
+		}
+		if _, err := os.Lstat(dst); err == nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/usr/lib/systemd/system", e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, raw, 0o644))
+	}
+}
