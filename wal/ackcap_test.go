@@ -16,6 +16,7 @@ import (
 // free pages), the Ack itself used to grow the file a growth step past
 // MaxBytes (1.125x here). After every Ack the file must be within the cap.
 func TestAckStaysUnderCap(t *testing.T) {
+	t.Parallel()
 	const maxBytes = 1 << 20
 	var worst int64
 	for seed := uint64(0); seed < 6; seed++ {

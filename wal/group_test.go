@@ -13,6 +13,7 @@ import (
 // commits while the other queues): half the batch raw bbolt gets at the
 // same concurrency, and twice the fsyncs. They now make one group.
 func TestGroupCommitMergesCallers(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), nil) // fsync on: commits take long enough to group behind
 	require.NoError(t, err)
 	defer w.Close()

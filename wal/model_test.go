@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testmode"
 	"pgregory.net/rapid"
 )
 
@@ -233,8 +235,9 @@ func requireSameEntries(t require.TestingT, want, got []Entry) {
 
 // modelChecks is how many random sequences TestModel tries per policy unless
 // -rapid.checks says otherwise: rapid's default of 100 opens, compacts and
-// reopens real files for half a minute under -race.
-const modelChecks = "20"
+// reopens real files for half a minute under -race, so make test tries 10
+// (about 6 of them fill the spool) and make torture 100.
+var modelChecks = testmode.Pick("10", "100")
 
 // rapidChecksGiven tells whether -rapid.checks was on the command line; it is
 // asked once, before TestModel sets the flag itself.

@@ -12,6 +12,7 @@ import (
 // The demo runs to completion: evspool lost nothing, the reconnect-only
 // sender lost something under the same faults.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes about 6 s")
 	}

@@ -20,6 +20,7 @@ import (
 )
 
 func TestManyConnectionsInOrder(t *testing.T) {
+	t.Parallel()
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := start(t, network, nil)
@@ -57,6 +58,7 @@ func TestManyConnectionsInOrder(t *testing.T) {
 }
 
 func TestBytesPassThrough(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		stripCR bool
 		want    string
@@ -75,6 +77,7 @@ func TestBytesPassThrough(t *testing.T) {
 }
 
 func TestOutAndCountOnly(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := start(t, "unix", &testrecv.Options{Out: &out, CountOnly: true})
 	send(t, dial(t, r), "one", "two")
@@ -90,6 +93,7 @@ func TestOutAndCountOnly(t *testing.T) {
 }
 
 func TestMaxLine(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	longest := strings.Repeat("x", testrecv.DefaultMaxLine-1) // + "\n" = 64 KiB
@@ -105,6 +109,7 @@ func TestMaxLine(t *testing.T) {
 }
 
 func TestMaxLineOption(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{MaxLine: 10})
 	c := dial(t, r)
 	send(t, c, "123456789") // 10 bytes with the newline
@@ -115,6 +120,7 @@ func TestMaxLineOption(t *testing.T) {
 }
 
 func TestPartialLineWhenPeerCloses(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	_, err := io.WriteString(c, "whole\nhalf")
@@ -125,6 +131,7 @@ func TestPartialLineWhenPeerCloses(t *testing.T) {
 }
 
 func TestWaitCountTimeout(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -134,6 +141,7 @@ func TestWaitCountTimeout(t *testing.T) {
 }
 
 func TestRate(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{Rate: 200})
 	lines := make([]string, 21)
 	for i := range lines {
@@ -150,6 +158,7 @@ func TestRate(t *testing.T) {
 // With a handling time, a line read but not yet handled dies with the
 // receiver: Kill loses it, Close does not.
 func TestHandleTimeKillLosesReadAhead(t *testing.T) {
+	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "r.sock")
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{HandleTime: 300 * time.Millisecond})
 	require.NoError(t, err)
