@@ -67,11 +67,11 @@
 // # Outages
 //
 // A receiver that goes away while the connection is idle is noticed within
-// 100 ms. An outage logs one warning when it starts (a stalled receiver's
-// outage starts when it last read, not when its connection was dropped) (with the error and its
-// class: broken_pipe, connection_refused, no_such_socket, timeout,
-// permission...), at most one more every 30 s, and one info line when it ends
-// with its length and the events held back.
+// 100 ms. An outage logs one warning when it starts, with the error and its
+// class (broken_pipe, connection_refused, no_such_socket, timeout,
+// permission...), at most one more every 30 s, and one info line when it
+// ends with its length and the events held back. A stalled receiver's outage
+// starts when it last read, not when its connection was dropped.
 //
 // # Slow and stalled receivers
 //
@@ -104,8 +104,8 @@
 //
 // Options.MaxAge drops, unsent, an event older than it when its turn to be
 // sent comes; it is counted (Stats.Expired for this process, and in the
-// spool file across restarts, Stats.Spool.Expired) and
-// delivery goes on in order.
+// spool file across restarts, Stats.Spool.Expired) and delivery goes on in
+// order.
 //
 // Alive and Ready back liveness and readiness probes (package
 // emitter/metrics serves them over HTTP): Alive fails when the drainer has

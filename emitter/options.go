@@ -75,13 +75,14 @@ type Options struct {
 	WarnInterval time.Duration
 
 	// MaxAge, when positive, is the age past which an event is not worth
-	// sending: when its turn to be sent comes, an event spooled longer ago is
-	// removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps the
-	// count across restarts in the spool file) and logged (rate-limited), and delivery goes on in order with
-	// the next one. For a daemon that prefers fresh state to a long outage's
-	// history. A stale event waiting behind events not yet acknowledged
-	// (the receiver has them, unconfirmed) holds back what follows until
-	// they are, then expires. Default 0: events never expire.
+	// sending, for a daemon that prefers fresh state to a long outage's
+	// history. When its turn to be sent comes, an event spooled longer ago
+	// is removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps
+	// the count across restarts in the spool file) and logged
+	// (rate-limited), and delivery goes on in order with the next one. A
+	// stale event waiting behind events the receiver has but has not
+	// confirmed holds back what follows until they are, then expires.
+	// Default 0: events never expire.
 	MaxAge time.Duration
 	// Preamble, if set, is called on every new connection before anything
 	// spooled is sent on it: see PreambleFunc. Default: none.
