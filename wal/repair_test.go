@@ -169,8 +169,8 @@ func spCheckRecovered(t *testing.T, es []wal.Entry) {
 // fail or panic: it moves the damaged file aside, salvages what it can and
 // says so; appends and reopening then work as usual. Modelled on etcd's
 // wal/repair_test.go.
+// Not parallel: it counts the process's open file descriptors.
 func TestCorruptionTable(t *testing.T) {
-	t.Parallel()
 	cases := []struct {
 		name string
 		// damage changes the file's bytes; pages lists the file's pages.
