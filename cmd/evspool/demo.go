@@ -20,8 +20,9 @@ child process) to a receiver, and through a reconnect-only sender (the usual
 fix: reconnect with backoff, no spool) to a second receiver. Both receivers
 stall, crash and restart at the same moments; the evspool child is SIGKILLed
 and restarted twice. The summary shows that every event reached evspool's
-receiver, in order (and how many a replay delivered twice), and what the
-reconnect-only sender lost under the same faults.
+receiver, in order, what the reconnect-only sender lost under the same
+faults, and how many events arrived twice after which fault (the replay
+window resends what the receiver may not have handled).
 
 Exit status: 0 evspool lost nothing; 1 it lost something, or the demo failed;
 2 bad usage.

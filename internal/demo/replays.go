@@ -72,6 +72,6 @@ func (s *Summary) printReplays(w io.Writer) {
 	fmt.Fprintln(w, strings.TrimSpace(`
 After a receiver crash or an evspool SIGKILL, evspool resends what the receiver
 may not have handled: the events in flight and those in the replay window (read
-by the receiver within its last 64 KiB or 2 s, about 650 of these lines per
+by the receiver within its last 64 KiB or 2 s, about 800 of these lines per
 fault). See docs/delivery.md, "The replay window".`))
 }
