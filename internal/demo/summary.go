@@ -36,7 +36,7 @@ func (d *demo) summarize(took time.Duration) *Summary {
 	res := verify.Check(d.produced, got)
 	return &Summary{
 		Replays: replays(d.faultMarks, got),
-		Took: took, Produced: len(d.produced), ReceiverCrashes: d.crashes, EmitterKills: d.kills,
+		Took:    took, Produced: len(d.produced), ReceiverCrashes: d.crashes, EmitterKills: d.kills,
 		Evspool: Side{
 			Received: res.Received, Unique: res.Received - res.Duplicates - res.Foreign,
 			Lost: res.Missing, Duplicates: res.Duplicates, InOrder: res.Reordered == 0 && res.Foreign == 0,
