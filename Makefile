@@ -54,7 +54,7 @@ bench:
 # deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
-	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
+	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
