@@ -169,8 +169,8 @@ func TestLockHolderHelper(t *testing.T) {
 // TestOpenLockedByAnotherProcess: a spool held by another process fails
 // within a second or two with ErrLocked and a message naming the spool; once
 // the other process is gone, Open succeeds.
+// Not parallel: it times how long Open waits for the lock.
 func TestOpenLockedByAnotherProcess(t *testing.T) {
-	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderHelper$")
 	cmd.Env = append(os.Environ(), lockHelperEnv+"="+dir)
