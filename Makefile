@@ -24,8 +24,10 @@ fmt-check:
 # then each package's time and the five slowest tests (internal/testtime
 # reads go test -json), so the budget stays visible: about 2 minutes on a
 # quiet 2-core machine. Tests with a longer version run it in make torture.
+# -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
+# receivers), so more of them than the 2 cores may run at once.
 test: vet fmt-check
-	@bash -o pipefail -c '$(GO) test -race -count=1 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
+	@bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
 
 # Micro-benchmarks of the spool (figures quoted in the README).
 bench-micro:
