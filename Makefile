@@ -20,9 +20,14 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
-# The suite CI runs: vet, gofmt, and every test under the race detector.
+# The suite CI runs: vet, gofmt, and every test under the race detector,
+# then each package's time and the five slowest tests (internal/testtime
+# reads go test -json), so the budget stays visible: about 2 minutes on a
+# quiet 2-core machine. Tests with a longer version run it in make torture.
+# -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
+# receivers), so more of them than the 2 cores may run at once.
 test: vet fmt-check
-	$(GO) test -race -count=1 -timeout 8m $(PKGS)
+	@bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
 # daemon on Go 1.25 can embed it without raising its own). This builds the
@@ -73,13 +78,17 @@ bench:
 # Long fault runs (under 10 minutes): the chaos loop for 3 minutes, a 1 GB
 # line, the rest of internal/torture (among it a cloud-event-proxy-like
 # receiver killed 5 times under 5,000 events, a poison line, half-closed
-# receivers), then each fuzz target for about 30 s.
+# receivers), the full-length versions of tests make test samples (wal's
+# model with 100 sequences a policy, every page of a spool damaged, a
+# 2,000,000-event start-up scan; internal/testmode), then each fuzz target
+# for about 30 s.
 # The short versions of all of these run in make test. Fuzz budgets are
 # execution counts sized to ~30 s on a 2-core machine, not durations: Go 1.26's
 # fuzz coordinator can fail a duration run at its deadline with "context
 # deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
+	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 20000x ./wal

@@ -82,11 +82,11 @@
 // # Outages
 //
 // A receiver that goes away while the connection is idle is noticed within
-// 100 ms. An outage logs one warning when it starts (a frozen receiver's
-// outage starts when it last read) (with the error and its class:
-// broken_pipe, connection_refused, no_such_socket, timeout, permission...),
-// at most one more every 30 s, and one info line when it ends with its length
-// and the events held back.
+// 100 ms. An outage logs one warning when it starts, with the error and its
+// class (broken_pipe, connection_refused, no_such_socket, timeout,
+// permission...), at most one more every 30 s, and one info line when it
+// ends with its length and the events held back. A stalled receiver's outage
+// starts when it last read, not when its connection was dropped.
 //
 // # Slow and frozen receivers
 //
@@ -122,10 +122,10 @@
 //
 // Options.MaxAge drops, unsent, an event older than it when its turn to be
 // sent comes; it is counted (Stats.Expired for this process, and in the
-// spool file across restarts, Stats.Spool.Expired) and
-// delivery goes on in order. Ages are on the boot clock within a boot, so
-// wall-clock steps do not expire fresh events nor pass stale ones; across a
-// reboot they fall back to the wall clock (see Options.MaxAge).
+// spool file across restarts, Stats.Spool.Expired) and delivery goes on in
+// order. Ages are on the boot clock within a boot, so wall-clock steps
+// neither expire fresh events nor pass stale ones; across a reboot they fall
+// back to the wall clock (see Options.MaxAge).
 //
 // Every loss is reported by some process: drops, expiries and refusals are
 // counted in the spool with how much of each was logged, so a process

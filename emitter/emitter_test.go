@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -352,8 +353,9 @@ func TestFullSpoolStillEchoes(t *testing.T) {
 func TestDropOldestLogged(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{MaxSpoolBytes: 1 << 20})
 	ev := bytes.Repeat([]byte("d"), 1000)
-	for i := 0; i < 3000; i++ {
-		require.NoError(t, r.em.Emit(context.Background(), ev))
+	batch := slices.Repeat([][]byte{ev}, 30) // 30 a commit: 3,000 fsync'd commits took 7 s
+	for i := 0; i < 100; i++ {
+		require.NoError(t, r.em.Emit(context.Background(), batch...))
 	}
 	require.Eventually(t, func() bool {
 		return r.logs.count(slog.LevelWarn, "spool full: oldest events dropped to make room") == 1

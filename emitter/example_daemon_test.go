@@ -39,9 +39,12 @@ func Example_daemon() {
 
 	commits := metrics.NewCommitHistogram()
 	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{
-		Stdout:   io.Discard,
-		MaxAge:   10 * time.Minute,
-		OnCommit: commits.Observe,
+		Stdout: io.Discard,
+		MaxAge: 10 * time.Minute,
+		// collect handles each line as it reads it: Flush need not wait the
+		// default 2 s replay linger (docs/delivery.md).
+		ReplayLinger: 50 * time.Millisecond,
+		OnCommit:     commits.Observe,
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			select { // may wait as long as it takes: ctx ends only at Close
 			case <-replayed:

@@ -32,6 +32,9 @@ func Example() {
 	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{
 		Stdout: io.Discard,                    // the daemon logs its events itself
 		Logger: slog.New(slog.DiscardHandler), // or the daemon's logger
+		// This receiver handles each line as it reads it: Flush need not
+		// wait the default 2 s for it to be done (docs/delivery.md).
+		ReplayLinger: 50 * time.Millisecond,
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -32,6 +32,7 @@ func newClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0
 // After a long outage, events older than MaxAge are dropped unsent, counted
 // and logged once; the fresh ones are delivered, in order.
 func TestMaxAgeExpiresStaleEvents(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	// Batches of 100: the stale events expire in three steps, one logged at
 	// once, two within the warning interval.
@@ -73,6 +74,7 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 // ones (across a reboot only the wall clock is left): it is expired when its
 // turn comes, and those around it are delivered in order.
 func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
 	r.emitAll([]string{"a", "b"})
@@ -96,6 +98,7 @@ func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
 
 // Without MaxAge nothing expires, however old.
 func TestMaxAgeOffByDefault(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := newRig(t, nil, &emitter.Options{Clock: clk})
 	r.emitAll([]string{"ancient"})
@@ -109,6 +112,7 @@ func TestMaxAgeOffByDefault(t *testing.T) {
 }
 
 func TestMaxAgeNegativeRefused(t *testing.T) {
+	t.Parallel()
 	_, err := emitter.Open("x.sock", t.TempDir(), &emitter.Options{MaxAge: -time.Second})
 	require.ErrorContains(t, err, "MaxAge -1s is negative")
 }
@@ -116,6 +120,7 @@ func TestMaxAgeNegativeRefused(t *testing.T) {
 // Flush returns when everything left the spool by expiring: nothing was
 // acknowledged, but nothing is pending either.
 func TestFlushReturnsWhenAllExpired(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
 	r.emitAll(events("stale", 50))

@@ -17,6 +17,7 @@ import (
 )
 
 func TestAliveAndReadyWhileRunning(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, nil) // no receiver: an outage is neither dead nor unready
 	require.NoError(t, r.em.Alive())
 	require.NoError(t, r.em.Ready())
@@ -34,6 +35,7 @@ func TestAliveAndReadyWhileRunning(t *testing.T) {
 // A drainer stuck in a call no deadline reaches (here a dial that ignores its
 // context) is not alive; once it moves again it is.
 func TestAliveNoticesWedgedDrainer(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	stuck := make(chan struct{}, 1)
 	var d net.Dialer
@@ -66,6 +68,7 @@ func TestAliveNoticesWedgedDrainer(t *testing.T) {
 
 // Waiting in the preamble hook, however long, is alive.
 func TestAliveWhileWaitingInPreamble(t *testing.T) {
+	t.Parallel()
 	entered := make(chan time.Time, 1)
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
 		DialTimeout: 10 * time.Millisecond, WriteTimeout: 10 * time.Millisecond, StallTimeout: 10 * time.Millisecond,
@@ -84,13 +87,14 @@ func TestAliveWhileWaitingInPreamble(t *testing.T) {
 // A failed commit (a full disk) makes the emitter unready until a commit
 // succeeds again.
 func TestReadyFollowsCommits(t *testing.T) {
+	t.Parallel()
 	disk := mountTmpfs(t, 2<<20)
 	sock := filepath.Join(t.TempDir(), "events.sock")
 	em, err := emitter.Open(sock, filepath.Join(disk, "spool"), &emitter.Options{Stdout: io.Discard, MaxSpoolBytes: 64 << 20})
 	require.NoError(t, err)
 	defer em.Close(context.Background())
 	require.NoError(t, em.Ready())
-	for i := 0; em.Emit(context.Background(), []byte(fmt.Sprintf("full %06d %s", i, strings.Repeat("p", 200)))) == nil; i++ {
+	for i := 0; em.Emit(context.Background(), fullBatch(i, 50)...) == nil; i += 50 {
 		require.Less(t, i, 100000, "the disk never filled")
 	}
 	err = em.Ready()
@@ -105,4 +109,14 @@ func TestReadyFollowsCommits(t *testing.T) {
 	require.NoError(t, em.Flush(ctx))
 	require.NoError(t, em.Emit(context.Background(), []byte("room again")))
 	require.NoError(t, em.Ready())
+}
+
+// fullBatch is n events of about 200 bytes numbered from i: 50 a commit fill
+// a small disk in a fraction of the time one a commit takes under -race.
+func fullBatch(i, n int) [][]byte {
+	evs := make([][]byte, n)
+	for j := range evs {
+		evs[j] = []byte(fmt.Sprintf("full %06d %s", i+j, strings.Repeat("p", 200)))
+	}
+	return evs
 }

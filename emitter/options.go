@@ -75,18 +75,18 @@ type Options struct {
 	WarnInterval time.Duration
 
 	// MaxAge, when positive, is the age past which an event is not worth
-	// sending: when its turn to be sent comes, an event spooled longer ago is
-	// removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps the
-	// count across restarts in the spool file) and logged (rate-limited), and delivery goes on in order with
-	// the next one. For a daemon that prefers fresh state to a long outage's
-	// history. A stale event waiting behind events not yet acknowledged
-	// (the receiver has them, unconfirmed) holds back what follows until
-	// they are, then expires. Ages are measured on the boot clock
-	// (CLOCK_BOOTTIME, recorded with each event), which wall-clock steps
-	// (phc2sys, NTP, an operator) do not move: within a boot an event expires
-	// neither early nor late whatever the wall clock does. An event spooled
-	// before a reboot has no comparable boot-clock reading and is aged on
-	// the wall clock (a step across the reboot then moves its age). An
+	// sending, for a daemon that prefers fresh state to a long outage's
+	// history. When its turn to be sent comes, an event spooled longer ago
+	// is removed unsent, counted (Stats.Expired; Stats.Spool.Expired keeps
+	// the count across restarts in the spool file) and logged
+	// (rate-limited), and delivery goes on in order with the next one. A
+	// stale event waiting behind events the receiver has but has not
+	// confirmed holds back what follows until they are, then expires.
+	// Ages are measured on the boot clock (CLOCK_BOOTTIME, recorded with
+	// each event), which wall-clock steps (phc2sys, NTP, an operator) do
+	// not move: within a boot an event expires neither early nor late
+	// whatever the wall clock does. An event spooled before a reboot has
+	// no comparable boot-clock reading and is aged on the wall clock. An
 	// event is judged when its batch is read, so it may reach the receiver
 	// up to one write (WriteTimeout) past MaxAge. Default 0: events never
 	// expire.

@@ -54,6 +54,7 @@ func firstLines(rcv *testrecv.Receiver) map[int]string {
 // The preamble comes first on every connection, before anything spooled,
 // and is neither echoed nor spooled.
 func TestPreambleFirstOnEveryConnection(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, Stdout: &out})
 	first := events("first", 100)
@@ -96,6 +97,7 @@ func TestPreambleFirstOnEveryConnection(t *testing.T) {
 // replay): its context ends with the emitter, nothing spooled is sent
 // meanwhile, and the wait is neither a dial error nor an outage.
 func TestPreambleMayWait(t *testing.T) {
+	t.Parallel()
 	gate := make(chan struct{})
 	entered := make(chan bool, 1)
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
@@ -128,6 +130,7 @@ func TestPreambleMayWait(t *testing.T) {
 // A failing preamble fails the connection: counted, logged once, redialled
 // after a backoff; nothing spooled was sent on the failed connections.
 func TestPreambleFailureRedials(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int32
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
@@ -157,6 +160,7 @@ func TestPreambleFailureRedials(t *testing.T) {
 
 // Close interrupts a preamble that waits.
 func TestCloseDuringPreamble(t *testing.T) {
+	t.Parallel()
 	entered := make(chan struct{})
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
@@ -189,6 +193,7 @@ func waitGate(ctx context.Context, open func() bool) error {
 // the wait was counted as dial errors and logged as an outage. The preamble
 // waits the same time with neither.
 func TestGateWaitInDialVersusPreamble(t *testing.T) {
+	t.Parallel()
 	const wait, dialTimeout = time.Second, 200 * time.Millisecond
 	type result struct{ dialErrors, warnings int }
 	measure := func(opts *emitter.Options) result {
@@ -234,6 +239,7 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 // The hook's writer is for the hook's call only: kept and used later, it
 // fails instead of writing into a stream the drainer owns.
 func TestPreambleWriterAfterReturn(t *testing.T) {
+	t.Parallel()
 	kept := make(chan io.Writer, 1)
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {

@@ -22,6 +22,7 @@ import (
 // Lines split across writes, several in one write, and a trailing partial
 // line emitted by Close.
 func TestWriterSplitsLines(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Stdout: &out})
 	w := r.em.Writer()
@@ -47,6 +48,7 @@ func TestWriterSplitsLines(t *testing.T) {
 // A line over the limit is refused whole, with an error naming the limit,
 // whether it came in one write or many; the lines around it go through.
 func TestWriterRefusesLongLine(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 16})
 	w := r.em.Writer()
 
@@ -81,6 +83,7 @@ func TestWriterRefusesLongLine(t *testing.T) {
 // With OnError set, a refused line does not fail the Write: an io.Copy (the
 // one os/exec runs for cmd.Stdout) keeps going.
 func TestWriterOnError(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 16})
 	w := r.em.Writer()
 	var errs []error
@@ -101,6 +104,7 @@ func TestWriterOnError(t *testing.T) {
 // Several child processes, each with its own Writer on one Emitter: every
 // line arrives whole, each process's lines in its order.
 func TestWritersOfChildProcesses(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	const procs, lines = 4, 300
 	var wg sync.WaitGroup
@@ -137,6 +141,7 @@ func TestWritersOfChildProcesses(t *testing.T) {
 // Real-shaped PTP output, written in chunks of every size from 1 byte up,
 // arrives line for line, byte for byte.
 func TestWriterChunkSizes(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../wal/testdata/ptp-events.txt")
 	require.NoError(t, err)
 	want := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")

@@ -39,6 +39,7 @@ func ackEvent(i int) []byte { return fmt.Appendf(nil, "event %06d %s", i, make([
 // batch: 805 fdatasyncs for 200,000 events through `evspool run`); the
 // deletions now ride in the next append's transaction.
 func TestAckRidesOnNextAppend(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true})
 	require.NoError(t, err)
 	defer w.Close()
@@ -66,6 +67,7 @@ func TestAckRidesOnNextAppend(t *testing.T) {
 // on deletes in a few batched commits, not one per Ack; entries leave Read,
 // Len and Stats at once.
 func TestAckDrainBatchesDeletions(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true})
 	require.NoError(t, err)
 	defer w.Close()
@@ -117,6 +119,7 @@ func TestAckDrainBatchesDeletions(t *testing.T) {
 // TestFlushAcksWhenIdle: with no append to carry them, FlushAcks commits
 // the deletions, unless a commit was made within the idle time.
 func TestFlushAcksWhenIdle(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true})
 	require.NoError(t, err)
 	defer w.Close()
@@ -140,6 +143,7 @@ func TestFlushAcksWhenIdle(t *testing.T) {
 // comes back; after the power loss they come back as one contiguous,
 // in-order run from the head, nothing missing.
 func TestAckedAfterCrashAndPowerLoss(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := Open(dir, nil)
 	require.NoError(t, err)

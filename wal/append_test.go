@@ -16,6 +16,7 @@ import (
 )
 
 func TestAppendConsecutive(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	ctx := context.Background()
 	require.Equal(t, uint64(0), w.LastSeq())
@@ -39,6 +40,7 @@ func TestAppendConsecutive(t *testing.T) {
 }
 
 func TestAppendCopiesEvents(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	ev := []byte("original")
 	_, err := w.Append(context.Background(), ev)
@@ -51,6 +53,7 @@ func TestAppendCopiesEvents(t *testing.T) {
 }
 
 func TestAppendPassesBytesThrough(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	events := [][]byte{{}, {0}, []byte("\r\x00\xff\xfe invalid utf-8"), make([]byte, 64<<10)}
 	_, err := w.Append(context.Background(), events...)
@@ -66,6 +69,7 @@ func TestAppendPassesBytesThrough(t *testing.T) {
 // TestSeqNeverGoesBack checks that a new event always gets a number above
 // every number handed out before, whatever happened to the spool between.
 func TestSeqNeverGoesBack(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		// between runs after 10 events were appended; it may reopen the spool.
@@ -141,6 +145,7 @@ func TestSeqNeverGoesBack(t *testing.T) {
 }
 
 func TestRead(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	// Events 1..10 of 100 bytes each, then event 11 of 5000 bytes.
 	for i := uint64(1); i <= 10; i++ {
@@ -192,6 +197,7 @@ func TestRead(t *testing.T) {
 }
 
 func TestAck(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	cases := []struct {
 		name     string
@@ -246,6 +252,7 @@ func TestAck(t *testing.T) {
 // TestAckBeyondLastThenAppend: an Ack beyond the last sequence number must
 // not remove events appended afterwards.
 func TestAckBeyondLastThenAppend(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	_, err := w.Append(context.Background(), spEvent(1, 10), spEvent(2, 10))
 	require.NoError(t, err)
@@ -257,6 +264,7 @@ func TestAckBeyondLastThenAppend(t *testing.T) {
 }
 
 func TestStatsAndClock(t *testing.T) {
+	t.Parallel()
 	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := newSpClock(start)
 	dir := t.TempDir()
@@ -327,6 +335,7 @@ func TestStatsAndClock(t *testing.T) {
 // under each dropping policy; the counts of what was dropped are exact and
 // survive a restart.
 func TestDropCountersSurviveRestart(t *testing.T) {
+	t.Parallel()
 	const size, n = 1000, 2000
 	cases := []struct {
 		policy wal.Policy
@@ -411,6 +420,7 @@ func spAppendAsync(w *wal.WAL, ctx context.Context, ev []byte) <-chan spResult {
 }
 
 func TestBlockWaitsForAck(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})
 	last := spFillBlock(t, w, 100)
 	pending := w.Len()
@@ -436,6 +446,7 @@ func TestBlockWaitsForAck(t *testing.T) {
 }
 
 func TestBlockContextEnds(t *testing.T) {
+	t.Parallel()
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})
 	last := spFillBlock(t, w, 1000)
 	// The clock starts before the context's: the deadline is 50 ms after a
@@ -452,6 +463,7 @@ func TestBlockContextEnds(t *testing.T) {
 }
 
 func TestBlockClose(t *testing.T) {
+	t.Parallel()
 	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})
 	require.NoError(t, err)
 	last := spFillBlock(t, w, 1000)
@@ -479,6 +491,7 @@ func TestBlockClose(t *testing.T) {
 }
 
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	for _, policy := range []wal.Policy{wal.DropOldest, wal.DropNewest, wal.Block} {
 		t.Run(policy.String(), func(t *testing.T) {
 			w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: policy})
@@ -509,6 +522,7 @@ func TestTooLarge(t *testing.T) {
 // TestGroupCommit: 64 goroutines appending at once share commits, and every
 // one gets its own consecutive sequence number.
 func TestGroupCommit(t *testing.T) {
+	t.Parallel()
 	const writers, each = 64, 25
 	w := spOpen(t, t.TempDir(), nil) // fsync on: the cost group commit saves
 	start := make(chan struct{})
@@ -564,6 +578,7 @@ func TestGroupCommit(t *testing.T) {
 // keeps appending: the file shrinks back without a restart, and none of the
 // concurrent appends is lost or reordered.
 func TestReclaimOnline(t *testing.T) {
+	t.Parallel()
 	const backlog, size, concurrent = 8000, 1024, 2000
 	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true})
 	ctx := context.Background()
@@ -626,6 +641,7 @@ func TestReclaimOnline(t *testing.T) {
 // deadlock between waiting producers and Ack, or a wake-up lost between a
 // commit and a waiter, stops it.
 func TestBlockConcurrent(t *testing.T) {
+	t.Parallel()
 	const producers, each = 8, 300
 	// Not spOpen: after a deadlock, Close would hang the test binary too.
 	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})

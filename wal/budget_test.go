@@ -10,6 +10,7 @@ import (
 // TestEntryCost checks the cost model against bbolt's packing of leaf pages:
 // k entries of the same size share a page, a larger one takes whole pages.
 func TestEntryCost(t *testing.T) {
+	t.Parallel()
 	if costPage != 4096 {
 		t.Skipf("figures below are for 4 KiB pages, this system has %d", costPage)
 	}
@@ -39,6 +40,7 @@ func TestEntryCost(t *testing.T) {
 // packed badly) comes back once the spool is empty, so later events get the
 // whole cap again without a restart.
 func TestBudgetRestoredWhenDrained(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true, MaxBytes: 1 << 20, OnFull: DropNewest})
 	require.NoError(t, err)
 	defer w.Close()
@@ -70,6 +72,7 @@ func TestBudgetRestoredWhenDrained(t *testing.T) {
 // events count twice, as stored cost and as reservation, so a waiter that
 // looks then may find no room. Releasing the reservation must wake it.
 func TestReservationReleaseWakesWaiters(t *testing.T) {
+	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true, MaxBytes: 1 << 20, OnFull: Block})
 	require.NoError(t, err)
 	defer w.Close()

@@ -27,6 +27,7 @@ func (c *cancelAfter) Err() error {
 }
 
 func TestOpenCancelledDuringScan(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "spool")
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)

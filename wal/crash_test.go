@@ -37,6 +37,7 @@ const (
 const crashMaxBytes = 256 << 20
 
 func TestCrashKill(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv(crashEnvSeed); s != "" {
 		var err error
@@ -72,6 +73,7 @@ func TestCrashKill(t *testing.T) {
 // TestCrashChild is the child process of TestCrashKill; run on its own it
 // does nothing.
 func TestCrashChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(crashEnvDir)
 	if dir == "" {
 		return

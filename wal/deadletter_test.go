@@ -13,6 +13,7 @@ import (
 )
 
 func TestDeadLettersRoundTripBytesExact(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	none, err := wal.ReadDeadLetters(dir)
 	require.NoError(t, err)
@@ -38,6 +39,7 @@ func TestDeadLettersRoundTripBytesExact(t *testing.T) {
 }
 
 func TestDeadLettersRotateAtCap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	data := make([]byte, 300)
 	for i := range 10 {
@@ -54,6 +56,7 @@ func TestDeadLettersRotateAtCap(t *testing.T) {
 }
 
 func TestDeadLettersTornTailSkipped(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	require.NoError(t, wal.AppendDeadLetter(dir, wal.DeadLetter{Seq: 1, Data: []byte("one")}, 0))
 	require.NoError(t, wal.AppendDeadLetter(dir, wal.DeadLetter{Seq: 2, Data: []byte("two two two")}, 0))

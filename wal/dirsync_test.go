@@ -15,6 +15,7 @@ import (
 // syncs nothing. (internal/powercut checks the same against a simulated
 // power loss.)
 func TestDirectorySyncs(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var synced []string
 	old := fsyncDir

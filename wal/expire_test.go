@@ -10,6 +10,7 @@ import (
 )
 
 func TestExpireCountsAndSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
@@ -57,6 +58,7 @@ func TestExpireCountsAndSurvivesRestart(t *testing.T) {
 // waits for the next commit) are not expired again: Expire counts only what
 // was still pending, and the counters stay whole.
 func TestExpireAfterDeferredAck(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)

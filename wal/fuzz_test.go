@@ -110,6 +110,7 @@ func FuzzCheckTrees(f *testing.F) {
 
 // TestCheckTreesSmall runs the tree check on FuzzCheckTrees's seeds.
 func TestCheckTreesSmall(t *testing.T) {
+	t.Parallel()
 	m := boltMeta{pageSize: 512, root: 2, pgid: 8}
 	cases := []struct {
 		name    string
@@ -187,6 +188,7 @@ func fuzzTreeFile(a, b, c uint64) []byte {
 // elements overwritten with small numbers, so that ids and counts land in
 // range and the walk gets deep.
 func TestCheckTreesRandom(t *testing.T) {
+	t.Parallel()
 	r := rand.New(rand.NewPCG(1, 2))
 	m := boltMeta{pageSize: 512, root: 2, pgid: 8}
 	for range 20000 {

@@ -12,6 +12,7 @@ import (
 // a loop used to split into two groups of about 32 that took turns (one
 // commits while the other queues): half the batch raw bbolt gets at the
 // same concurrency, and twice the fsyncs. They now make one group.
+// Not parallel: how callers group depends on nothing else competing for the CPU.
 func TestGroupCommitMergesCallers(t *testing.T) {
 	w, err := Open(t.TempDir(), nil) // fsync on: commits take long enough to group behind
 	require.NoError(t, err)

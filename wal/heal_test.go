@@ -75,6 +75,7 @@ func TestRepairFailsThenHeals(t *testing.T) {
 // could not even reopen the file) returns the error for a while, then is
 // opened again by itself, with what the directory holds.
 func TestBrokenSpoolHeals(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := spOpen(t, dir, &wal.Options{NoSync: true})
 	ctx := context.Background()

@@ -12,6 +12,7 @@ import (
 )
 
 func TestInspect(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)

@@ -28,6 +28,7 @@ import (
 // again and salvage took B's stale pages for committed: A lost the events B
 // dropped, and B's never-accepted events came back.
 func TestKilledCommitThenSalvage(t *testing.T) {
+	t.Parallel()
 	const nA, nB = 3000, 300
 	opts := &wal.Options{MaxBytes: 1 << 20}
 	ctx := context.Background()

@@ -15,6 +15,7 @@ import (
 // cap). At most two are kept, the newest always; removing one is reported
 // in the salvage report (which the emitter logs).
 func TestDamagedCopiesBounded(t *testing.T) {
+	t.Parallel()
 	dir, path := spCorruptSetup(t)
 	var removed []string
 	for i := 0; i < 4; i++ {
@@ -44,6 +45,7 @@ func TestDamagedCopiesBounded(t *testing.T) {
 // anything spool.db lacks. Open removes them (the package documentation
 // always said so for spool.db.compact; it did not happen).
 func TestLeftoversRemovedAtOpen(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := spOpen(t, dir, &wal.Options{NoSync: true})
 	require.NoError(t, w.Close())

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testmode"
 	"pgregory.net/rapid"
 )
 
@@ -233,11 +235,12 @@ func requireSameEntries(t require.TestingT, want, got []Entry) {
 
 // modelChecks is how many random sequences TestModel tries per policy unless
 // -rapid.checks says otherwise: rapid's default of 100 opens, compacts and
-// reopens real files for half a minute under -race.
-const modelChecks = "20"
+// reopens real files for half a minute under -race, so make test tries 10
+// (about 6 of them fill the spool) and make torture 100.
+var modelChecks = testmode.Pick("10", "100")
 
 // rapidChecksGiven tells whether -rapid.checks was on the command line; it is
-// asked once, before TestModel sets the flag itself.
+// asked once, before TestMain sets the flag itself.
 var rapidChecksGiven = sync.OnceValue(func() bool {
 	given := false
 	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "rapid.checks" })
@@ -247,13 +250,10 @@ var rapidChecksGiven = sync.OnceValue(func() bool {
 // TestModel runs random Append/Read/Ack/Close+Open/Compact sequences against
 // the model, under each policy.
 func TestModel(t *testing.T) {
-	if !rapidChecksGiven() {
-		old := flag.Lookup("rapid.checks").Value.String()
-		require.NoError(t, flag.Set("rapid.checks", modelChecks))
-		t.Cleanup(func() { _ = flag.Set("rapid.checks", old) })
-	}
+	t.Parallel() // rapid.checks is set in TestMain
 	for _, policy := range []Policy{DropOldest, DropNewest, Block} {
 		t.Run(policy.String(), func(t *testing.T) {
+			t.Parallel()
 			var runs, full int
 			rapid.Check(t, func(rt *rapid.T) {
 				opts := &Options{NoSync: true, MaxBytes: 1 << 20, OnFull: policy}

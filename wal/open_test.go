@@ -50,6 +50,7 @@ func TestOpenPermissions(t *testing.T) {
 // TestOpenRefusesUnsafeDir checks that a directory other users can write to is
 // refused, with a message naming it, and nothing is created in it.
 func TestOpenRefusesUnsafeDir(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		mode os.FileMode
@@ -83,6 +84,7 @@ func TestOpenRefusesUnsafeDir(t *testing.T) {
 }
 
 func TestOpenRefusesFile(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "file")
 	require.NoError(t, os.WriteFile(path, []byte("x"), 0o600))
 	_, err := wal.Open(path, nil)
@@ -91,6 +93,7 @@ func TestOpenRefusesFile(t *testing.T) {
 }
 
 func TestOpenOptions(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		opts *wal.Options
@@ -130,6 +133,7 @@ func TestOpenOptions(t *testing.T) {
 }
 
 func TestParsePolicy(t *testing.T) {
+	t.Parallel()
 	for _, p := range []wal.Policy{wal.DropOldest, wal.DropNewest, wal.Block} {
 		got, err := wal.ParsePolicy(p.String())
 		require.NoError(t, err)
@@ -146,6 +150,7 @@ func TestParsePolicy(t *testing.T) {
 const lockHelperEnv = "EVSPOOL_WAL_TEST_LOCK_HOLDER"
 
 func TestLockHolderHelper(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(lockHelperEnv)
 	if dir == "" {
 		t.Skip("helper process for TestOpenLockedByAnotherProcess")
@@ -164,6 +169,7 @@ func TestLockHolderHelper(t *testing.T) {
 // TestOpenLockedByAnotherProcess: a spool held by another process fails
 // within a second or two with ErrLocked and a message naming the spool; once
 // the other process is gone, Open succeeds.
+// Not parallel: it times how long Open waits for the lock.
 func TestOpenLockedByAnotherProcess(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestLockHolderHelper$")
@@ -199,6 +205,7 @@ func TestOpenLockedByAnotherProcess(t *testing.T) {
 // TestOpenLockedInProcess: flock is per open file description, so a second
 // Open in the same process is refused too, and works once the first is closed.
 func TestOpenLockedInProcess(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
@@ -212,6 +219,7 @@ func TestOpenLockedInProcess(t *testing.T) {
 }
 
 func TestClosed(t *testing.T) {
+	t.Parallel()
 	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true})
 	require.NoError(t, err)
 	_, err = w.Append(context.Background(), []byte("x"))

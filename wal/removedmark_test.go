@@ -15,6 +15,7 @@ import (
 // file's removed-through number. Open must remove them, not count them as
 // pending while Read hides them (a drain would then wait for them forever).
 func TestOpenAppliesFilesRemovedThrough(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := Open(dir, &Options{NoSync: true})
 	require.NoError(t, err)

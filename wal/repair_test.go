@@ -169,6 +169,7 @@ func spCheckRecovered(t *testing.T, es []wal.Entry) {
 // fail or panic: it moves the damaged file aside, salvages what it can and
 // says so; appends and reopening then work as usual. Modelled on etcd's
 // wal/repair_test.go.
+// Not parallel: it counts the process's open file descriptors.
 func TestCorruptionTable(t *testing.T) {
 	cases := []struct {
 		name string
@@ -295,6 +296,7 @@ func TestCorruptionTable(t *testing.T) {
 // TestCorruptionDamagedCopyKept: the file moved aside is the damaged file, as
 // it was, for inspection.
 func TestCorruptionDamagedCopyKept(t *testing.T) {
+	t.Parallel()
 	dir, path := spCorruptSetup(t)
 	text := []byte("not a spool\n")
 	require.NoError(t, os.WriteFile(path, text, 0o600))
@@ -309,6 +311,7 @@ func TestCorruptionDamagedCopyKept(t *testing.T) {
 // reports it as a *CorruptionError naming the file and the sequence number;
 // Repair salvages every other entry.
 func TestReadCorruptRecordThenRepair(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w := spOpen(t, dir, &wal.Options{NoSync: true})
 	batch := make([][]byte, 50)
@@ -377,6 +380,7 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 // that knows about the last Ack; the acknowledged events are still in freed
 // pages of the file. Salvage must not bring them back.
 func TestSalvageKeepsAcks(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
@@ -409,6 +413,7 @@ func TestSalvageKeepsAcks(t *testing.T) {
 // vanished under it) leaves the spool unusable, with an error saying so;
 // Close still releases it, so it can be opened again.
 func TestFailedRepairThenClose(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true, LockTimeout: 50 * time.Millisecond})
 	require.NoError(t, err)

@@ -32,6 +32,7 @@ const (
 // TestSalvageChild is the child of the salvage crash tests; run on its own
 // it does nothing.
 func TestSalvageChild(t *testing.T) {
+	t.Parallel()
 	dir := os.Getenv(salvageEnvDir)
 	if dir == "" {
 		return
@@ -139,6 +140,7 @@ func salvageCheck(t *testing.T, dir string, want []uint64) {
 // TestSalvageKilledBySyscall kills the salvaging child with strace's fault
 // injection at the Nth call of a syscall (strace counts per thread).
 func TestSalvageKilledBySyscall(t *testing.T) {
+	t.Parallel()
 	strace, err := exec.LookPath("strace")
 	if err != nil {
 		t.Skip("strace is not installed (apt-get install strace): the syscall fault injection cannot run")
@@ -159,6 +161,7 @@ func TestSalvageKilledBySyscall(t *testing.T) {
 	} {
 		name := fmt.Sprintf("%s#%d", tc.syscall, tc.when)
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			d := salvageCopy(t, dir)
 			prefix := []string{strace, "-f", "-qq", "-o", "/dev/null", "-e", "trace=" + tc.syscall,
 				"-e", fmt.Sprintf("inject=%s:signal=SIGKILL:when=%d", tc.syscall, tc.when)}

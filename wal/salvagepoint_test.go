@@ -25,6 +25,7 @@ func salvageChildHook(kill string) {
 // fresh file renamed over spool.db. Each time the next Open must end with
 // what an uninterrupted salvage recovers, and keep the damaged copy.
 func TestSalvageKilledAtStep(t *testing.T) {
+	t.Parallel()
 	dir, want := salvageFixture(t)
 	for _, step := range []string{"salvage-rebuilt", "salvage-kept", "salvage-renamed"} {
 		t.Run(step, func(t *testing.T) {

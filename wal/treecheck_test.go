@@ -94,6 +94,7 @@ func stSetChild(b []byte, id uint64, i int, to uint64) {
 // freelist page, at a leaf one level too high. Open must come back, keep the
 // damaged file aside and salvage every event: the leaves are intact.
 func TestTreeDamage(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		damage func(b []byte, tr stTree)
@@ -137,6 +138,7 @@ func TestTreeDamage(t *testing.T) {
 
 // TestTreeCheckSound: the walk takes a sound multi-level tree for sound.
 func TestTreeCheckSound(t *testing.T) {
+	t.Parallel()
 	dir, _, _ := stSetup(t)
 	w := stOpenWithin(t, dir, 10*time.Second)
 	defer w.Close()

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"github.com/evspool/evspool/internal/testmode"
 )
 
 // fsizeEnv asks the test binary to set RLIMIT_FSIZE and exec its arguments:
@@ -56,6 +58,7 @@ func exitOf(t *testing.T, cmd *exec.Cmd) (int, string) {
 // A file size limit (ulimit -f) makes the spool fail: events are echoed but
 // not spooled, so not delivered: exit 4 with the counts, never 0.
 func TestRunFileSizeLimitIsLoss(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	cmd := withFileLimit(96<<10, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--drain-timeout", "5s")
@@ -72,6 +75,7 @@ func TestRunFileSizeLimitIsLoss(t *testing.T) {
 // Events dropped by the full-spool policy are lost even when everything left
 // is delivered in the end: exit 4, not 0.
 func TestRunDropsAreLoss(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--max-spool-size", "2MiB")
 	in := lines(strings.Repeat("d", 200), 0, 20000)
@@ -125,6 +129,7 @@ func TestRunSignalWithEndlessInput(t *testing.T) {
 // exec: the command exits but a background process it started keeps
 // writing to its stdout; evspool still stops reading and exits.
 func TestExecBackgroundWriterDoesNotHoldExit(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	p := start(t, "exec", "--socket", sock, "--spool", spool, "--fsync=false", "--drain-timeout", "200ms",
 		"--", "sh", "-c", "(while :; do echo background; done) & echo child exits")
@@ -165,7 +170,9 @@ func lockHeld(t *testing.T, path string) bool {
 // while run starts.
 func TestBigSpoolStartup(t *testing.T) {
 	sock, spool := paths(t)
-	out, err := exec.Command(mkspool, spool, "2000000").CombinedOutput()
+	// Big enough that the start-up scan is still running when the signal
+	// comes (make torture: 2,000,000 events, a scan of several seconds).
+	out, err := exec.Command(mkspool, spool, testmode.Pick("400000", "2000000")).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 
 	t.Run("SIGTERM during the start-up scan", func(t *testing.T) {
@@ -223,6 +230,7 @@ var _ = json.Marshal
 // exec: a second SIGTERM is not swallowed: it cuts the wait for a command
 // that ignores the first one short.
 func TestExecSecondSignalCutsWaitsShort(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	p := start(t, "exec", "--socket", sock, "--spool", spool, "--fsync=false",
 		"--", "sh", "-c", "trap '' TERM INT; echo ready; for i in $(seq 3000); do sleep 0.01; done")

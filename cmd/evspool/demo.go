@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,8 +20,9 @@ child process) to a receiver, and through a reconnect-only sender (the usual
 fix: reconnect with backoff, no spool) to a second receiver. Both receivers
 stall, crash and restart at the same moments; the evspool child is SIGKILLed
 and restarted twice. The summary shows that every event reached evspool's
-receiver, in order (and how many a replay delivered twice), and what the
-reconnect-only sender lost under the same faults.
+receiver, in order, what the reconnect-only sender lost under the same
+faults, and how many events arrived twice after which fault (the replay
+window resends what the receiver may not have handled).
 
 Exit status: 0 evspool lost nothing; 1 it lost something, or the demo failed;
 2 bad usage.
@@ -34,19 +34,16 @@ Examples:
 `
 
 func demoCmd(args []string, e *env) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	dur := demo.DefaultDuration
-	fs.Var(durationFlag{&dur}, "duration", "how long events are produced; the faults happen at fixed fractions of it")
-	rate := fs.Int("rate", demo.DefaultRate, "events produced per second")
-	verbose := fs.Bool("verbose", false, "show the evspool children's logs on stderr")
+	fs, o := demoFlagSet() // flagsets.go
+	rate, verbose := o.rate, o.verbose
 	if done, code := parseFlags(fs, args, e, demoHelp); done {
 		return code
 	}
 	switch {
 	case fs.NArg() > 0:
 		return usageErr(e, "demo", "unexpected argument %q", fs.Arg(0))
-	case dur < time.Second || dur > time.Hour:
-		return usageErr(e, "demo", "--duration must be between 1s and 1h, not %v", dur)
+	case *o.dur < time.Second || *o.dur > time.Hour:
+		return usageErr(e, "demo", "--duration must be between 1s and 1h, not %v", *o.dur)
 	case *rate < 10 || *rate > 100_000:
 		return usageErr(e, "demo", "--rate must be between 10 and 100000, not %d", *rate)
 	}
@@ -61,7 +58,7 @@ func demoCmd(args []string, e *env) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	sum, err := demo.Run(ctx, demo.Config{Binary: bin, Duration: dur, Rate: *rate, Out: e.stdout, Logs: logs})
+	sum, err := demo.Run(ctx, demo.Config{Binary: bin, Duration: *o.dur, Rate: *rate, Out: e.stdout, Logs: logs})
 	switch {
 	case ctx.Err() != nil:
 		fmt.Fprintln(e.stderr, "evspool demo: interrupted; its temporary files are removed")

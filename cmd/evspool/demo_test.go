@@ -12,6 +12,7 @@ import (
 // The demo runs to completion: evspool lost nothing, the reconnect-only
 // sender lost something under the same faults.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("takes about 6 s")
 	}
@@ -36,4 +37,12 @@ func TestDemo(t *testing.T) {
 	require.Regexp(t, `(?m)^  in order\s+yes\s+yes$`, text)
 	require.Contains(t, text, "evspool lost nothing")
 	require.Regexp(t, `SIGKILLed with \d+ events undelivered in its spool`, text)
+	// Every duplicate is put down to the fault it followed.
+	dups, _ := row("delivered twice (replay)")
+	attributed := 0
+	for _, m := range regexp.MustCompile(`(?m)^\s+(\d+) after the (receiver crash|evspool SIGKILL) at `).FindAllStringSubmatch(text, -1) {
+		n, _ := strconv.Atoi(m[1])
+		attributed += n
+	}
+	require.Equal(t, dups, attributed, "duplicates attributed to faults:\n%s", text)
 }

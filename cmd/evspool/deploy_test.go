@@ -83,6 +83,7 @@ type k8sDaemonSet struct {
 }
 
 func TestDeployKubernetes(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile(filepath.Join(deployDir, "kubernetes.yaml"))
 	require.NoError(t, err)
 	var ds k8sDaemonSet
@@ -139,6 +140,7 @@ func TestDeployKubernetes(t *testing.T) {
 }
 
 func TestDeploySystemd(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		unit, envFile string
 		preamble      []string
@@ -255,6 +257,7 @@ func splitWords(s string) ([]string, error) {
 // The README's advice for an emptyDir, checked: the mount (0777) is refused,
 // a subdirectory evspool creates is 0700 and accepted.
 func TestSpoolUnderEmptyDir(t *testing.T) {
+	t.Parallel()
 	mount := filepath.Join(t.TempDir(), "evspool")
 	require.NoError(t, os.Mkdir(mount, 0o777))
 	require.NoError(t, os.Chmod(mount, 0o777)) // as the kubelet leaves an emptyDir

@@ -17,6 +17,7 @@ import (
 // --preamble lines come first on the connection, in order, and are neither
 // echoed nor spooled.
 func TestRunPreamble(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	pre := []string{"CMD LIVE_START", "ptp4l[1700000000]:[ptp4l.0.config] PTP_PROCESS_STATUS:1"}
@@ -34,6 +35,7 @@ func TestRunPreamble(t *testing.T) {
 }
 
 func TestRunPreambleAndMaxAgeUsage(t *testing.T) {
+	t.Parallel()
 	for name, args := range map[string][]string{
 		"newline":  {"--preamble", "CMD\nLIVE_START"},
 		"too long": {"--max-event-size", "16", "--preamble", strings.Repeat("x", 16)},
@@ -51,6 +53,7 @@ func TestRunPreambleAndMaxAgeUsage(t *testing.T) {
 // Events spooled longer ago than --max-age are dropped unsent when their turn
 // comes, counted (inspect shows it) and logged; the fresh ones go through.
 func TestRunMaxAge(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	stale := lines("stale", 0, 120)
 	spooled := time.Now()
@@ -85,6 +88,7 @@ func probe(t *testing.T, url string) (int, string) {
 // --metrics-addr also serves the liveness and readiness probes. (Their
 // failing states are tested in package emitter/metrics.)
 func TestRunProbeEndpoints(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--metrics-addr", "127.0.0.1:0")
 	addr := waitMetricsAddr(t, p)
@@ -101,6 +105,7 @@ func TestRunProbeEndpoints(t *testing.T) {
 // (restarting would not free the disk). (Ready again after a successful
 // commit: TestReadyFollowsCommits in package emitter.)
 func TestRunReadyzOnFullDisk(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("skipped: mounting a small tmpfs to fill the disk needs root; run as root (CI does)")
 	}

@@ -12,6 +12,7 @@ import (
 
 // Drops by a full spool under drop-oldest are logged (and counted).
 func TestRunLogsDrops(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	var in strings.Builder
 	for i := range 20_000 {

@@ -18,6 +18,7 @@ import (
 // A child that prints lines and exits 7: evspool delivers every line, lets
 // the child's stderr through, and exits 7.
 func TestExecDeliversAndExitsWithStatus(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	script := `for i in $(seq 1 2000); do echo "exec $i ptp4l[1095550.490]: [ptp4l.0.config] master offset 52 s2"; done; echo "child complaint" >&2; exit 7`
@@ -43,6 +44,7 @@ func TestExecDeliversAndExitsWithStatus(t *testing.T) {
 // SIGTERM to evspool reaches the child, whose last words are delivered, and
 // evspool exits with the child's status.
 func TestExecForwardsSignals(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		script string
 		want   int
@@ -69,6 +71,7 @@ func TestExecForwardsSignals(t *testing.T) {
 }
 
 func TestExecCannotStart(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	notExec := filepath.Join(t.TempDir(), "not-executable")
 	require.NoError(t, os.WriteFile(notExec, []byte("echo hi\n"), 0o644))
@@ -97,6 +100,7 @@ func TestExecCannotStart(t *testing.T) {
 // Events still spooled when --drain-timeout passes after the child exited:
 // evspool still exits with the child's status, and says so.
 func TestExecLeftSpooledKeepsChildStatus(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	out, err := exec.Command(binary, "exec", "--socket", sock, "--spool", spool, "--drain-timeout", "200ms",
 		"--", "sh", "-c", "echo one; echo two").CombinedOutput()

@@ -9,6 +9,7 @@ import (
 )
 
 func TestHelpAndVersion(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"--help"}, {"run", "--help"}, {"exec", "--help"}, {"sink", "--help"},
 		{"inspect", "--help"}, {"demo", "--help"}} {
 		out, err := exec.Command(binary, args...).Output()
@@ -31,6 +32,7 @@ func TestHelpAndVersion(t *testing.T) {
 }
 
 func TestUsageErrors(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"exec", "--socket", "s", "--spool", "d", "--max-spool-size", "12 parsecs", "--", "true"},
 		{"exec", "--bogus", "--", "true"},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"syscall"
@@ -68,12 +67,8 @@ type dumpedEvent struct {
 }
 
 func inspectCmd(args []string, e *env) int {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	dir := fs.String("spool", "", "spool directory; required")
-	asJSON := fs.Bool("json", false, "print one JSON object instead of a table")
-	dump := fs.Int("dump", 0, "also print the oldest N pending events")
-	deadLetters := fs.Bool("dead-letters", false, "list the events set aside in DIR/dead-letters instead")
-	raw := fs.Bool("raw", false, "with --dead-letters: print only their bytes, one a line (to re-inject)")
+	fs, o := inspectFlagSet() // flagsets.go
+	dir, asJSON, dump, deadLetters, raw := o.dir, o.asJSON, o.dump, o.deadLetters, o.raw
 	if done, code := parseFlags(fs, args, e, inspectHelp); done {
 		return code
 	}

@@ -15,6 +15,7 @@ import (
 // TestInspectDeadLetters lists dead letters, counts them in --json, and
 // prints them raw for re-injection, bytes exact.
 func TestInspectDeadLetters(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	leaveSpooled(t, sock, spool, lines("dl", 0, 3))
 	rep := inspectJSON(t, "--spool", spool)

@@ -69,6 +69,7 @@ func TestInspectStoppedSpool(t *testing.T) {
 }
 
 func TestInspectLiveSpool(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
 	_, err := p.stdin.Write([]byte(joinLines(lines("live", 0, 5))))
@@ -96,6 +97,7 @@ func TestInspectLiveSpool(t *testing.T) {
 }
 
 func TestInspectErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	damaged := filepath.Join(dir, "damaged")
 	require.NoError(t, os.MkdirAll(damaged, 0o700))
@@ -127,6 +129,7 @@ func itoaPid(p *proc) string { return strconv.Itoa(p.cmd.Process.Pid) }
 // A spool held by a process that keeps no status (a daemon embedding the
 // library) is reported as in use; the last run's status is not shown as live.
 func TestInspectLockedWithoutStatus(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	leaveSpooled(t, sock, spool, lines("lib", 0, 3))
 	w, err := wal.Open(spool, nil)

@@ -61,16 +61,7 @@ func (m *metricsServer) serve(em *emitter.Emitter, commits *metrics.CommitHistog
 // evspool_build_info.
 func newRegistry(em *emitter.Emitter, commits *metrics.CommitHistogram) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(
-		metrics.NewCollector(em, commits),
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "evspool_build_info",
-			Help:        "Always 1; its version label is evspool's version.",
-			ConstLabels: prometheus.Labels{"version": version},
-		}, func() float64 { return 1 }),
-	)
+	reg.MustRegister(cliCollectors(em, commits)...)
 	return reg
 }
 
@@ -85,4 +76,19 @@ func (m *metricsServer) close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_ = m.srv.Shutdown(ctx)
+}
+
+// cliCollectors are what /metrics reports (docs/operations.md lists them;
+// docs_test.go checks the list).
+func cliCollectors(em *emitter.Emitter, commits *metrics.CommitHistogram) []prometheus.Collector {
+	return []prometheus.Collector{
+		metrics.NewCollector(em, commits),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "evspool_build_info",
+			Help:        "Always 1; its version label is evspool's version.",
+			ConstLabels: prometheus.Labels{"version": version},
+		}, func() float64 { return 1 }),
+	}
 }

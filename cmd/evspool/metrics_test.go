@@ -66,6 +66,7 @@ func waitMetricsAddr(t *testing.T, p *proc) string {
 }
 
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")

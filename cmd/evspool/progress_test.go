@@ -10,6 +10,7 @@ import (
 // Started on a backlog of more than 10,000 events, run logs the replay's
 // progress until it has caught up.
 func TestRunLogsReplayProgress(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	backlog := lines("backlog", 0, 10_500)
 	leaveSpooled(t, sock, spool, backlog)
@@ -28,6 +29,7 @@ func TestRunLogsReplayProgress(t *testing.T) {
 
 // A backlog under the threshold replays quietly.
 func TestRunSmallBacklogQuiet(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	leaveSpooled(t, sock, spool, lines("small", 0, 50))
 	startSink(t, sock)

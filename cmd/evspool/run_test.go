@@ -15,6 +15,7 @@ import (
 )
 
 func TestRunDeliversAndExitsZero(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	sent := lines("run", 0, 5000)
@@ -29,6 +30,7 @@ func TestRunDeliversAndExitsZero(t *testing.T) {
 }
 
 func TestRunOversizedLineRefused(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	input := "before\n" + strings.Repeat("y", 2000) + "\nafter\n"
@@ -110,6 +112,7 @@ func TestRunSignalExitsPromptly(t *testing.T) {
 // evspool run is SIGKILLed mid-stream and restarted on the same spool, several
 // times: every line it echoed reaches the receiver, in order.
 func TestRunKilledAndRestarted(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	rcv := startSink(t, sock)
 	seed := time.Now().UnixNano()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -24,10 +23,8 @@ Examples:
 `
 
 func sinkCmd(args []string, e *env) int {
-	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
-	socket := fs.String("socket", "", "socket path to listen on (or host:port with --network tcp); required")
-	network := fs.String("network", "unix", "unix or tcp")
-	outPath := fs.String("out", "", "append lines to this file instead of stdout")
+	fs, o := sinkFlagSet() // flagsets.go
+	socket, network, outPath := o.socket, o.network, o.outPath
 	if done, code := parseFlags(fs, args, e, sinkHelp); done {
 		return code
 	}

@@ -49,6 +49,8 @@ type demo struct {
 	crashes int // receiver crashes
 	kills   int // evspool SIGKILLs
 
+	faultMarks []fault // replays.go
+
 	mu       sync.Mutex // held by the producer per event, by a restart throughout
 	em       *emitterProc
 	produced []string
@@ -205,9 +207,13 @@ func (d *demo) finish() error {
 
 // say prints one line of the narrative with the time since the start.
 func (d *demo) say(format string, args ...any) {
-	at := 0.0
-	if !d.start.IsZero() {
-		at = time.Since(d.start).Seconds()
+	fmt.Fprintf(d.cfg.Out, "%5.1fs  %s\n", d.since(), fmt.Sprintf(format, args...))
+}
+
+// since is the seconds since the start, 0 before it.
+func (d *demo) since() float64 {
+	if d.start.IsZero() {
+		return 0
 	}
-	fmt.Fprintf(d.cfg.Out, "%5.1fs  %s\n", at, fmt.Sprintf(format, args...))
+	return time.Since(d.start).Seconds()
 }

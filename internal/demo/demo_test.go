@@ -7,6 +7,7 @@ import (
 )
 
 func TestEventsUniqueAndRealShaped(t *testing.T) {
+	t.Parallel()
 	tpl := templates()
 	require.Greater(t, len(tpl), 40, "the shipped PTP lines")
 	seen := map[string]bool{}
@@ -20,6 +21,7 @@ func TestEventsUniqueAndRealShaped(t *testing.T) {
 }
 
 func TestSideWithGaps(t *testing.T) {
+	t.Parallel()
 	sent := []string{"a", "b", "c", "d", "e"}
 	tests := map[string]struct {
 		got  []string
@@ -36,4 +38,19 @@ func TestSideWithGaps(t *testing.T) {
 			require.Equal(t, tc.want, sideWithGaps(sent, tc.got))
 		})
 	}
+}
+
+func TestReplaysAttributed(t *testing.T) {
+	t.Parallel()
+	faults := []fault{
+		{"receiver crash", 3, 3},  // a b c received, then the crash
+		{"evspool SIGKILL", 4, 3}, // while the receiver is down: same replay
+		{"evspool SIGKILL", 7, 6},
+		{"receiver crash", 8, 9}, // nothing resent after it
+	}
+	got := []string{"a", "b", "c", "b", "c", "d", "d", "e", "f", "g"}
+	require.Equal(t, []Replay{
+		{After: "the receiver crash at 3.0s and the evspool SIGKILL at 4.0s", Duplicates: 2},
+		{After: "the evspool SIGKILL at 7.0s", Duplicates: 1},
+	}, replays(faults, got))
 }

@@ -57,6 +57,7 @@ func (d *demo) stall() error {
 // crash kills both receivers: what they had not read is gone.
 func (d *demo) crash() error {
 	d.crashes++
+	d.markFault("receiver crash")
 	if err := d.rcvA.Kill(); err != nil {
 		return err
 	}
@@ -88,6 +89,7 @@ func (d *demo) killEmitter() error {
 		return err
 	}
 	old := d.em.pid()
+	d.markFault("evspool SIGKILL")
 	d.em.kill()
 	d.kills++
 	d.naive.restart()

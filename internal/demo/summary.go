@@ -25,15 +25,18 @@ type Summary struct {
 	EmitterKills    int           // times the evspool child was SIGKILLed
 	Evspool         Side          // through the spool
 	ReconnectOnly   Side          // through the reconnect-only sender
+	Replays         []Replay      // where evspool's duplicates came from
 }
 
 // OK reports whether evspool kept its promise: nothing lost, in order.
 func (s *Summary) OK() bool { return s.Evspool.Lost == 0 && s.Evspool.InOrder }
 
 func (d *demo) summarize(took time.Duration) *Summary {
-	res := verify.Check(d.produced, d.rcvA.Lines())
+	got := d.rcvA.Lines()
+	res := verify.Check(d.produced, got)
 	return &Summary{
-		Took: took, Produced: len(d.produced), ReceiverCrashes: d.crashes, EmitterKills: d.kills,
+		Replays: replays(d.faultMarks, got),
+		Took:    took, Produced: len(d.produced), ReceiverCrashes: d.crashes, EmitterKills: d.kills,
 		Evspool: Side{
 			Received: res.Received, Unique: res.Received - res.Duplicates - res.Foreign,
 			Lost: res.Missing, Duplicates: res.Duplicates, InOrder: res.Reordered == 0 && res.Foreign == 0,
@@ -85,16 +88,13 @@ func (s *Summary) Print(w io.Writer) {
 	row("in order", yes(s.Evspool.InOrder), yes(s.ReconnectOnly.InOrder))
 	fmt.Fprintln(w)
 	if s.OK() {
-		fmt.Fprintf(w, "evspool lost nothing: all %d events arrived, in order", s.Produced)
-		if s.Evspool.Duplicates > 0 {
-			fmt.Fprintf(w, " (%d delivered twice: replayed after a crash, as at-least-once allows)", s.Evspool.Duplicates)
-		}
-		fmt.Fprintln(w, ".")
+		fmt.Fprintf(w, "evspool lost nothing: all %d events arrived, in order.\n", s.Produced)
 	} else {
 		fmt.Fprintf(w, "evspool FAILED: %d events lost, in order: %s.\n", s.Evspool.Lost, yes(s.Evspool.InOrder))
 	}
-	fmt.Fprintf(w, "The reconnect-only sender, under the same faults, lost %d events (%.1f%%).\n",
+	fmt.Fprintf(w, "The reconnect-only sender, under the same faults, lost %d events (%.1f%%).\n\n",
 		s.ReconnectOnly.Lost, 100*float64(s.ReconnectOnly.Lost)/float64(max(s.Produced, 1)))
+	s.printReplays(w)
 }
 
 func yes(b bool) string {

@@ -38,6 +38,7 @@ func TestWatchSocketAppears(t *testing.T) {
 
 // TestWatchRenamedIntoPlace: a path moved into place counts too.
 func TestWatchRenamedIntoPlace(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	path := filepath.Join(dir, "r.sock")
 	w, err := New(path)
@@ -53,6 +54,7 @@ func TestWatchRenamedIntoPlace(t *testing.T) {
 
 // TestWatchContextEnds: a cancelled context ends the wait.
 func TestWatchContextEnds(t *testing.T) {
+	t.Parallel()
 	w, err := New(filepath.Join(t.TempDir(), "r.sock"))
 	require.NoError(t, err)
 	defer w.Close()
@@ -71,6 +73,7 @@ func TestWatchContextEnds(t *testing.T) {
 // TestWatchDirectoryGone: the directory removed ends the watch with ErrGone;
 // a missing directory is an error at New.
 func TestWatchDirectoryGone(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "d")
 	_, err := New(filepath.Join(dir, "r.sock"))
 	require.Error(t, err)

@@ -20,6 +20,7 @@ func opErr(op string, errno error) error {
 }
 
 func TestClassify(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		err  error
 		want string
@@ -51,6 +52,7 @@ func TestClassify(t *testing.T) {
 }
 
 func TestPeerGoneErrorMatches(t *testing.T) {
+	t.Parallel()
 	err := fmt.Errorf("drain: %w", &sockwait.PeerGoneError{Unread: 3, Cause: syscall.ECONNRESET})
 	assert.ErrorIs(t, err, sockwait.ErrPeerGone)
 	assert.ErrorIs(t, err, syscall.ECONNRESET)

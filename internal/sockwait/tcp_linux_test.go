@@ -16,6 +16,7 @@ import (
 // TestTCPZeroMeansReceivedByPeerKernel shows the weaker TCP meaning: the
 // queue empties once the peer's kernel acknowledges, even if nobody reads.
 func TestTCPZeroMeansReceivedByPeerKernel(t *testing.T) {
+	t.Parallel()
 	client, _ := tcpPair(t)
 	w := sockwait.New(client)
 	require.True(t, w.Supported())
@@ -31,6 +32,7 @@ func TestTCPZeroMeansReceivedByPeerKernel(t *testing.T) {
 // TestTCPFullReceiverKeepsQueue fills the peer's receive window so that
 // bytes stay unacknowledged, then lets the peer read them.
 func TestTCPFullReceiverKeepsQueue(t *testing.T) {
+	t.Parallel()
 	client, server := tcpPair(t)
 	require.NoError(t, server.(*net.TCPConn).SetReadBuffer(64<<10))
 	w := sockwait.New(client)
@@ -57,6 +59,7 @@ func TestTCPFullReceiverKeepsQueue(t *testing.T) {
 }
 
 func TestTCPPeerClosesWithoutReading(t *testing.T) {
+	t.Parallel()
 	client, server := tcpPair(t)
 	w := sockwait.New(client)
 	_, err := client.Write(payload(5000))
@@ -75,6 +78,7 @@ func TestTCPPeerClosesWithoutReading(t *testing.T) {
 }
 
 func TestTCPPeerReadsThenCloses(t *testing.T) {
+	t.Parallel()
 	client, server := tcpPair(t)
 	w := sockwait.New(client)
 	_, err := client.Write(payload(5000))
@@ -95,11 +99,13 @@ func TestTCPPeerReadsThenCloses(t *testing.T) {
 
 // TestTCPHalfClosedPeerIsNotGone is TestUnixHalfClosedPeerIsNotGone on TCP.
 func TestTCPHalfClosedPeerIsNotGone(t *testing.T) {
+	t.Parallel()
 	client, server := tcpPair(t)
 	halfClosedPeerIsNotGone(t, client, server)
 }
 
 func TestTCPHungUpWhileQueued(t *testing.T) {
+	t.Parallel()
 	client, server := tcpPair(t)
 	require.NoError(t, server.(*net.TCPConn).SetReadBuffer(64<<10))
 	w := sockwait.New(client)

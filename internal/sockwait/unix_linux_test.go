@@ -16,6 +16,7 @@ import (
 )
 
 func TestUnixUnreadCountsQueuedBuffers(t *testing.T) {
+	t.Parallel()
 	for _, size := range []int{1, 100, 1000, 4096, 65536} {
 		client, server := unixPair(t)
 		w := sockwait.New(client)
@@ -36,6 +37,7 @@ func TestUnixUnreadCountsQueuedBuffers(t *testing.T) {
 }
 
 func TestUnixPartialReadKeepsQueueNonZero(t *testing.T) {
+	t.Parallel()
 	client, server := unixPair(t)
 	w := sockwait.New(client)
 	_, err := client.Write(payload(1000))
@@ -57,6 +59,7 @@ func TestUnixPartialReadKeepsQueueNonZero(t *testing.T) {
 }
 
 func TestUnixPeerClosesWithoutReading(t *testing.T) {
+	t.Parallel()
 	client, server := unixPair(t)
 	w := sockwait.New(client)
 	_, err := client.Write(payload(5000))
@@ -78,6 +81,7 @@ func TestUnixPeerClosesWithoutReading(t *testing.T) {
 }
 
 func TestUnixPeerReadsThenCloses(t *testing.T) {
+	t.Parallel()
 	client, server := unixPair(t)
 	w := sockwait.New(client)
 	_, err := client.Write(payload(5000))
@@ -98,6 +102,7 @@ func TestUnixPeerReadsThenCloses(t *testing.T) {
 // TestUnixHalfClosedPeerIsNotGone: a receive-only peer that shut down its
 // writing side still reads, and what it reads is acknowledged.
 func TestUnixHalfClosedPeerIsNotGone(t *testing.T) {
+	t.Parallel()
 	client, server := unixPair(t)
 	halfClosedPeerIsNotGone(t, client, server)
 }
@@ -123,6 +128,7 @@ func halfClosedPeerIsNotGone(t *testing.T, client, server net.Conn) {
 }
 
 func TestUnixHungUpDoesNotConsume(t *testing.T) {
+	t.Parallel()
 	client, server := unixPair(t)
 	w := sockwait.New(client)
 	_, err := server.Write([]byte("hello"))
@@ -140,6 +146,7 @@ func TestUnixHungUpDoesNotConsume(t *testing.T) {
 // TestUnixProbeTellsReadFromUnread: after a hang-up the queue reads 0 either
 // way; the cause tells whether the peer had read everything.
 func TestUnixProbeTellsReadFromUnread(t *testing.T) {
+	t.Parallel()
 	for name, readFirst := range map[string]bool{"read everything": true, "read nothing": false} {
 		t.Run(name, func(t *testing.T) {
 			client, server := unixPair(t)

@@ -17,6 +17,7 @@ import (
 )
 
 func TestUnsupportedConnections(t *testing.T) {
+	t.Parallel()
 	pipeA, pipeB := net.Pipe()
 	t.Cleanup(func() { _ = pipeA.Close(); _ = pipeB.Close() })
 
@@ -44,6 +45,7 @@ func TestUnsupportedConnections(t *testing.T) {
 }
 
 func TestSupportedOnLinux(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
@@ -54,6 +56,7 @@ func TestSupportedOnLinux(t *testing.T) {
 }
 
 func TestClosedConnection(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
@@ -70,6 +73,7 @@ func TestClosedConnection(t *testing.T) {
 }
 
 func TestWaitConsumedCancelled(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
@@ -86,6 +90,7 @@ func TestWaitConsumedCancelled(t *testing.T) {
 }
 
 func TestWaitConsumedNothingWritten(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
@@ -98,6 +103,7 @@ func TestWaitConsumedNothingWritten(t *testing.T) {
 // TestWaitConsumedStreaming writes a large stream while the peer reads it in
 // small pieces, the way a bufio.Scanner does, and waits for the end.
 func TestWaitConsumedStreaming(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}

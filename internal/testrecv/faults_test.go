@@ -33,6 +33,7 @@ func unread(t *testing.T, w *sockwait.Waiter) int {
 }
 
 func TestPauseReadingLeavesDataInSocket(t *testing.T) {
+	t.Parallel()
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := start(t, network, nil)
@@ -62,6 +63,7 @@ func TestPauseReadingLeavesDataInSocket(t *testing.T) {
 }
 
 func TestPauseAppliesToNewConnections(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	r.PauseReading()
 	c := dial(t, r)
@@ -73,6 +75,7 @@ func TestPauseAppliesToNewConnections(t *testing.T) {
 }
 
 func TestNeverRead(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{NeverRead: true})
 	c := dial(t, r)
 	waitConns(t, r, 1)
@@ -89,6 +92,7 @@ func TestNeverRead(t *testing.T) {
 }
 
 func TestCloseDrainsWhatWasSent(t *testing.T) {
+	t.Parallel()
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := start(t, network, nil)
@@ -108,6 +112,7 @@ func TestCloseDrainsWhatWasSent(t *testing.T) {
 }
 
 func TestCloseUnixPeerView(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	waitConns(t, r, 1)
@@ -129,6 +134,7 @@ func TestCloseUnixPeerView(t *testing.T) {
 }
 
 func TestCloseWhilePacedIsPrompt(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{Rate: 1})
 	send(t, dial(t, r), numbered(50)...)
 	waitCount(t, r, 1)
@@ -137,6 +143,7 @@ func TestCloseWhilePacedIsPrompt(t *testing.T) {
 }
 
 func TestKillLosesUnreadData(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	send(t, c, "read")
@@ -164,6 +171,7 @@ func TestKillLosesUnreadData(t *testing.T) {
 }
 
 func TestKillTCPResets(t *testing.T) {
+	t.Parallel()
 	r := start(t, "tcp", nil)
 	c := dial(t, r)
 	send(t, c, "hello")
@@ -181,6 +189,7 @@ func TestKillTCPResets(t *testing.T) {
 }
 
 func TestRestartErrors(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	require.ErrorIs(t, r.Restart(), testrecv.ErrRunning)
 

@@ -20,6 +20,7 @@ import (
 )
 
 func TestManyConnectionsInOrder(t *testing.T) {
+	t.Parallel()
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
 			r := start(t, network, nil)
@@ -59,6 +60,7 @@ func TestManyConnectionsInOrder(t *testing.T) {
 }
 
 func TestBytesPassThrough(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		stripCR bool
 		want    string
@@ -77,6 +79,7 @@ func TestBytesPassThrough(t *testing.T) {
 }
 
 func TestOutAndCountOnly(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := start(t, "unix", &testrecv.Options{Out: &out, CountOnly: true})
 	send(t, dial(t, r), "one", "two")
@@ -92,6 +95,7 @@ func TestOutAndCountOnly(t *testing.T) {
 }
 
 func TestMaxLine(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	longest := strings.Repeat("x", testrecv.DefaultMaxLine-1) // + "\n" = 64 KiB
@@ -107,6 +111,7 @@ func TestMaxLine(t *testing.T) {
 }
 
 func TestMaxLineOption(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{MaxLine: 10})
 	c := dial(t, r)
 	send(t, c, "123456789") // 10 bytes with the newline
@@ -117,6 +122,7 @@ func TestMaxLineOption(t *testing.T) {
 }
 
 func TestPartialLineWhenPeerCloses(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	c := dial(t, r)
 	_, err := io.WriteString(c, "whole\nhalf")
@@ -127,6 +133,7 @@ func TestPartialLineWhenPeerCloses(t *testing.T) {
 }
 
 func TestWaitCountTimeout(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
@@ -136,6 +143,7 @@ func TestWaitCountTimeout(t *testing.T) {
 }
 
 func TestRate(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", &testrecv.Options{Rate: 200})
 	lines := make([]string, 21)
 	for i := range lines {
@@ -152,6 +160,7 @@ func TestRate(t *testing.T) {
 // With a handling time, a line read but not yet handled dies with the
 // receiver: Kill loses it, Close does not.
 func TestHandleTimeKillLosesReadAhead(t *testing.T) {
+	t.Parallel()
 	sock := filepath.Join(t.TempDir(), "r.sock")
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{HandleTime: 300 * time.Millisecond})
 	require.NoError(t, err)

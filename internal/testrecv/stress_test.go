@@ -14,6 +14,7 @@ import (
 // then closes: on a Unix socket every line whose write succeeded was queued
 // at the receiver, and Close drains the queues, so nothing is lost.
 func TestCloseLosesNothingWritten(t *testing.T) {
+	t.Parallel()
 	r := start(t, "unix", nil)
 	const writers = 4
 	var written atomic.Int64

@@ -69,6 +69,7 @@ func produce(c *child, evs []string, rate float64) {
 // random moments while events stream, and once more right after evspool run
 // exits 0: every event must be handled, in order (replays allowed).
 func TestCEPKillsLoseNothing(t *testing.T) {
+	t.Parallel()
 	type scenario struct {
 		perLine time.Duration
 		events  int
@@ -89,6 +90,7 @@ func TestCEPKillsLoseNothing(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			r := newCEPRig(t, testrecv.CEPConfig{PerLine: tc.perLine})
 			evs := make([]string, tc.events)
 			for i := range evs {
@@ -115,6 +117,7 @@ func TestCEPKillsLoseNothing(t *testing.T) {
 // itself in a backlog: it must cost at most 4 receiver restarts, end up in the
 // dead-letter file, and everything else must be delivered.
 func TestCEPPoisonLine(t *testing.T) {
+	t.Parallel()
 	r := newCEPRig(t, testrecv.CEPConfig{PerLine: 100 * time.Microsecond})
 	evs := make([]string, 400)
 	for i := range evs {
@@ -145,6 +148,7 @@ func TestCEPPoisonLine(t *testing.T) {
 func TestCEPHalfClosed(t *testing.T) {
 	for _, network := range []string{"unix", "tcp"} {
 		t.Run(network, func(t *testing.T) {
+			t.Parallel()
 			r := newCEPRig(t, testrecv.CEPConfig{Network: network, HalfClose: true})
 			evs := make([]string, 2000)
 			for i := range evs {

@@ -57,6 +57,7 @@ var corruptions = []corruption{
 func TestDamagedSpoolCLI(t *testing.T) {
 	for _, c := range corruptions {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			dir := t.TempDir()
 			sock, spool := filepath.Join(dir, "s.sock"), filepath.Join(dir, "spool")
 			old := spoolWith(t, sock, spool, 2000)

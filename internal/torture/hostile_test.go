@@ -22,6 +22,7 @@ import (
 // Bytes pass through as they are: invalid UTF-8, CR, NUL; a line over the
 // limit is refused and the lines around it flow on.
 func TestHostileLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	rcv, err := testrecv.Start("unix", sock, nil)
@@ -43,6 +44,7 @@ func TestHostileLines(t *testing.T) {
 
 // A stream with no newline at all: refused in the end, memory bounded all along.
 func TestEndlessLineMemoryBounded(t *testing.T) {
+	t.Parallel()
 	size := 256 << 20
 	if long() {
 		size = 1 << 30
@@ -85,6 +87,7 @@ func vmHWM(t *testing.T, pid int) int64 {
 }
 
 func TestStdinClosedAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "run", "--socket", filepath.Join(dir, "s.sock"), "--spool", filepath.Join(dir, "spool"))
 	cmd.Stdin = bytes.NewReader(nil)
@@ -95,6 +98,7 @@ func TestStdinClosedAtOnce(t *testing.T) {
 // Socket paths that can never work: evspool keeps running and spooling,
 // says what is wrong, and exits 3 at the drain timeout with the events kept.
 func TestBadSocketPaths(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	regular := filepath.Join(dir, "regular-file")
 	require.NoError(t, os.WriteFile(regular, []byte("not a socket"), 0o600))
@@ -132,6 +136,7 @@ func TestBadSocketPaths(t *testing.T) {
 // A receiver that writes garbage back while it reads: evspool ignores what it
 // is sent and delivers everything.
 func TestReceiverWritesGarbage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)
@@ -186,6 +191,7 @@ func TestReceiverWritesGarbage(t *testing.T) {
 // and keeps the events. As root, permissions do not apply, so evspool runs as
 // nobody (uid 65534).
 func TestSocketPermissionDenied(t *testing.T) {
+	t.Parallel()
 	base, err := os.MkdirTemp("", "evspool-perm")
 	require.NoError(t, err)
 	defer os.RemoveAll(base)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestParseDuration(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in   string
 		want time.Duration
@@ -37,6 +38,7 @@ func TestParseDuration(t *testing.T) {
 }
 
 func TestParseDurationErrors(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in     string
 		want   error

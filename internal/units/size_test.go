@@ -13,6 +13,7 @@ import (
 )
 
 func TestParseSize(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in   string
 		want int64
@@ -57,6 +58,7 @@ func TestParseSize(t *testing.T) {
 }
 
 func TestParseSizeErrors(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		in     string
 		want   error
@@ -99,6 +101,7 @@ func TestParseSizeErrors(t *testing.T) {
 }
 
 func TestFormatSize(t *testing.T) {
+	t.Parallel()
 	tests := map[int64]string{
 		0:             "0B",
 		1:             "1B",

@@ -7,6 +7,7 @@ import (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	sent := []string{"a", "b", "c", "d"}
 	tests := []struct {
 		name                                    string
