@@ -39,6 +39,7 @@ func (d *drainer) sendBatch() (int, error) {
 		n = 1
 	}
 	entries, err := d.spool.Read(d.cursor, n, min(n*avgEventGuess, d.opts.BatchBytes))
+	d.noteRead(entries)
 	if errors.Is(err, wal.ErrCorrupt) {
 		d.repair(err)
 		return 0, nil
