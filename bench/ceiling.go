@@ -29,7 +29,15 @@ type Ceiling struct {
 	RawPerSec     []float64 `json:"raw_events_per_sec"`
 	RoundRatios   []float64 `json:"round_ratios"`
 	MedianRatio   float64   `json:"median_ratio"`
-	Error         string    `json:"error,omitempty"`
+	// The machine's load average (1, 5, 15 min) before the row's first round
+	// and after its last: a figure taken on a busy machine is visibly so.
+	LoadAvgBefore string `json:"loadavg_before"`
+	LoadAvgAfter  string `json:"loadavg_after"`
+	// For the rows that emit: events per append commit (group commit's
+	// batch) and the Emit call's p99, per evspool round (issue 20).
+	EventsPerCommit []float64 `json:"events_per_commit,omitempty"`
+	EmitP99Ms       []float64 `json:"emit_p99_ms,omitempty"`
+	Error           string    `json:"error,omitempty"`
 }
 
 // ResumeFig is the time from the receiver listening again to the first
@@ -46,8 +54,24 @@ type ResumeFig struct {
 type ceilingCase struct {
 	name    string
 	events  int
-	evspool func(dir string, events int) (time.Duration, error)
-	raw     func(dir string, events int) (time.Duration, error)
+	evspool func(dir string, events int) (sideRun, error)
+	raw     func(dir string, events int) (sideRun, error)
+}
+
+// sideRun is one round of one side: its time and, where the library emits,
+// its commits and the Emit calls' p99.
+type sideRun struct {
+	took    time.Duration
+	commits uint64
+	emitP99 time.Duration
+}
+
+// timed adapts a side that only has a time.
+func timed(f func(dir string, events int) (time.Duration, error)) func(string, int) (sideRun, error) {
+	return func(dir string, n int) (sideRun, error) {
+		d, err := f(dir, n)
+		return sideRun{took: d}, err
+	}
 }
 
 func ceilingCases(quick bool) []ceilingCase {
@@ -58,13 +82,13 @@ func ceilingCases(quick bool) []ceilingCase {
 	drain := &drainRig{events: backlog}
 	return []ceilingCase{
 		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n,
-			func(dir string, n int) (time.Duration, error) { return emitToReceiver(dir, n, 64, 1) },
-			func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 64) }},
+			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 64, 1) },
+			timed(func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 64) })},
 		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n,
-			func(dir string, n int) (time.Duration, error) { return emitToReceiver(dir, n, 1, 100) },
-			func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 100) }},
+			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 1, 100) },
+			timed(func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 100) })},
 		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog,
-			drain.evspool, drain.raw},
+			timed(drain.evspool), timed(drain.raw)},
 	}
 }
 
@@ -73,30 +97,23 @@ func ceilingCases(quick bool) []ceilingCase {
 func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling, *ResumeFig) {
 	var out []*Ceiling
 	for _, cc := range ceilingCases(quick) {
-		c := &Ceiling{Name: cc.name, Events: cc.events, Target: 0.8}
+		c := &Ceiling{Name: cc.name, Events: cc.events, Target: 0.8, LoadAvgBefore: loadAvg()}
 		out = append(out, c)
 		for r := range rounds {
 			for _, side := range rotate([]string{"evspool", "raw bbolt"}, r) {
 				prog.begin(fmt.Sprintf("ceiling %s: %s round %d/%d", cc.name[:20], side, r+1, rounds))
-				run := map[string]func(string, int) (time.Duration, error){"evspool": cc.evspool, "raw bbolt": cc.raw}[side]
-				d, err := inTempDir(tmp, func(dir string) (time.Duration, error) { return run(dir, cc.events) })
-				if err != nil {
+				if err := c.runSide(tmp, cc, side); err != nil {
 					c.Error = fmt.Sprintf("%s: %v", side, err)
 					prog.end("error: " + c.Error)
 					break
 				}
-				rate := float64(cc.events) / d.Seconds()
-				if side == "evspool" {
-					c.EvspoolPerSec = append(c.EvspoolPerSec, rate)
-				} else {
-					c.RawPerSec = append(c.RawPerSec, rate)
-				}
-				prog.end(humanRate(rate) + " events/s")
+				prog.end(humanRate(c.lastRate(side)) + " events/s")
 			}
 			if c.Error != "" {
 				break
 			}
 		}
+		c.LoadAvgAfter = loadAvg()
 		for i := range min(len(c.EvspoolPerSec), len(c.RawPerSec)) {
 			c.RoundRatios = append(c.RoundRatios, c.EvspoolPerSec[i]/c.RawPerSec[i])
 		}
@@ -106,6 +123,36 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 	res := measureResume(tmp, map[bool]int{true: 5, false: 15}[quick])
 	prog.end(fmt.Sprintf("p50 %.1f ms", res.P50Ms))
 	return out, res
+}
+
+// runSide runs one round of one side of cc and records its figures.
+func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
+	run := map[string]func(string, int) (sideRun, error){"evspool": cc.evspool, "raw bbolt": cc.raw}[side]
+	var sr sideRun
+	_, err := inTempDir(tmp, func(dir string) (time.Duration, error) {
+		var err error
+		sr, err = run(dir, cc.events)
+		return sr.took, err
+	})
+	if err != nil {
+		return err
+	}
+	rate := float64(cc.events) / sr.took.Seconds()
+	if side == "raw bbolt" {
+		c.RawPerSec = append(c.RawPerSec, rate)
+		return nil
+	}
+	c.EvspoolPerSec = append(c.EvspoolPerSec, rate)
+	if sr.commits > 0 {
+		c.EventsPerCommit = append(c.EventsPerCommit, float64(cc.events)/float64(sr.commits))
+		c.EmitP99Ms = append(c.EmitP99Ms, float64(sr.emitP99)/float64(time.Millisecond))
+	}
+	return nil
+}
+
+func (c *Ceiling) lastRate(side string) float64 {
+	rates := map[string][]float64{"evspool": c.EvspoolPerSec, "raw bbolt": c.RawPerSec}[side]
+	return rates[len(rates)-1]
 }
 
 func inTempDir(tmp string, f func(dir string) (time.Duration, error)) (time.Duration, error) {
@@ -119,21 +166,23 @@ func inTempDir(tmp string, f func(dir string) (time.Duration, error)) (time.Dura
 
 // emitToReceiver emits n events through the library (fsync on) from
 // goroutines goroutines, per events per Emit, and returns the time until the
-// receiver has them all.
-func emitToReceiver(dir string, n, goroutines, per int) (time.Duration, error) {
+// receiver has them all, the append commits made and the Emit calls' p99.
+func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 	sock := filepath.Join(dir, "r.sock")
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
 	if err != nil {
-		return 0, err
+		return sideRun{}, err
 	}
 	defer rcv.Kill()
 	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{Stdout: io.Discard})
 	if err != nil {
-		return 0, err
+		return sideRun{}, err
 	}
 	defer em.Close(context.Background())
+	commits0 := em.Stats().Spool.Commits
 	ctx := context.Background()
 	errs := make(chan error, goroutines)
+	calls := make([][]time.Duration, goroutines) // each goroutine's Emit calls
 	var wg sync.WaitGroup
 	start := time.Now()
 	for g := range goroutines {
@@ -144,24 +193,29 @@ func emitToReceiver(dir string, n, goroutines, per int) (time.Duration, error) {
 				for j := i; j < min(i+per, n); j++ {
 					batch = append(batch, appendEvent(nil, g, uint64(j)))
 				}
+				began := time.Now()
 				if err := em.Emit(ctx, batch...); err != nil {
 					errs <- err
 					return
 				}
+				calls[g] = append(calls[g], time.Since(began))
 			}
 		})
 	}
 	wg.Wait()
 	close(errs)
 	if err := <-errs; err != nil {
-		return 0, err
+		return sideRun{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := rcv.WaitCount(wctx, n); err != nil {
-		return 0, err
+		return sideRun{}, err
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	all := slices.Concat(calls...)
+	slices.Sort(all)
+	return sideRun{took: took, commits: em.Stats().Spool.Commits - commits0, emitP99: all[len(all)*99/100]}, nil
 }
 
 // rawCommits puts n events into plain bbolt, per events a commit.

@@ -155,6 +155,11 @@ func ceilingTargets(res *Results) []Target {
 		if c.Error == "" && len(c.RoundRatios) > 0 {
 			t.Measured = fmt.Sprintf("%.2f× (rounds %s; %s vs %s events/s median)", c.MedianRatio, ratios(c.RoundRatios),
 				humanRate(median(c.EvspoolPerSec)), humanRate(median(c.RawPerSec)))
+			if len(c.EventsPerCommit) > 0 {
+				t.Measured += fmt.Sprintf("; %.1f events per commit, Emit p99 %s ms (median of rounds)",
+					median(c.EventsPerCommit), ms(median(c.EmitP99Ms)))
+			}
+			t.Measured += fmt.Sprintf("; load average %s → %s", c.LoadAvgBefore, c.LoadAvgAfter)
 			t.Met = met(c.MedianRatio >= c.Target)
 		}
 		out = append(out, t)

@@ -114,7 +114,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		return fmt.Errorf("%w: %w", ErrSpool, ErrClosed)
 	}
 	begin := time.Now()
-	_, err := e.spool.Append(ctx, clean...)
+	last, err := e.spool.Append(ctx, clean...)
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(time.Since(begin), len(clean), err)
 	}
@@ -130,7 +130,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
-		e.d.notify()
+		e.d.notifyFor(last)
 	}
 	e.writeEcho(clean)
 	return err

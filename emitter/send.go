@@ -59,6 +59,7 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 		return []wal.Entry{d.held.witness}, 0, nil
 	}
 	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
+	d.noteRead(entries) // see notifyFor
 	if errors.Is(err, wal.ErrCorrupt) {
 		d.repair(err)
 		return nil, 0, nil
