@@ -15,7 +15,8 @@ import (
 // syncs nothing. (internal/powercut checks the same against a simulated
 // power loss.)
 func TestDirectorySyncs(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it replaces the package's fsyncDir, which every Open
+	// of every test calls.
 	var mu sync.Mutex
 	var synced []string
 	old := fsyncDir
