@@ -70,8 +70,9 @@ func (s *Summary) printReplays(w io.Writer) {
 		fmt.Fprintf(w, "  %6d after %s\n", r.Duplicates, r.After)
 	}
 	fmt.Fprintln(w, strings.TrimSpace(`
-After a receiver crash or an evspool SIGKILL, evspool resends what the receiver
-may not have handled: the events in flight and those in the replay window (read
-by the receiver within its last 64 KiB or 2 s, about 800 of these lines per
-fault). See docs/delivery.md, "The replay window".`))
+After a receiver crash, evspool resends what the receiver may not have handled:
+the lines of its last read (it handles every line it read before reading again),
+a few dozen at most. After an evspool SIGKILL with the receiver alive, nothing:
+the same receiver process still handles what it read. See docs/delivery.md,
+"The replay window".`))
 }
