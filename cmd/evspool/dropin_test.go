@@ -56,8 +56,8 @@ func TestRunMaxAge(t *testing.T) {
 	t.Parallel()
 	sock, spool := paths(t)
 	stale := lines("stale", 0, 120)
-	spooled := time.Now()
 	leaveSpooled(t, sock, spool, stale)
+	spooled := time.Now() // after leaveSpooled: every stale event is at least this old
 	// Let them age past --max-age.
 	require.Eventually(t, func() bool { return time.Since(spooled) > 700*time.Millisecond }, 5*time.Second, 10*time.Millisecond)
 
