@@ -194,25 +194,42 @@ func (d *drainer) run() {
 // idle waits for new events, for delivery's next deadline (linger, stall),
 // or for the idle check, whichever comes first.
 func (d *drainer) idle(check <-chan time.Time) {
-	var expiry <-chan time.Time
-	if at, ok := d.dv.wakeAt(); ok {
-		t := time.NewTimer(at.Sub(d.clk.Now()))
-		defer t.Stop()
-		expiry = t.C
-	}
+	expiry, stop := d.deadlineTimer()
+	defer stop()
 	select {
 	case <-d.wake:
 	case <-expiry:
-		if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
-			d.fail(err)
-		}
+		d.onDeadline()
 	case <-check:
-		d.checkIdle()
-		// Acks ride on appends; with none for a while, commit their
-		// deletions (an error shows again at the next Read).
-		_ = d.spool.FlushAcks(idleCheck)
+		d.onIdleCheck()
 	case <-d.ctx.Done():
 	}
+}
+
+// deadlineTimer arms a timer for delivery's next deadline (replay linger,
+// stall clock); its channel is nil when there is none.
+func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
+	at, ok := d.dv.wakeAt()
+	if !ok {
+		return nil, func() {}
+	}
+	t := time.NewTimer(at.Sub(d.clk.Now()))
+	return t.C, func() { t.Stop() }
+}
+
+// onDeadline steps delivery at its deadline.
+func (d *drainer) onDeadline() {
+	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
+		d.fail(err)
+	}
+}
+
+// onIdleCheck looks for a hang-up while idle. Acks ride on appends; with
+// none for a while, it commits their deletions (an error shows again at
+// the next Read).
+func (d *drainer) onIdleCheck() {
+	d.checkIdle()
+	_ = d.spool.FlushAcks(idleCheck)
 }
 
 // connect dials until it succeeds or the drainer is stopped, no sooner than

@@ -146,26 +146,19 @@ func (d *drainer) waitGate() bool {
 	check := time.NewTicker(idleCheck)
 	defer check.Stop()
 	for !open {
-		limit, stop := d.holdTimer(left)
-		var expiry <-chan time.Time
-		if at, ok := d.dv.wakeAt(); ok { // replay linger, stall clock
-			t := time.NewTimer(at.Sub(d.clk.Now()))
-			prev := stop
-			stop, expiry = func() { prev(); t.Stop() }, t.C
-		}
+		limit, stopLimit := d.holdTimer(left)
+		expiry, stopExpiry := d.deadlineTimer()
 		select {
 		case <-changed:
 		case <-limit:
 		case <-expiry:
-			if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
-				d.fail(err)
-			}
+			d.onDeadline()
 		case <-check.C:
-			d.checkIdle()
-			_ = d.spool.FlushAcks(idleCheck)
+			d.onIdleCheck()
 		case <-d.ctx.Done():
 		}
-		stop()
+		stopLimit()
+		stopExpiry()
 		if d.ctx.Err() != nil || d.w.conn == nil {
 			return false
 		}
