@@ -88,11 +88,7 @@ func (w *WAL) SetStrikes(s Strikes) error {
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	w.dbmu.RLock()
-	defer w.dbmu.RUnlock()
-	err := guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return putStrikes(tx.Bucket(metaBucket), s) })
-	})
+	err := w.updateMeta(func(mb *bolt.Bucket) error { return putStrikes(mb, s) })
 	if err != nil {
 		return fmt.Errorf("wal: save strikes in %s: %w", w.path, err)
 	}
@@ -104,15 +100,6 @@ func putStrikes(mb *bolt.Bucket, s Strikes) error {
 		return mb.Delete(keyStrikes)
 	}
 	return putMeta(mb, keyStrikes, s.encode())
-}
-
-// viewMeta runs f on the meta bucket in a read transaction.
-func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
-	w.dbmu.RLock()
-	defer w.dbmu.RUnlock()
-	return guard(w.path, func() error {
-		return w.db.View(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
-	})
 }
 
 // copyStrikes carries the strike record into a compacted copy: the stored

@@ -157,3 +157,23 @@ func (m *meta) store(b *bolt.Bucket) error {
 	}
 	return putMetaUint(b, keyFormat, formatVersion)
 }
+
+// viewMeta runs f on the meta bucket in a read transaction.
+func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
+	w.dbmu.RLock()
+	defer w.dbmu.RUnlock()
+	return guard(w.path, func() error {
+		return w.db.View(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
+	})
+}
+
+// updateMeta runs f on the meta bucket in a write transaction of its own,
+// for the rare values written apart from an append (strikes, reported
+// losses). The caller holds w.wmu.
+func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
+	w.dbmu.RLock()
+	defer w.dbmu.RUnlock()
+	return guard(w.path, func() error {
+		return w.db.Update(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
+	})
+}

@@ -60,12 +60,7 @@ func (w *WAL) MarkReported(r Losses) error {
 	if m.reported == w.meta.reported {
 		return nil
 	}
-	w.dbmu.RLock()
-	err := guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return m.store(tx.Bucket(metaBucket)) })
-	})
-	w.dbmu.RUnlock()
-	if err != nil {
+	if err := w.updateMeta(m.store); err != nil {
 		return fmt.Errorf("wal: record reported losses in %s: %w", w.path, err)
 	}
 	w.meta.reported = m.reported
