@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -23,7 +24,8 @@ func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err er
 	if len(events) == 0 {
 		return 0, nil
 	}
-	req := &appendReq{events: events}
+	req := newReq(events)
+	defer req.release()
 	for _, e := range events {
 		req.cost += entryCost(len(e))
 		req.size += uint64(len(e))
@@ -35,6 +37,19 @@ func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err er
 	}
 	w.group.run(req, w.commit)
 	return req.last, req.err
+}
+
+// Regrouping reports whether the callers the last group commit released
+// are on their way back to form the next one. If so, it returns a channel
+// closed when that commit starts, and the time by which it will have
+// started if it comes at all. A reader that polls the spool while appends
+// flow (the emitter's drainer) waits for either before it reads: the
+// callers' way back is the one stretch of a group commit's cycle where the
+// CPU, not the disk, sets the pace (the commit waits for the slowest of
+// them), while during the commit the CPU idles on fsync. A lone caller's
+// commit releases no group: nothing to wait for.
+func (w *WAL) Regrouping() (started <-chan struct{}, by time.Time, ok bool) {
+	return w.group.regrouping()
 }
 
 // reserve waits until req fits beside what is stored and what is queued.
@@ -109,7 +124,11 @@ func (w *WAL) commit(batch []*appendReq) {
 		return
 	}
 	w.restore(st)
-	w.ackCommitted()
+	if w.meta.removedSeq >= w.acked.Load() {
+		w.ackCommitted()
+	} else {
+		w.lastCommit = time.Now() // the deletions wait for rideMin (see apply)
+	}
 	w.stats.commits++
 	w.cost.Store(st.cost)
 	if st.dropped {

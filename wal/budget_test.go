@@ -76,7 +76,8 @@ func TestReservationReleaseWakesWaiters(t *testing.T) {
 	w, err := Open(t.TempDir(), &Options{NoSync: true, MaxBytes: 1 << 20, OnFull: Block})
 	require.NoError(t, err)
 	defer w.Close()
-	req := &appendReq{events: [][]byte{make([]byte, 100)}, cost: entryCost(100), size: 100}
+	req := newReq([][]byte{make([]byte, 100)})
+	req.cost, req.size = entryCost(100), 100
 	require.NoError(t, w.reserve(context.Background(), req))
 	var space chan struct{}
 	w.group.run(req, func(batch []*appendReq) {

@@ -42,6 +42,29 @@ type group struct {
 	// arrival that makes it so closes full.
 	want int
 	full chan struct{}
+	// regroup is open from a commit's release of two or more callers until
+	// the next commit takes its batch (see regrouping); regroupBy is when
+	// waiting for that stops being worth it.
+	regroup   chan struct{}
+	regroupBy time.Time
+}
+
+// reqPool recycles appendReqs with their wake channels: 64 one-event
+// callers allocated both at every call, and the garbage collector's work
+// ran in the gap between commits, where the callers' way back sets the pace.
+var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
+
+// newReq takes a request from the pool.
+func newReq(events [][]byte) *appendReq {
+	r := reqPool.Get().(*appendReq)
+	r.events = events
+	return r
+}
+
+// release returns r to the pool once its caller has read its result.
+func (r *appendReq) release() {
+	*r = appendReq{wake: r.wake}
+	reqPool.Put(r)
 }
 
 type appendReq struct {
@@ -49,8 +72,8 @@ type appendReq struct {
 	cost     int64  // see entryCost
 	size     uint64 // event bytes
 	reserved bool
-	wake     chan struct{} // closed when done or when made leader
-	lead     bool          // set before wake is closed: commit the queue
+	wake     chan struct{} // signalled once: done, or made leader (cap 1, reused)
+	lead     bool          // set before wake is signalled: commit the queue
 	last     uint64
 	err      error
 }
@@ -64,6 +87,30 @@ func (g *group) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	close(g.closed)
+	g.regrouped()
+}
+
+// regrouping reports whether the callers the last commit released are on
+// their way back to form the next group: then it returns a channel closed
+// when that group's commit starts, and the time by which it will have
+// started if it is coming at all (see gather). A reader that runs in that
+// window takes the CPU the callers need, and the commit waits for the
+// slowest of them; during the commit the CPU is idle, waiting on fsync.
+func (g *group) regrouping() (<-chan struct{}, time.Time, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.regroup == nil {
+		return nil, time.Time{}, false
+	}
+	return g.regroup, g.regroupBy, true
+}
+
+// regrouped ends the regrouping window. The caller holds g.mu.
+func (g *group) regrouped() {
+	if g.regroup != nil {
+		close(g.regroup)
+		g.regroup = nil
+	}
 }
 
 // freed wakes the Appends waiting for space. The caller may hold wmu: the
@@ -78,7 +125,6 @@ func (g *group) freed() {
 // run queues req and returns once it is committed or has failed. commit is
 // called by whichever caller leads, with the batch to commit.
 func (g *group) run(req *appendReq, commit func([]*appendReq)) {
-	req.wake = make(chan struct{})
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
 	g.out = max(g.out-1, 0)
@@ -96,6 +142,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	}
 	g.leading = true
 	g.gather()
+	g.regrouped()
 	batch := g.queue
 	g.queue = nil
 	g.mu.Unlock()
@@ -106,6 +153,12 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 
 	g.mu.Lock()
 	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
+	if len(batch) > 1 {
+		// The next leader arrives within lastCommit or not soon (see
+		// gather), then lingers at most half of it.
+		g.regrouped()
+		g.regroup, g.regroupBy = make(chan struct{}), g.released.Add(min(took+took/2, maxLinger))
+	}
 	released := false
 	for _, r := range batch {
 		if r.reserved {
@@ -122,14 +175,14 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	if len(g.queue) > 0 {
 		next := g.queue[0]
 		next.lead = true
-		close(next.wake)
+		next.wake <- struct{}{}
 	} else {
 		g.leading = false
 	}
 	g.mu.Unlock()
 	for _, r := range batch {
 		if r != req {
-			close(r.wake)
+			r.wake <- struct{}{} // r is its caller's again: not touched after
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -39,4 +40,121 @@ func TestGroupCommitMergesCallers(t *testing.T) {
 	perCommit := float64(st.Appended) / float64(st.Commits)
 	t.Logf("%d events in %d commits: %.1f per commit", st.Appended, st.Commits, perCommit)
 	require.Greater(t, perCommit, 44.0, "callers split into groups that take turns")
+}
+
+// TestRegrouping: a commit that released a group opens the regrouping
+// window, which the next commit closes as it takes its batch (its callers
+// are back); one that released a lone caller opens none; and a window
+// nobody closes ends by its deadline, a commit and a half after the
+// release and never more than maxLinger.
+func TestRegrouping(t *testing.T) {
+	t.Parallel()
+	var g group
+	g.init()
+	_, _, ok := g.regrouping()
+	require.False(t, ok, "nothing committed yet")
+
+	// A leads alone; B and C queue during its commit and make one batch.
+	inA, releaseA := make(chan struct{}), make(chan struct{})
+	var batches [][]*appendReq
+	commit := func(batch []*appendReq) {
+		batches = append(batches, batch)
+		if len(batches) == 1 {
+			close(inA)
+			<-releaseA
+		}
+	}
+	a, b, c := newReq(nil), newReq(nil), newReq(nil)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); g.run(a, commit) }()
+	<-inA
+	wg.Add(1)
+	go func() { defer wg.Done(); g.run(b, commit) }()
+	wg.Add(1)
+	go func() { defer wg.Done(); g.run(c, commit) }()
+	require.Eventually(t, func() bool {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return len(g.queue) == 2
+	}, 5*time.Second, time.Millisecond)
+	close(releaseA)
+	wg.Wait()
+	require.Len(t, batches, 2)
+	require.Len(t, batches[0], 1, "A alone")
+	require.Len(t, batches[1], 2, "B and C together")
+
+	started, by, ok := g.regrouping()
+	require.True(t, ok, "a commit of two callers opens the window")
+	g.mu.Lock()
+	released, took := g.released, g.lastCommit
+	g.mu.Unlock()
+	require.Equal(t, released.Add(min(took+took/2, maxLinger)), by)
+	require.LessOrEqual(t, by.Sub(released), maxLinger)
+	select {
+	case <-started:
+		t.Fatal("the window closed before the next commit")
+	default:
+	}
+
+	// D's commit takes its batch: the window closes before it commits.
+	var closedAtCommit bool
+	g.run(newReq(nil), func([]*appendReq) {
+		select {
+		case <-started:
+			closedAtCommit = true
+		default:
+		}
+	})
+	require.True(t, closedAtCommit, "the next commit did not close the window")
+	_, _, ok = g.regrouping()
+	require.False(t, ok, "a lone caller's commit opens no window")
+
+	// Close ends an open window too.
+	g.mu.Lock()
+	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Hour)
+	open := g.regroup
+	g.mu.Unlock()
+	g.close()
+	select {
+	case <-open:
+	default:
+		t.Fatal("close left the window open")
+	}
+}
+
+// TestAppendReqReuse: requests come back from the pool with their wake
+// channel empty and nothing of the last use, after leading and after
+// following alike (a stale signal would return the next caller before its
+// commit).
+func TestAppendReqReuse(t *testing.T) {
+	t.Parallel()
+	w, err := Open(t.TempDir(), &Options{NoSync: true})
+	require.NoError(t, err)
+	defer w.Close()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				_, err := w.Append(ctx, ackEvent(g*200+i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.Equal(t, uint64(1600), w.Stats().PendingEvents)
+	for range 16 {
+		r := newReq(nil)
+		require.Zero(t, len(r.wake), "a recycled request carries a signal")
+		require.Zero(t, r.last)
+		require.NoError(t, r.err)
+		require.False(t, r.lead || r.reserved)
+		r.release()
+	}
 }
