@@ -11,11 +11,11 @@ import (
 // Ack records the acknowledged-through number in the marks file (a write to
 // the page cache, which a killed process cannot lose), hides the entries
 // from Read, Len and Stats at once, and leaves their deletion from spool.db
-// to the next append transaction, which deletes them before it stores
-// anything. When no append comes, the deletions are committed on their own,
-// batched: when the acknowledged entries still in the file cost more than
-// ackDebtMax, when FlushAcks finds the spool idle (the emitter's drainer
-// calls it), before a compaction, and at Close.
+// to the append transactions, which delete them before they store anything
+// once there are rideMin of them. When no append comes, the deletions are
+// committed on their own, batched: when the acknowledged entries still in
+// the file cost more than ackDebtMax, when FlushAcks finds the spool idle
+// (the emitter's drainer calls it), before a compaction, and at Close.
 //
 // After a process crash, Open applies the marks file's number (see
 // applyRemovedMark): no acknowledged event comes back. After a power loss
@@ -23,6 +23,15 @@ import (
 // held: the acknowledged entries it had not yet deleted come back, and as
 // deletions always take a prefix, they come back as one contiguous run from
 // the head, in order.
+
+// rideMin is how many acknowledged entries an append's commit waits for
+// before it deletes them: deleting one commit's worth at every commit
+// (64 entries, say) cost a third of a 64-event commit's own work, as
+// cursor deletes and the rebalancing of a half-emptied leaf, where a run of
+// a few hundred empties whole leaves, at a third of the cost an entry
+// (issue 20). The price: after a power loss up to rideMin more
+// acknowledged entries come back, as part of the same contiguous run.
+const rideMin = 256
 
 // ackDebtMax bounds the cost of entries acknowledged but not yet deleted
 // from the file: they still take pages, and one commit deletes them all.
@@ -42,10 +51,10 @@ type ackDebt struct {
 // gone is a no-op.
 //
 // Ack does not commit: it records upTo in the marks file (no fsync) and
-// the next append transaction deletes the entries; with no appends they are
-// deleted in batches (see FlushAcks). After a power loss, entries
-// acknowledged since the last synced commit may come back, as one
-// contiguous in-order run from the head. If the marks file cannot be
+// an append transaction deletes the entries once rideMin are waiting; with
+// no appends they are deleted in batches (see FlushAcks). After a power
+// loss, entries acknowledged but not yet deleted by a synced commit may
+// come back, as one contiguous in-order run from the head. If the marks file cannot be
 // written, Ack commits the deletion at once. Once a backlog has drained,
 // Ack gives the file's space back (see Compact).
 func (w *WAL) Ack(upTo uint64) error {

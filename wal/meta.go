@@ -158,6 +158,25 @@ func (m *meta) store(b *bolt.Bucket) error {
 	return putMetaUint(b, keyFormat, formatVersion)
 }
 
+// storeChanged is store for an append's commit: the two numbers a commit
+// moves, and of the others those that differ from prev, what the file holds
+// (the state as last committed; values missing from it read 0). Writing all
+// of them, checksummed, took a fifth of a 64-event commit's own work.
+func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
+	if !prev.reportedSeen {
+		return m.store(b) // a file of an earlier version: complete it
+	}
+	now, was := m.fields(), prev.fields()
+	for i, f := range now {
+		if metaRequired(f.key) || *f.val != *was[i].val {
+			if err := putMetaUint(b, f.key, *f.val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // viewMeta runs f on the meta bucket in a read transaction.
 func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()

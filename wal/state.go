@@ -10,6 +10,7 @@ import (
 // transaction and kept only if it commits.
 type state struct {
 	meta     meta
+	prev     meta // as the file holds it (see storeChanged)
 	pending  uint64
 	payload  uint64
 	firstSeq uint64
@@ -23,7 +24,7 @@ type state struct {
 }
 
 func (w *WAL) snapshot() *state {
-	return &state{meta: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
+	return &state{meta: w.meta, prev: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
 		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
 		acked: w.acked.Load()}
 }
@@ -37,9 +38,11 @@ func (w *WAL) restore(st *state) {
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
-	// Acknowledged entries ride in this transaction: deleted before
-	// anything is stored, so the room they take is free for the batch.
-	if st.acked > st.meta.removedSeq {
+	// Acknowledged entries ride in this transaction, deleted before
+	// anything is stored: once there are rideMin of them (see
+	// ackdefer.go), or at once when the batch may need their room.
+	if st.acked > st.meta.removedSeq &&
+		(st.acked-st.meta.removedSeq >= rideMin || st.cost+batchCost(batch) > st.budget) {
 		if err := deleteThrough(eb, st.acked); err != nil {
 			return err
 		}
@@ -83,7 +86,15 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 		st.appended += uint64(len(r.events))
 		r.last, r.err = st.meta.nextSeq-1, nil
 	}
-	return st.meta.store(tx.Bucket(metaBucket))
+	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
+}
+
+func batchCost(batch []*appendReq) int64 {
+	var c int64
+	for _, r := range batch {
+		c += r.cost
+	}
+	return c
 }
 
 func (c *Counter) add(r *appendReq) {
