@@ -56,6 +56,8 @@ type drainer struct {
 	health health        // see health.go
 	gate   gate          // see gate.go
 	preGen uint64        // the gate's generation at this connection's last preamble
+	// regroupT times awaitRegroup's wait (send.go), reused.
+	regroupT *time.Timer
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,20 +102,19 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 // echoed (Stdout always gets them), counted as not spooled, and Emit returns
 // an error matching both ErrClosed and ErrSpool.
 func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
-	clean := make([][]byte, len(events))
-	for i, ev := range events {
-		c, err := Validate(ev, e.opts.MaxEventSize)
-		if err != nil {
-			return err
-		}
-		clean[i] = c
+	clean, err := e.validateAll(events)
+	if err != nil {
+		return err
 	}
 	if e.closed.Load() {
 		e.spoolErrors.Add(uint64(len(clean)))
 		e.writeEcho(clean)
 		return fmt.Errorf("%w: %w", ErrSpool, ErrClosed)
 	}
-	begin := time.Now()
+	var begin time.Time
+	if e.opts.OnCommit != nil {
+		begin = time.Now()
+	}
 	last, err := e.spool.Append(ctx, clean...)
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(time.Since(begin), len(clean), err)
@@ -136,7 +137,30 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	return err
 }
 
+// validateAll validates events and returns them without their trailing
+// newlines: the caller's own slice when none had one (the common case; it
+// is only read), a copy otherwise.
+func (e *Emitter) validateAll(events [][]byte) ([][]byte, error) {
+	clean, copied := events, false
+	for i, ev := range events {
+		c, err := Validate(ev, e.opts.MaxEventSize)
+		if err != nil {
+			return nil, err
+		}
+		if len(c) != len(ev) {
+			if !copied {
+				clean, copied = slices.Clone(events), true
+			}
+			clean[i] = c
+		}
+	}
+	return clean, nil
+}
+
 func (e *Emitter) writeEcho(events [][]byte) {
+	if e.opts.Stdout == io.Discard {
+		return // nothing to write: no lock for 64 callers to queue on
+	}
 	e.echoMu.Lock()
 	defer e.echoMu.Unlock()
 	buf := e.echo[:0]
