@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,8 +79,10 @@ func TestPowercut(t *testing.T) {
 	}
 	if cutsOff > 0 {
 		off := runPowercut(t, bin, false, cutsOff, seed)
-		summary(fmt.Sprintf("powercut --fsync=false: %d cuts, %d events echoed, %d lost, %d salvages, %d delivered late (out of order), %d delivered again outside a contiguous replay; no panic, no crash loop (the README: recent events can be lost; a damaged file is salvaged, and what salvage finds can come late or again)",
-			off.cuts, off.echoed, off.lost, off.salvages, off.outOfOrder, off.badReplays))
+		summary(fmt.Sprintf("powercut --fsync=false: %d cuts, %d events echoed, %d lost: %d not written out at the cut (%d never on disk, %d only in pages of a commit that did not reach the disk whole), %d only in a damaged spool.db (on disk, commit unknown, left to salvage), %d lost any other way (committed on disk at a cut, of %d such events); %d dropped for room, %d salvages, %d delivered late (out of order), %d delivered again outside a contiguous replay; no panic, no crash loop (the README: recent events can be lost; a damaged file is salvaged, and what salvage finds can come late or again)",
+			off.cuts, off.echoed, off.lost, off.neverOnDisk+off.uncommitted, off.neverOnDisk, off.uncommitted, off.inDamaged,
+			off.committed, off.seenCommitted, off.dropped, off.salvages, off.outOfOrder, off.badReplays))
+		require.Zero(t, off.committed, "fsync off: events lost after a cut found them committed in spool.db")
 	}
 	if cutsOn == 0 {
 		return
@@ -102,6 +105,20 @@ func buildEvspool(t *testing.T) string {
 
 type cutResult struct {
 	cuts, echoed, lost, dups, salvages int
+	// The lost events (echoed, never delivered), by what the surveys after
+	// the cuts found of them (survey_test.go): neverOnDisk, no surviving
+	// file held their record whole after any cut (not written out: fsync
+	// off allows it); uncommitted, their record survived but only where
+	// bbolt does not read it (the commit that held it never reached the
+	// disk whole: not written out either); inDamaged, it survived only in a
+	// damaged spool.db, left to salvage, committed or not (see fate);
+	// committed, in the committed state of a surviving spool.db: lost by
+	// the spool, which must deliver what the disk committed, unless
+	// dropped (dropped counts what evspool reported dropped for room).
+	neverOnDisk, uncommitted, inDamaged, committed, dropped int
+	// seenCommitted counts the echoed events, lost or not, that some
+	// survey found committed: what shows the surveys see the spool.
+	seenCommitted int
 	// outOfOrder counts events first delivered after a later one;
 	// badReplays duplicates that skip ahead within a replay; restarts
 	// replays that start over from an earlier event before reaching new
@@ -127,6 +144,13 @@ type powercut struct {
 	echoed   []int // ids echoed, in echo order
 	salvages int
 	drains3  int // drain runs that ended with events still spooled (exit 3)
+	dropped  int // events evspool reported dropped for room (--on-full)
+
+	tmp        string        // outside the mount, for copies of spool.db
+	fates      map[int]*fate // what the surveys found of each event (survey_test.go)
+	surveys    int           // cuts after which the spool directory was read
+	surveyTime time.Duration
+	damaged    int // surveys that found a spool.db bbolt cannot read
 }
 
 func runPowercut(t *testing.T, bin string, fsync bool, cycles int, seed uint64) cutResult {
@@ -137,7 +161,7 @@ func runPowercut(t *testing.T, bin string, fsync bool, cycles int, seed uint64) 
 	require.NoError(t, err)
 	defer recv.Close()
 	p := &powercut{t: t, bin: bin, fs: fs, spool: filepath.Join(fs.Dir(), "spool"), recv: recv, sock: sock,
-		fsync: fsync, rng: rand.New(rand.NewPCG(seed, 10))}
+		fsync: fsync, rng: rand.New(rand.NewPCG(seed, 10)), tmp: tmp}
 	for i := 0; i < cycles; i++ {
 		p.cycle(i)
 		if t.Failed() {
@@ -249,7 +273,7 @@ func (p *powercut) start(feed bool) *run {
 			default:
 			}
 			for n := 1 + rng.IntN(50); n > 0; n-- {
-				fmt.Fprintf(w, "pc %d %s\n", id, ptpLines[id%len(ptpLines)])
+				fmt.Fprintln(w, eventLine(id))
 				id++
 			}
 			if w.Flush() != nil {
@@ -294,6 +318,7 @@ func (p *powercut) cut(r *run, mode Mode) {
 	p.checkLog(r.stderr.String(), "cut run")
 	r.mu.Unlock()
 	require.NoError(p.t, p.fs.PowerOn())
+	p.survey()
 }
 
 // waitStopped waits (bounded) until no thread of pid is running on a CPU:
@@ -357,7 +382,17 @@ func (p *powercut) checkLog(log, what string) {
 		require.NotContains(p.t, log, bad, "%s: %s", what, log)
 	}
 	p.salvages += strings.Count(log, "salvaged")
+	// Drops for room are counted by evspool and reported by the run that
+	// made them, or by the next start if it was killed first.
+	for _, m := range dropReport.FindAllStringSubmatch(log, -1) {
+		n, _ := strconv.Atoi(m[1] + m[2])
+		p.dropped += n
+	}
 }
+
+// dropReport matches the log lines in which evspool reports events dropped
+// for room (emitter/drops.go, emitter/losses.go).
+var dropReport = regexp.MustCompile(`oldest events dropped to make room" dropped_events=(\d+)|the previous run dropped (\d+) events`)
 
 // check compares what was echoed with what the receiver got.
 func (p *powercut) check() cutResult {
@@ -408,13 +443,35 @@ func (p *powercut) check() cutResult {
 		maxID = max(maxID, id)
 	}
 	for id := range want {
+		if f := p.fates[id]; f != nil && f.committed {
+			res.seenCommitted++
+		}
 		if _, ok := first[id]; !ok {
 			res.lost++
+			res.classify(p.fates[id])
 		}
 	}
-	p.t.Logf("fsync=%v: %d cuts, %d echoed, %d lost, %d out of order, %d duplicates (%d outside contiguous replays, %d replays started over), %d salvages, %d drain runs repeated (exit 3); filesystem %+v",
-		p.fsync, res.cuts, res.echoed, res.lost, res.outOfOrder, res.dups, res.badReplays, res.restarts, res.salvages, p.drains3, p.fs.Stats())
+	res.dropped = p.dropped
+	p.t.Logf("fsync=%v: %d cuts, %d echoed, %d lost (%d never on disk, %d only outside a committed tree, %d only in a damaged spool.db, %d committed), %d dropped for room, %d out of order, %d duplicates (%d outside contiguous replays, %d replays started over), %d salvages, %d drain runs repeated (exit 3); %d surveys (%v), %d found spool.db damaged; filesystem %+v",
+		p.fsync, res.cuts, res.echoed, res.lost, res.neverOnDisk, res.uncommitted, res.inDamaged, res.committed, res.dropped,
+		res.outOfOrder, res.dups, res.badReplays, res.restarts, res.salvages, p.drains3, p.surveys, p.surveyTime.Round(time.Millisecond), p.damaged, p.fs.Stats())
 	return res
+}
+
+// classify counts a lost event by its fate (nil: never found).
+func (r *cutResult) classify(f *fate) {
+	switch {
+	case f == nil:
+		r.neverOnDisk++
+	case f.committed:
+		r.committed++
+	case f.intact:
+		// Seen where bbolt does not read it at some cut: its commit never
+		// reached the disk whole, whatever a damaged file showed later.
+		r.uncommitted++
+	default:
+		r.inDamaged++
+	}
 }
 
 func (p *powercut) allReceived(want map[int]bool) bool {
@@ -430,6 +487,11 @@ func (p *powercut) allReceived(want map[int]bool) bool {
 		}
 	}
 	return true
+}
+
+// eventLine is the line the test sends as event id.
+func eventLine(id int) string {
+	return fmt.Sprintf("pc %d %s", id, ptpLines[id%len(ptpLines)])
 }
 
 // eventID parses "pc ID ...".

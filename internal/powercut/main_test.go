@@ -31,6 +31,8 @@ func runScenario(scenario, arg string) error {
 		return boltChild(scenario, arg)
 	case strings.HasPrefix(scenario, "spool-"):
 		return spoolChild(scenario, arg)
+	case scenario == "survey-events":
+		return surveyChild(arg)
 	}
 	return fmt.Errorf("unknown scenario %q", scenario)
 }
