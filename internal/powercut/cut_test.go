@@ -34,6 +34,16 @@ import (
 // finds in stale pages delivered late or again), and is counted; never a
 // panic or a crash loop. No run may ever fail to start or to drain.
 //
+// With --fsync=false the lost events (echoed, never delivered) are split by
+// what the spool's surviving files held after each cut (survey_test.go):
+// not written out at the cut, because no surviving file held the record
+// whole, or only in pages of a commit that did not reach the disk whole
+// (its meta page lost: bbolt never reads them), which is allowed; only in a
+// spool.db that wal calls damaged, where the commit cannot be told (left to
+// salvage, reported); and lost any other way: in the committed events
+// bucket of a surviving spool.db, which the spool must deliver. That one
+// must be 0, less the drops for room evspool reported (see lostOtherwise).
+//
 // make test runs a few cycles; make powercut (EVSPOOL_POWERCUT=long) runs 250
 // cycles with fsync on and 80 with it off, a quarter of them with a second
 // cut during the replay. EVSPOOL_POWERCUT_SEED replays a run; its
@@ -81,8 +91,8 @@ func TestPowercut(t *testing.T) {
 		off := runPowercut(t, bin, false, cutsOff, seed)
 		summary(fmt.Sprintf("powercut --fsync=false: %d cuts, %d events echoed, %d lost: %d not written out at the cut (%d never on disk, %d only in pages of a commit that did not reach the disk whole), %d only in a damaged spool.db (on disk, commit unknown, left to salvage), %d lost any other way (committed on disk at a cut, of %d such events); %d dropped for room, %d salvages, %d delivered late (out of order), %d delivered again outside a contiguous replay; no panic, no crash loop (the README: recent events can be lost; a damaged file is salvaged, and what salvage finds can come late or again)",
 			off.cuts, off.echoed, off.lost, off.neverOnDisk+off.uncommitted, off.neverOnDisk, off.uncommitted, off.inDamaged,
-			off.committed, off.seenCommitted, off.dropped, off.salvages, off.outOfOrder, off.badReplays))
-		require.Zero(t, off.committed, "fsync off: events lost after a cut found them committed in spool.db")
+			off.lostOtherwise(), off.seenCommitted, off.dropped, off.salvages, off.outOfOrder, off.badReplays))
+		require.Zero(t, off.lostOtherwise(), "fsync off: events lost after a cut found them committed in spool.db (replay with EVSPOOL_POWERCUT_SEED=%d)", seed)
 	}
 	if cutsOn == 0 {
 		return
@@ -456,6 +466,14 @@ func (p *powercut) check() cutResult {
 		p.fsync, res.cuts, res.echoed, res.lost, res.neverOnDisk, res.uncommitted, res.inDamaged, res.committed, res.dropped,
 		res.outOfOrder, res.dups, res.badReplays, res.restarts, res.salvages, p.drains3, p.surveys, p.surveyTime.Round(time.Millisecond), p.damaged, p.fs.Stats())
 	return res
+}
+
+// lostOtherwise is how many events were lost after a cut found them
+// committed on disk, beyond what evspool reported dropped for room. Drops
+// are counted, not named: a drop is taken to explain one such loss. This
+// test's spool does not fill up (0 drops so far), which makes it exact.
+func (r *cutResult) lostOtherwise() int {
+	return r.committed - min(r.committed, r.dropped)
 }
 
 // classify counts a lost event by its fate (nil: never found).
