@@ -124,7 +124,8 @@ func (p *powercut) committedEvents(img []byte) (ids map[int]bool, readable bool)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", path)
-	cmd.Env = append(os.Environ(), childEnv+"=survey-events")
+	// GORACE: a binary built with -race sleeps 1 s at exit by default.
+	cmd.Env = append(os.Environ(), childEnv+"=survey-events", "GORACE=atexit_sleep_ms=0")
 	out, err := cmd.Output()
 	if err != nil || !bytes.HasSuffix(out, []byte("done\n")) {
 		return nil, false
