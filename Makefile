@@ -101,7 +101,10 @@ torture:
 # spool into internal/powercut's FUSE filesystem, which throws away what was
 # not fsync'd at each cut; 250 cycles with fsync on and 80 with it off (a
 # quarter of them cut twice, ~300 and ~100 cuts), the spool
-# drained after each. The seed is printed; replay a run with
+# drained after each. With fsync off the lost events are split by what the
+# spool's files held after each cut: not written out (allowed), only in a
+# damaged file (reported), lost any other way (must be 0); see TestPowercut.
+# The seed is printed; replay a run with
 # EVSPOOL_POWERCUT_SEED=<seed>. Needs /dev/fuse and root (skips, saying so,
 # elsewhere). make test runs a few cuts.
 powercut:

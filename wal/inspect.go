@@ -3,6 +3,7 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,36 +19,66 @@ import (
 // process holds the spool, and it holds no lock of the spool's while it
 // reads; if a process opens the spool meanwhile, Inspect stops reading (within
 // a few milliseconds, well inside the writer's Options.LockTimeout) and
-// fails with ErrLocked. It never salvages or compacts: a damaged file is
-// reported as a *CorruptionError.
+// fails with ErrLocked. It never salvages or compacts.
+//
+// It decides about a file as Open does: a read that fails (or faults
+// under bbolt's mapping) is tried again with Open's backoff, and what is
+// left after the last try is damage, a *CorruptionError (Open would
+// salvage it), only if pread(2) reads every byte; otherwise it is the I/O
+// error, which does not match ErrCorrupt (Open would fail without a
+// salvage).
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	path := filepath.Join(dir, fileName)
 	if _, err := os.Stat(path); err != nil {
 		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
 	}
 	probe := newWriterProbe(dir)
-	if held, err := probe.held(); err != nil || held {
-		if err == nil {
-			err = fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
-		}
+	if err := probe.notHeld(dir); err != nil {
 		return Stats{}, nil, err
 	}
-	w := &WAL{dir: dir, path: path, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System()}, yield: probe.yield}
+	reader := func() *WAL {
+		return &WAL{dir: dir, path: path, yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
+			Clock: clock.System(), Logger: slog.New(slog.DiscardHandler)}}
+	}
+	var w *WAL
 	var entries []Entry
-	if err := checkFile(path, nil, readMarksFile(dir).exact); err != nil {
+	err := reader().openRetrying(func() error {
+		if err := probe.notHeld(dir); err != nil {
+			return err // a process took the spool while Inspect waited to try again
+		}
+		r := reader() // each try counts from scratch
+		es, err := r.inspectFile(dump)
+		if err == nil {
+			w, entries = r, es
+		}
+		return err
+	})
+	if err != nil {
 		return Stats{}, nil, err
 	}
-	err := guard(path, func() error {
+	st := w.Stats()
+	st.MaxBytes = 0 // the cap is the running process's setting, not the file's
+	return st, entries, nil
+}
+
+// inspectFile is one try of Inspect at the file: its checks, its scan, and
+// the oldest dump pending entries.
+func (w *WAL) inspectFile(dump int) ([]Entry, error) {
+	var entries []Entry
+	if err := checkFile(w.path, nil, readMarksFile(w.dir).exact); err != nil {
+		return nil, err
+	}
+	err := guard(w.path, func() error {
 		// bbolt takes a shared flock on the file for as long as it is
 		// open: the scan gives way (w.yield) so a writer gets it in time.
-		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
+		db, err := bolt.Open(w.path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
 		if err != nil {
-			return classifyOpenErr(path, err)
+			return classifyOpenErr(w.path, err)
 		}
 		defer db.Close()
 		return db.View(func(tx *bolt.Tx) error {
 			if tx.Bucket(eventsBucket) == nil || tx.Bucket(metaBucket) == nil {
-				return &CorruptionError{Path: path, Err: errors.New("events or meta bucket missing")}
+				return &CorruptionError{Path: w.path, Err: errors.New("events or meta bucket missing")}
 			}
 			if err := w.scan(tx); err != nil {
 				return err
@@ -55,7 +86,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 			// A process that died holding the spool may have left
 			// acknowledged entries in the file: the marks file says which
 			// (Open deletes them); they are not pending.
-			removed := readRemovedMark(dir)
+			removed := readRemovedMark(w.dir)
 			if w.firstSeq != 0 && removed >= w.firstSeq {
 				h, err := w.hideTx(tx, removed)
 				if err != nil {
@@ -69,12 +100,16 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 			return err
 		})
 	})
-	if err != nil {
-		return Stats{}, nil, err
+	return entries, err
+}
+
+// notHeld returns ErrLocked if a process holds the spool in dir.
+func (p *writerProbe) notHeld(dir string) error {
+	held, err := p.held()
+	if err == nil && held {
+		err = fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
 	}
-	st := w.Stats()
-	st.MaxBytes = 0 // the cap is the running process's setting, not the file's
-	return st, entries, nil
+	return err
 }
 
 // readRemovedMark reads the marks file's removed_through without creating or

@@ -113,7 +113,7 @@ func (w *WAL) preadFile() error {
 // backoff while it fails in a way that may pass (see above). What is left
 // after the last try is damage only if pread reads the whole file.
 func (w *WAL) openRetrying(openOnce func() error) error {
-	backoff := firstBackoff
+	backoff, waited := firstBackoff, time.Duration(0)
 	for attempt := 1; ; attempt++ {
 		err := openOnce()
 		if err == nil || !transient(err) {
@@ -122,8 +122,8 @@ func (w *WAL) openRetrying(openOnce func() error) error {
 		ioErr := w.preadFile()
 		if attempt == openAttempts {
 			if ioErr != nil {
-				return fmt.Errorf("wal: reading spool file %s failed %d times over %v (%w; through pread: %v): not salvaged, the file may be sound; check the disk or the filesystem, then start again",
-					w.path, attempt, backoff*4/3, err, ioErr)
+				return fmt.Errorf("wal: reading spool file %s failed %d times over %v (%v; through pread: %w): not salvaged, the file may be sound; check the disk or the filesystem, then start again",
+					w.path, attempt, waited, err, ioErr)
 			}
 			return &CorruptionError{Path: w.path, Err: fmt.Errorf("every byte reads through pread, yet bbolt faults at every try: %w", err)}
 		}
@@ -132,6 +132,7 @@ func (w *WAL) openRetrying(openOnce func() error) error {
 		if err := sleepCtx(w.opts.Context, backoff); err != nil {
 			return fmt.Errorf("wal: open %s: %w", w.path, err)
 		}
+		waited += backoff
 		backoff *= 4
 	}
 }

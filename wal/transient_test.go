@@ -130,3 +130,41 @@ func TestRepairAfterFault(t *testing.T) {
 		require.NoError(t, err)
 	})
 }
+
+// preadAfterFault is a faultSeam for a bad spot of the disk that only
+// bbolt's mapping reaches (checkFile reads the pages it checks well): every
+// read through the mapping faults, and so does the pread of the whole file
+// that follows each fault.
+type preadAfterFault struct {
+	mu      sync.Mutex
+	faulted bool
+}
+
+func (f *preadAfterFault) fault(op string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if op == "map" {
+		f.faulted = true
+		return syscall.EIO
+	}
+	if f.faulted {
+		f.faulted = false
+		return syscall.EIO
+	}
+	return nil
+}
+
+// TestFaultThenReadErrorNotSalvaged: a mapping that faults at every try,
+// where pread fails as well, is an I/O error: Open fails, saying so, and
+// salvages nothing. (Its error wrapped the fault's *CorruptionError, so Open
+// took it for damage and salvaged the file.)
+func TestFaultThenReadErrorNotSalvaged(t *testing.T) {
+	dir := trSetup(t)
+	_, err := Open(dir, &Options{NoSync: true, faults: &preadAfterFault{}})
+	require.Error(t, err)
+	require.NotErrorIs(t, err, ErrCorrupt)
+	require.ErrorIs(t, err, syscall.EIO)
+	require.Contains(t, err.Error(), "failed 4 times over 420ms", "the waits between the tries: 20, 80, 320 ms")
+	require.Contains(t, err.Error(), "not salvaged")
+	require.Empty(t, trCopies(t, dir), "an unreadable file was salvaged")
+}

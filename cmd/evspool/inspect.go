@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"syscall"
 	"time"
@@ -31,10 +32,13 @@ every second) with its age. inspect never keeps 'evspool run' from starting: it
 holds no lock of the spool while it reads, and if a run takes the spool
 meanwhile it stops reading and shows that run's status (waiting up to 3 s for
 its first). A damaged spool is reported as such (the next
-'evspool run' on it moves the damaged file aside and salvages what it can).
+'evspool run' on it moves the damaged file aside and salvages what it can). A
+spool file that cannot be read (an I/O error that outlasts the retries 'run'
+would make too) is not called damaged: the next 'evspool run' retries the
+read and, if it still fails, stops without salvaging.
 
 Exit status: 0 shown (stopped spool, or running with a status to show);
-1 no spool, a damaged spool, or a locked one without a readable status;
+1 no spool, a damaged or unreadable spool, or a locked one without a readable status;
 2 bad usage.
 
 Examples:
@@ -140,7 +144,12 @@ func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 	case errors.Is(err, wal.ErrCorrupt):
 		return nil, fmt.Errorf("the spool at %s is damaged: %w; the next 'evspool run' on it moves the damaged file aside and salvages what is readable", dir, err)
 	case errors.Is(err, os.ErrNotExist):
-		return nil, fmt.Errorf("no spool in %s (no spool.db): check --spool", dir)
+		return nil, fmt.Errorf("no spool in %s (no spool.db; an 'evspool run' with this --spool would start an empty one): check --spool", dir)
+	case readFailed(err):
+		// Not damage: wal.Inspect tried again as Open does, and
+		// pread(2) failed too (or the file could not be opened).
+		return nil, fmt.Errorf("the spool file in %s could not be read, which is not damage: the next 'evspool run' on it tries the read again and, "+
+			"if it still fails, stops and salvages nothing: %w", dir, err)
 	case err != nil:
 		return nil, err
 	}
@@ -152,6 +161,14 @@ func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 		rep.Events = append(rep.Events, dumpedEvent{Seq: en.Seq, Time: en.Time.UTC(), Data: string(en.Data)})
 	}
 	return rep, nil
+}
+
+// readFailed tells an error of the OS reading the spool file (wal.Inspect
+// returns it as it is, not as damage).
+func readFailed(err error) bool {
+	var pe *fs.PathError
+	var errno syscall.Errno
+	return errors.As(err, &pe) || errors.As(err, &errno)
 }
 
 // liveWait is how long inspect tries again when the spool is locked by a

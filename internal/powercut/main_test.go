@@ -31,6 +31,8 @@ func runScenario(scenario, arg string) error {
 		return boltChild(scenario, arg)
 	case strings.HasPrefix(scenario, "spool-"):
 		return spoolChild(scenario, arg)
+	case scenario == "survey-events":
+		return surveyChild(arg)
 	}
 	return fmt.Errorf("unknown scenario %q", scenario)
 }
@@ -40,7 +42,8 @@ func runScenario(scenario, arg string) error {
 func runChild(t *testing.T, scenario, arg string) string {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$", arg)
-	cmd.Env = append(os.Environ(), childEnv+"="+scenario)
+	// GORACE: a binary built with -race sleeps 1 s at exit by default.
+	cmd.Env = append(os.Environ(), childEnv+"="+scenario, "GORACE=atexit_sleep_ms=0")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "child %s: %s", scenario, out)
 	return string(out)
