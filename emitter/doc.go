@@ -25,8 +25,8 @@
 // tick.
 //
 // Acknowledging costs no commit of its own (see package wal): the spool
-// deletes acknowledged events with its next append, or, when nothing is
-// appended, in batches and after 100 ms idle.
+// deletes acknowledged events riding on appends, 256 at a time, or, when
+// nothing is appended, in batches and after 100 ms idle.
 //
 // # Knowing the receiver has read an event
 //

@@ -72,9 +72,10 @@
 //
 // Ack costs no synced commit of its own while appends flow. It writes n to
 // the marks file's removed_through (pwrite, no fsync: the page cache
-// survives the death of the process), hides the entries, and the next
-// append transaction deletes them before it stores its events, so the
-// room they took is free for it. With no appends to ride on (a backlog
+// survives the death of the process), hides the entries, and an append
+// transaction deletes them before it stores its events once 256 are
+// waiting (rideMin; at once when the append may need their room). With no
+// appends to ride on (a backlog
 // drained, an idle spool), the deletions are committed on their own,
 // batched: when the entries acknowledged but still in the file cost more
 // than min(budget/32, 2 MiB), when FlushAcks finds no commit for the time
@@ -192,8 +193,8 @@
 //     page in force: the commit did not happen, but its pages may be in the
 //     file. Those are why Open settles (below).
 //   - Ack: no commit. removed_through in marks is written (no fsync) and
-//     the entries are hidden; the next append's commit deletes them (or a
-//     commit of deletions alone, see Acknowledgements). A process crash
+//     the entries are hidden; an append's commit deletes them once 256
+//     are waiting (or a commit of deletions alone, see Acknowledgements). A process crash
 //     keeps the mark (Open applies it); a cut may lose it, and then the
 //     entries acknowledged since the last commit that deleted some come
 //     back: one contiguous run from the head, in order, delivered again
