@@ -105,9 +105,15 @@ func (w *WAL) commit(batch []*appendReq) {
 		st = w.snapshot()
 		now := w.stampNow()
 		st.meta.noteBoot(bootKey(w.opts.Clock))
+		began, wrote := time.Now(), writeTime(w.db)
 		err = guard(w.path, func() error {
 			return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
 		})
+		if err == nil {
+			// wmu: no other write transaction moved bbolt's write time.
+			w.stats.commitTime += time.Since(began)
+			w.stats.commitWriteTime += writeTime(w.db) - wrote
+		}
 		w.dbmu.RUnlock()
 		// Damage found by the commit itself: salvage, then try once more
 		// (numbering resumes above the reservation, which covers these).
@@ -136,6 +142,13 @@ func (w *WAL) commit(batch []*appendReq) {
 		w.group.freed()
 	}
 	w.enforceCap()
+}
+
+// writeTime is how long db's write transactions spent writing pages and
+// fsyncing them, in all.
+func writeTime(db *bolt.DB) time.Duration {
+	st := db.Stats()
+	return st.TxStats.GetWriteTime()
 }
 
 func setErr(batch []*appendReq, err error) {

@@ -158,3 +158,22 @@ func TestAppendReqReuse(t *testing.T) {
 		r.release()
 	}
 }
+
+// TestCommitTimes: the commit times Stats gives grow with each append's
+// commit, and bbolt's writes and fsyncs are a part of the whole, not more.
+func TestCommitTimes(t *testing.T) {
+	t.Parallel()
+	w, err := Open(t.TempDir(), nil) // fsync on: the writes take measurable time
+	require.NoError(t, err)
+	defer w.Close()
+	st0 := w.Stats()
+	for i := range 5 {
+		_, err := w.Append(context.Background(), ackEvent(i))
+		require.NoError(t, err)
+	}
+	st := w.Stats()
+	require.Equal(t, st0.Commits+5, st.Commits)
+	require.Greater(t, st.CommitWriteTime, st0.CommitWriteTime, "five fsync'd commits wrote nothing")
+	require.Greater(t, st.CommitTime, st.CommitWriteTime, "the writes took longer than the whole commit")
+	require.Greater(t, st.CommitTime-st0.CommitTime, st.CommitWriteTime-st0.CommitWriteTime)
+}

@@ -32,10 +32,19 @@ type Stats struct {
 	Compactions  uint64 // times the file was rewritten to give space back
 	CompactErrs  uint64 // compactions that failed
 	Heals        uint64 // times a spool left unusable was reopened by itself
+
+	// CommitTime is how long the append transactions since Open took,
+	// from beginning to the end of the last fsync; CommitWriteTime is the
+	// part of it bbolt spent writing pages and fsyncing them (its
+	// TxStats.WriteTime). What is left is the transactions' own work:
+	// storing, deleting acknowledged entries, rebalancing, spilling.
+	CommitTime      time.Duration
+	CommitWriteTime time.Duration
 }
 
 type processStats struct {
 	appended, acked, ackCommits, commits, commitErrors, compactions, compactErrors, heals uint64
+	commitTime, commitWriteTime                                                          time.Duration
 }
 
 // Stats returns a snapshot of the spool's counters.
@@ -60,6 +69,9 @@ func (w *WAL) Stats() Stats {
 		Compactions:   w.stats.compactions,
 		CompactErrs:   w.stats.compactErrors,
 		Heals:         w.stats.heals,
+
+		CommitTime:      w.stats.commitTime,
+		CommitWriteTime: w.stats.commitWriteTime,
 	}
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)
