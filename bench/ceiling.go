@@ -37,6 +37,16 @@ type Ceiling struct {
 	// batch) and the Emit call's p99, per evspool round (issue 20).
 	EventsPerCommit []float64 `json:"events_per_commit,omitempty"`
 	EmitP99Ms       []float64 `json:"emit_p99_ms,omitempty"`
+	// Where a commit's time goes, per round, in µs per commit (issue 20):
+	// the wall time of the round over its commits, of it the transactions
+	// (bbolt Update, from begin to the last fsync), and of those bbolt's
+	// page writes and fsyncs; for evspool and for raw bbolt.
+	EvspoolCommitUs []float64 `json:"evspool_commit_us,omitempty"`
+	EvspoolTxUs     []float64 `json:"evspool_tx_us,omitempty"`
+	EvspoolWriteUs  []float64 `json:"evspool_write_us,omitempty"`
+	RawCommitUs     []float64 `json:"raw_commit_us,omitempty"`
+	RawTxUs         []float64 `json:"raw_tx_us,omitempty"`
+	RawWriteUs      []float64 `json:"raw_write_us,omitempty"`
 	Error           string    `json:"error,omitempty"`
 }
 
@@ -58,12 +68,15 @@ type ceilingCase struct {
 	raw     func(dir string, events int) (sideRun, error)
 }
 
-// sideRun is one round of one side: its time and, where the library emits,
-// its commits and the Emit calls' p99.
+// sideRun is one round of one side: its time and, where the library emits
+// (or raw bbolt commits a fixed number of events), its commits, their
+// transactions' time and bbolt's write time within that, and the Emit
+// calls' p99.
 type sideRun struct {
-	took    time.Duration
-	commits uint64
-	emitP99 time.Duration
+	took            time.Duration
+	commits         uint64
+	txTime, written time.Duration
+	emitP99         time.Duration
 }
 
 // timed adapts a side that only has a time.
@@ -83,10 +96,10 @@ func ceilingCases(quick bool) []ceilingCase {
 	return []ceilingCase{
 		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 64, 1) },
-			timed(func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 64) })},
+			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 64) }},
 		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 1, 100) },
-			timed(func(dir string, n int) (time.Duration, error) { return rawCommits(dir, n, 100) })},
+			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }},
 		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog,
 			timed(drain.evspool), timed(drain.raw)},
 	}
@@ -140,14 +153,26 @@ func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
 	rate := float64(cc.events) / sr.took.Seconds()
 	if side == "raw bbolt" {
 		c.RawPerSec = append(c.RawPerSec, rate)
+		if sr.commits > 0 {
+			c.RawCommitUs = append(c.RawCommitUs, perCommitUs(sr.took, sr.commits))
+			c.RawTxUs = append(c.RawTxUs, perCommitUs(sr.txTime, sr.commits))
+			c.RawWriteUs = append(c.RawWriteUs, perCommitUs(sr.written, sr.commits))
+		}
 		return nil
 	}
 	c.EvspoolPerSec = append(c.EvspoolPerSec, rate)
 	if sr.commits > 0 {
+		c.EvspoolCommitUs = append(c.EvspoolCommitUs, perCommitUs(sr.took, sr.commits))
+		c.EvspoolTxUs = append(c.EvspoolTxUs, perCommitUs(sr.txTime, sr.commits))
+		c.EvspoolWriteUs = append(c.EvspoolWriteUs, perCommitUs(sr.written, sr.commits))
 		c.EventsPerCommit = append(c.EventsPerCommit, float64(cc.events)/float64(sr.commits))
 		c.EmitP99Ms = append(c.EmitP99Ms, float64(sr.emitP99)/float64(time.Millisecond))
 	}
 	return nil
+}
+
+func perCommitUs(d time.Duration, commits uint64) float64 {
+	return float64(d) / float64(commits) / float64(time.Microsecond)
 }
 
 func (c *Ceiling) lastRate(side string) float64 {
@@ -179,7 +204,7 @@ func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 		return sideRun{}, err
 	}
 	defer em.Close(context.Background())
-	commits0 := em.Stats().Spool.Commits
+	st0 := em.Stats().Spool
 	ctx := context.Background()
 	errs := make(chan error, goroutines)
 	calls := make([][]time.Duration, goroutines) // each goroutine's Emit calls
@@ -215,19 +240,23 @@ func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 	took := time.Since(start)
 	all := slices.Concat(calls...)
 	slices.Sort(all)
-	return sideRun{took: took, commits: em.Stats().Spool.Commits - commits0, emitP99: all[len(all)*99/100]}, nil
+	st := em.Stats().Spool
+	return sideRun{took: took, commits: st.Commits - st0.Commits, txTime: st.CommitTime - st0.CommitTime,
+		written: st.CommitWriteTime - st0.CommitWriteTime, emitP99: all[len(all)*99/100]}, nil
 }
 
 // rawCommits puts n events into plain bbolt, per events a commit.
-func rawCommits(dir string, n, per int) (time.Duration, error) {
+func rawCommits(dir string, n, per int) (sideRun, error) {
 	db, err := bolt.Open(filepath.Join(dir, "raw.db"), 0o600, nil)
 	if err != nil {
-		return 0, err
+		return sideRun{}, err
 	}
 	defer db.Close()
 	name := []byte("events")
+	var txTime time.Duration
 	start := time.Now()
 	for done := 0; done < n; done += per {
+		began := time.Now()
 		err := db.Update(func(tx *bolt.Tx) error {
 			b, err := tx.CreateBucketIfNotExists(name)
 			if err != nil {
@@ -241,10 +270,14 @@ func rawCommits(dir string, n, per int) (time.Duration, error) {
 			return nil
 		})
 		if err != nil {
-			return 0, err
+			return sideRun{}, err
 		}
+		txTime += time.Since(began)
 	}
-	return time.Since(start), nil
+	took := time.Since(start)
+	st := db.Stats()
+	commits := uint64((n + per - 1) / per)
+	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
 }
 
 func rawKey(seq uint64) []byte {

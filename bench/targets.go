@@ -146,6 +146,19 @@ func headline(res *Results) string {
 	return "Headline: " + strings.Join(parts, "; ") + "."
 }
 
+// commitBreakdown says where a commit's time went on each side (medians of
+// the rounds, µs): bbolt's page writes and fsyncs, the rest of the
+// transaction, and the time between transactions (callers coming back,
+// the group forming; raw bbolt formats its events inside the transaction).
+func commitBreakdown(c *Ceiling) string {
+	side := func(wall, tx, write []float64) string {
+		w, t, wr := median(wall), median(tx), median(write)
+		return fmt.Sprintf("%.0f µs (writes and fsyncs %.0f, rest of the transaction %.0f, between transactions %.0f)", w, wr, t-wr, w-t)
+	}
+	return "evspool " + side(c.EvspoolCommitUs, c.EvspoolTxUs, c.EvspoolWriteUs) +
+		" vs raw bbolt " + side(c.RawCommitUs, c.RawTxUs, c.RawWriteUs)
+}
+
 // ceilingTargets: the library against raw bbolt at the same commit size, and
 // resume (issue 13).
 func ceilingTargets(res *Results) []Target {
@@ -158,6 +171,9 @@ func ceilingTargets(res *Results) []Target {
 			if len(c.EventsPerCommit) > 0 {
 				t.Measured += fmt.Sprintf("; %.1f events per commit, Emit p99 %s ms (median of rounds)",
 					median(c.EventsPerCommit), ms(median(c.EmitP99Ms)))
+			}
+			if len(c.EvspoolCommitUs) > 0 && len(c.RawCommitUs) > 0 {
+				t.Measured += "; per commit, " + commitBreakdown(c)
 			}
 			t.Measured += fmt.Sprintf("; load average %s → %s", c.LoadAvgBefore, c.LoadAvgAfter)
 			t.Met = met(c.MedianRatio >= c.Target)
