@@ -44,7 +44,7 @@ type Stats struct {
 
 type processStats struct {
 	appended, acked, ackCommits, commits, commitErrors, compactions, compactErrors, heals uint64
-	commitTime, commitWriteTime                                                          time.Duration
+	commitTime, commitWriteTime                                                           time.Duration
 }
 
 // Stats returns a snapshot of the spool's counters.

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type treeCheck struct {
 	m    boltMeta
 	seen []uint64 // one bit per page: in a tree, or free
 	hdr  []byte
+	elem []byte // leafBounds' element and key, reused
+	key  []byte
 }
 
 // checkMappedTrees is checkTrees over a read-only mapping of f (the meta
@@ -132,9 +135,18 @@ func (c *treeCheck) mark(id uint64) bool {
 // a branch or a leaf, is seen once (with its overflow), and every leaf is at
 // the same depth. leaf, if not nil, gets each leaf page whole; otherwise
 // only leaf headers are read.
+//
+// Keys are checked against the branches above them, as bbolt's Seek relies
+// on: a branch's keys increase, and every key under its element i lies in
+// [key i, key i+1) (a leaf's first and last key are checked). A key of a
+// branch that lost a bit sends Seek to the wrong leaf: Read skipped events
+// that Len, which walks every leaf, counted (found by FuzzOpen).
 func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
-	type frame struct{ id, depth uint64 }
-	stack := []frame{{root, 0}}
+	type frame struct {
+		id, depth uint64
+		lo, hi    []byte // the keys under it lie in [lo, hi); nil: unbounded
+	}
+	stack := []frame{{id: root}}
 	leafDepth := uint64(maxTreeDepth)
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
@@ -158,6 +170,9 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 			if pageHeaderSize+count*leafElemSize > span {
 				return fmt.Errorf("leaf page %d: %d elements do not fit", f.id, count)
 			}
+			if err := c.leafBounds(f.id, count, span, f.lo, f.hi); err != nil {
+				return err
+			}
 			if leaf != nil {
 				p, err := c.page(f.id, span)
 				if err != nil {
@@ -169,40 +184,92 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 			}
 			continue
 		}
-		kids, err := c.children(f.id, count, span)
+		kids, keys, err := c.children(f.id, count, span)
 		if err != nil {
 			return err
+		}
+		for i, k := range keys {
+			if (i == 0 && !inBounds(k, f.lo, f.hi)) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) || (f.hi != nil && bytes.Compare(k, f.hi) >= 0) {
+				return fmt.Errorf("branch page %d: key %d out of order or outside its parent's range", f.id, i)
+			}
 		}
 		// Pushed last to first, so the first child is walked first: that
 		// is where bbolt's cursor goes too.
 		for i := len(kids) - 1; i >= 0; i-- {
-			stack = append(stack, frame{kids[i], f.depth + 1})
+			hi := f.hi
+			if i+1 < len(keys) {
+				hi = keys[i+1]
+			}
+			stack = append(stack, frame{id: kids[i], depth: f.depth + 1, lo: keys[i], hi: hi})
 		}
 	}
 	return nil
 }
 
 // children reads branch page id, of count elements in span bytes, and
-// returns its children's page ids.
-func (c *treeCheck) children(id, count, span uint64) ([]uint64, error) {
+// returns its children's page ids and their keys.
+func (c *treeCheck) children(id, count, span uint64) ([]uint64, [][]byte, error) {
 	if count == 0 || pageHeaderSize+count*branchElemSize > span {
-		return nil, fmt.Errorf("branch page %d: %d elements", id, count)
+		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
 	}
 	p, err := c.page(id, span)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	le := binary.LittleEndian
-	kids := make([]uint64, count)
+	kids, keys := make([]uint64, count), make([][]byte, count)
 	for i := range kids {
 		at := uint64(pageHeaderSize + i*branchElemSize)
 		e := p[at : at+branchElemSize]
-		if at+uint64(le.Uint32(e[0:4]))+uint64(le.Uint32(e[4:8])) > span {
-			return nil, fmt.Errorf("branch page %d: key %d out of the page", id, i)
+		kStart := at + uint64(le.Uint32(e[0:4]))
+		kEnd := kStart + uint64(le.Uint32(e[4:8]))
+		if kEnd > span {
+			return nil, nil, fmt.Errorf("branch page %d: key %d out of the page", id, i)
 		}
-		kids[i] = le.Uint64(e[8:16])
+		kids[i], keys[i] = le.Uint64(e[8:16]), p[kStart:kEnd]
 	}
-	return kids, nil
+	return kids, keys, nil
+}
+
+// leafBounds checks that the first and last keys of leaf page id (count
+// elements, span bytes) lie in [lo, hi), reading only those two elements.
+func (c *treeCheck) leafBounds(id, count, span uint64, lo, hi []byte) error {
+	if count == 0 || (lo == nil && hi == nil) {
+		return nil
+	}
+	if c.elem == nil {
+		c.elem, c.key = make([]byte, leafElemSize), make([]byte, maxBoundKey)
+	}
+	for _, i := range []uint64{0, count - 1} {
+		at := pageHeaderSize + i*leafElemSize
+		e := c.elem
+		if _, err := c.r.ReadAt(e, int64(id)*int64(c.m.pageSize)+int64(at)); err != nil {
+			return err
+		}
+		le := binary.LittleEndian
+		kStart := at + uint64(le.Uint32(e[4:8]))
+		kLen := uint64(le.Uint32(e[8:12]))
+		if kStart+kLen > span || kLen > maxBoundKey {
+			return fmt.Errorf("leaf page %d: element %d out of its page", id, i)
+		}
+		k := c.key[:kLen]
+		if _, err := c.r.ReadAt(k, int64(id)*int64(c.m.pageSize)+int64(kStart)); err != nil {
+			return err
+		}
+		if !inBounds(k, lo, hi) {
+			return fmt.Errorf("leaf page %d: key %d outside the range its parent gives it", id, i)
+		}
+	}
+	return nil
+}
+
+// maxBoundKey bounds the keys leafBounds reads: the spool's keys are 8
+// bytes, the root bucket's its bucket names.
+const maxBoundKey = 4096
+
+// inBounds reports whether lo <= k < hi (a nil bound is no bound).
+func inBounds(k, lo, hi []byte) bool {
+	return (lo == nil || bytes.Compare(k, lo) >= 0) && (hi == nil || bytes.Compare(k, hi) < 0)
 }
 
 // header reads page id's header and marks it and its overflow pages seen.
