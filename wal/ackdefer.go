@@ -206,11 +206,15 @@ func (w *WAL) flushAcksLocked() error {
 	return nil
 }
 
-// ackCommitted notes that a commit deleted every acknowledged entry.
+// ackCommitted notes a commit that deleted or appended. If it deleted every
+// acknowledged entry, nothing is owed any more; an append's commit may have
+// left them for later (rideMin, see state.apply).
 func (w *WAL) ackCommitted() {
-	w.debt = ackDebt{}
 	w.lastCommit = time.Now()
-	w.acked.Store(max(w.acked.Load(), w.meta.removedSeq))
+	if w.meta.removedSeq >= w.acked.Load() {
+		w.debt = ackDebt{}
+		w.acked.Store(w.meta.removedSeq)
+	}
 }
 
 // deleteAcked deletes the entries up to upTo inside a write transaction and

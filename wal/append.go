@@ -130,11 +130,7 @@ func (w *WAL) commit(batch []*appendReq) {
 		return
 	}
 	w.restore(st)
-	if w.meta.removedSeq >= w.acked.Load() {
-		w.ackCommitted()
-	} else {
-		w.lastCommit = time.Now() // the deletions wait for rideMin (see apply)
-	}
+	w.ackCommitted()
 	w.stats.commits++
 	w.cost.Store(st.cost)
 	if st.dropped {

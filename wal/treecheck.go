@@ -189,7 +189,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 			return err
 		}
 		for i, k := range keys {
-			if (i == 0 && !inBounds(k, f.lo, f.hi)) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) || (f.hi != nil && bytes.Compare(k, f.hi) >= 0) {
+			if !inBounds(k, f.lo, f.hi) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) {
 				return fmt.Errorf("branch page %d: key %d out of order or outside its parent's range", f.id, i)
 			}
 		}
