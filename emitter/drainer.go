@@ -231,6 +231,7 @@ func (d *drainer) onDeadline() {
 // the next Read).
 func (d *drainer) onIdleCheck() {
 	d.checkIdle()
+	d.retryPeer()
 	_ = d.spool.FlushAcks(idleCheck)
 }
 
@@ -279,7 +280,7 @@ func (d *drainer) sleep(dur time.Duration) bool {
 
 func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
-	d.peer.ok, d.peer.tries, d.peer.through = false, 0, 0
+	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written = false, 0, 0, 0
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
@@ -327,6 +328,7 @@ func (d *drainer) fail(err error) {
 
 func (d *drainer) closeNotes() {
 	if d.peer.notes != nil {
+		d.retryPeer() // the connection is still open: run's deferred disconnect comes after
 		d.peer.notes.Close()
 	}
 }

@@ -29,6 +29,7 @@ type peerNote struct {
 	ok      bool   // id is known
 	tries   int    // attempts to identify it on this connection
 	through uint64 // the last sequence noted
+	written uint64 // the last sequence written on this connection
 }
 
 // peerPoll is how often the start-up check looks whether the receiver has
@@ -53,11 +54,15 @@ func (d *drainer) openPeerNotes() {
 // attempts, right after connecting, can fail.
 const peerTriesMax = 100
 
-// notePeer notes the last event written to the current receiver.
+// notePeer notes the last event written to the current receiver. Until the
+// receiver has accepted the connection it cannot be identified; the idle
+// check and the drainer's stop try again (retryPeer), so that a burst
+// written in one or two writes before the accept is still noted.
 func (d *drainer) notePeer(through uint64) {
 	if d.peer.notes == nil || through <= d.peer.through {
 		return
 	}
+	d.peer.written = max(d.peer.written, through)
 	if !d.peer.ok && d.peer.tries < peerTriesMax {
 		d.peer.tries++
 		d.peer.id, d.peer.ok = identify(d.w.conn)
@@ -70,13 +75,21 @@ func (d *drainer) notePeer(through uint64) {
 	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
 }
 
+// retryPeer notes what was written to a receiver that could not be
+// identified at the write.
+func (d *drainer) retryPeer() {
+	if d.w.conn != nil && d.peer.written > d.peer.through {
+		d.notePeer(d.peer.written)
+	}
+}
+
 // forgetPeer clears the note: the receiver hung up, or the connection was
 // abandoned, so what it had not read is resent anyway.
 func (d *drainer) forgetPeer() {
 	if d.peer.notes != nil && d.peer.through != 0 {
 		_ = d.peer.notes.Clear()
 	}
-	d.peer.ok, d.peer.through = false, 0
+	d.peer.ok, d.peer.through, d.peer.written = false, 0, 0
 }
 
 // adoptPeerMark acknowledges what an earlier process wrote to a receiver that
@@ -102,12 +115,13 @@ func (d *drainer) adoptPeerMark() {
 		return // resent: duplicates
 	}
 	n := m.Through - first + 1
+	// Logged before Flush can see the progress: one that returns has it.
+	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
+		"receiver_pid", m.Pid, "events", n, "through_seq", m.Through)
 	d.mu.Lock()
 	d.link.delivered += n
 	d.signalProgress()
 	d.mu.Unlock()
-	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
-		"receiver_pid", m.Pid, "events", n, "through_seq", m.Through)
 }
 
 // peerClosed waits until the receiver has closed its end of the old

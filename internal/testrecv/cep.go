@@ -42,6 +42,10 @@ type CEPConfig struct {
 	// handling the first line they read, whatever it is: a crash-looping
 	// receiver (its downstream is down, say). See cep_crash.go.
 	CrashFirst int
+	// AcceptDelay is slept before each accept: a receiver slow to take a
+	// connection (busy, or a loaded node), to which a burst is written in
+	// full before it has accepted.
+	AcceptDelay time.Duration
 }
 
 // Starts is the file a CEP receiver appends one line to each time it starts
@@ -96,6 +100,7 @@ func runCEP(cfg CEPConfig) error {
 	}
 	crash := crashing(cfg)
 	for {
+		time.Sleep(cfg.AcceptDelay)
 		c, err := ln.Accept()
 		if err != nil {
 			return err
