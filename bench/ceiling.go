@@ -47,7 +47,17 @@ type Ceiling struct {
 	RawCommitUs     []float64 `json:"raw_commit_us,omitempty"`
 	RawTxUs         []float64 `json:"raw_tx_us,omitempty"`
 	RawWriteUs      []float64 `json:"raw_write_us,omitempty"`
-	Error           string    `json:"error,omitempty"`
+	// The 64-goroutine row's third side (issue 20): the least a group
+	// commit can do on plain bbolt, the same 64 callers, one event per call;
+	// its events/s per round, its ratio to raw bbolt's, and evspool's to it.
+	// Not a target: how close any group commit comes on this machine.
+	GroupPerSec    []float64 `json:"group_events_per_sec,omitempty"`
+	GroupCommitUs  []float64 `json:"group_commit_us,omitempty"`
+	GroupTxUs      []float64 `json:"group_tx_us,omitempty"`
+	GroupWriteUs   []float64 `json:"group_write_us,omitempty"`
+	GroupVsRaw     []float64 `json:"group_vs_raw,omitempty"`
+	EvspoolVsGroup []float64 `json:"evspool_vs_group,omitempty"`
+	Error          string    `json:"error,omitempty"`
 }
 
 // ResumeFig is the time from the receiver listening again to the first
@@ -60,12 +70,14 @@ type ResumeFig struct {
 	Error    string    `json:"error,omitempty"`
 }
 
-// ceilingCase is one row: the library's side and raw bbolt's.
+// ceilingCase is one row: the library's side and raw bbolt's, and
+// optionally a minimal group commit's (group).
 type ceilingCase struct {
 	name    string
 	events  int
 	evspool func(dir string, events int) (sideRun, error)
 	raw     func(dir string, events int) (sideRun, error)
+	group   func(dir string, events int) (sideRun, error)
 }
 
 // sideRun is one round of one side: its time and, where the library emits
@@ -96,12 +108,13 @@ func ceilingCases(quick bool) []ceilingCase {
 	return []ceilingCase{
 		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 64, 1) },
-			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 64) }},
+			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 64) },
+			func(dir string, n int) (sideRun, error) { return rawGroupCommits(dir, n, 64) }},
 		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 1, 100) },
-			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }},
+			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }, nil},
 		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog,
-			timed(drain.evspool), timed(drain.raw)},
+			timed(drain.evspool), timed(drain.raw), nil},
 	}
 }
 
@@ -112,8 +125,12 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 	for _, cc := range ceilingCases(quick) {
 		c := &Ceiling{Name: cc.name, Events: cc.events, Target: 0.8, LoadAvgBefore: loadAvg()}
 		out = append(out, c)
+		sides := []string{"evspool", "raw bbolt"}
+		if cc.group != nil {
+			sides = append(sides, "group commit")
+		}
 		for r := range rounds {
-			for _, side := range rotate([]string{"evspool", "raw bbolt"}, r) {
+			for _, side := range rotate(sides, r) {
 				prog.begin(fmt.Sprintf("ceiling %s: %s round %d/%d", cc.name[:20], side, r+1, rounds))
 				if err := c.runSide(tmp, cc, side); err != nil {
 					c.Error = fmt.Sprintf("%s: %v", side, err)
@@ -130,6 +147,10 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 		for i := range min(len(c.EvspoolPerSec), len(c.RawPerSec)) {
 			c.RoundRatios = append(c.RoundRatios, c.EvspoolPerSec[i]/c.RawPerSec[i])
 		}
+		for i := range min(len(c.EvspoolPerSec), len(c.RawPerSec), len(c.GroupPerSec)) {
+			c.GroupVsRaw = append(c.GroupVsRaw, c.GroupPerSec[i]/c.RawPerSec[i])
+			c.EvspoolVsGroup = append(c.EvspoolVsGroup, c.EvspoolPerSec[i]/c.GroupPerSec[i])
+		}
 		c.MedianRatio = median(c.RoundRatios)
 	}
 	prog.begin("ceiling: resume after receiver restarts")
@@ -140,7 +161,7 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 
 // runSide runs one round of one side of cc and records its figures.
 func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
-	run := map[string]func(string, int) (sideRun, error){"evspool": cc.evspool, "raw bbolt": cc.raw}[side]
+	run := map[string]func(string, int) (sideRun, error){"evspool": cc.evspool, "raw bbolt": cc.raw, "group commit": cc.group}[side]
 	var sr sideRun
 	_, err := inTempDir(tmp, func(dir string) (time.Duration, error) {
 		var err error
@@ -151,6 +172,15 @@ func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
 		return err
 	}
 	rate := float64(cc.events) / sr.took.Seconds()
+	if side == "group commit" {
+		c.GroupPerSec = append(c.GroupPerSec, rate)
+		if sr.commits > 0 {
+			c.GroupCommitUs = append(c.GroupCommitUs, perCommitUs(sr.took, sr.commits))
+			c.GroupTxUs = append(c.GroupTxUs, perCommitUs(sr.txTime, sr.commits))
+			c.GroupWriteUs = append(c.GroupWriteUs, perCommitUs(sr.written, sr.commits))
+		}
+		return nil
+	}
 	if side == "raw bbolt" {
 		c.RawPerSec = append(c.RawPerSec, rate)
 		if sr.commits > 0 {
@@ -176,7 +206,7 @@ func perCommitUs(d time.Duration, commits uint64) float64 {
 }
 
 func (c *Ceiling) lastRate(side string) float64 {
-	rates := map[string][]float64{"evspool": c.EvspoolPerSec, "raw bbolt": c.RawPerSec}[side]
+	rates := map[string][]float64{"evspool": c.EvspoolPerSec, "raw bbolt": c.RawPerSec, "group commit": c.GroupPerSec}[side]
 	return rates[len(rates)-1]
 }
 
@@ -277,6 +307,122 @@ func rawCommits(dir string, n, per int) (sideRun, error) {
 	took := time.Since(start)
 	st := db.Stats()
 	commits := uint64((n + per - 1) / per)
+	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
+}
+
+// rawGroupCommits is the least a group commit can do on plain bbolt, fed
+// as emitToReceiver feeds the library: goroutines callers, one event per
+// call, each call timed as the library's are (both sides do the same work
+// per call). A leader waits until every caller has queued (1 ms
+// at most), puts the events in one transaction and wakes them all with one
+// channel close; no record header, meta, accounting or delivery. What it
+// loses to rawCommits is the callers' way back between commits.
+func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
+	db, err := bolt.Open(filepath.Join(dir, "group.db"), 0o600, nil)
+	if err != nil {
+		return sideRun{}, err
+	}
+	defer db.Close()
+	name := []byte("events")
+	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(name); return err }); err != nil {
+		return sideRun{}, err
+	}
+	var (
+		mu       sync.Mutex
+		queue    [][]byte
+		done     = make(chan struct{}) // closed once the queued events are committed
+		full     = make(chan struct{}, 1)
+		leading  bool
+		seq      uint64
+		left     = n // events no commit has taken yet
+		commits  uint64
+		txTime   time.Duration
+		firstErr error
+	)
+	commitOnce := func() (again bool) {
+		t := time.NewTimer(time.Millisecond)
+		for {
+			mu.Lock()
+			if len(queue) >= min(goroutines, left) {
+				break
+			}
+			mu.Unlock()
+			select {
+			case <-full:
+				continue
+			case <-t.C:
+			}
+			mu.Lock()
+			break
+		}
+		t.Stop()
+		batch, finished := queue, done
+		queue, done = nil, make(chan struct{})
+		left -= len(batch)
+		mu.Unlock()
+		began := time.Now()
+		err := db.Update(func(tx *bolt.Tx) error {
+			b := tx.Bucket(name)
+			for _, ev := range batch {
+				seq++
+				if err := b.Put(rawKey(seq), ev); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		took := time.Since(began)
+		mu.Lock()
+		commits, txTime = commits+1, txTime+took
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		mu.Unlock()
+		close(finished)
+		mu.Lock()
+		defer mu.Unlock()
+		leading = len(queue) > 0 // queued during the commit: lead them too
+		return leading
+	}
+	commit := func() {
+		for commitOnce() {
+		}
+	}
+	calls := make([][]time.Duration, goroutines)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += goroutines {
+				ev := appendEvent(nil, g, uint64(i))
+				began := time.Now()
+				mu.Lock()
+				queue = append(queue, ev)
+				if len(queue) >= min(goroutines, left) {
+					select {
+					case full <- struct{}{}:
+					default:
+					}
+				}
+				wait, lead := done, !leading
+				leading = true
+				mu.Unlock()
+				if lead {
+					commit()
+				}
+				<-wait
+				calls[g] = append(calls[g], time.Since(began))
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	if firstErr != nil {
+		return sideRun{}, firstErr
+	}
+	st := db.Stats()
 	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
 }
 

@@ -155,8 +155,12 @@ func commitBreakdown(c *Ceiling) string {
 		w, t, wr := median(wall), median(tx), median(write)
 		return fmt.Sprintf("%.0f µs (writes and fsyncs %.0f, rest of the transaction %.0f, between transactions %.0f)", w, wr, t-wr, w-t)
 	}
-	return "evspool " + side(c.EvspoolCommitUs, c.EvspoolTxUs, c.EvspoolWriteUs) +
+	out := "evspool " + side(c.EvspoolCommitUs, c.EvspoolTxUs, c.EvspoolWriteUs) +
 		" vs raw bbolt " + side(c.RawCommitUs, c.RawTxUs, c.RawWriteUs)
+	if len(c.GroupCommitUs) > 0 {
+		out += " and the least group commit " + side(c.GroupCommitUs, c.GroupTxUs, c.GroupWriteUs)
+	}
+	return out
 }
 
 // ceilingTargets: the library against raw bbolt at the same commit size, and
@@ -174,6 +178,10 @@ func ceilingTargets(res *Results) []Target {
 			}
 			if len(c.EvspoolCommitUs) > 0 && len(c.RawCommitUs) > 0 {
 				t.Measured += "; per commit, " + commitBreakdown(c)
+			}
+			if len(c.GroupVsRaw) > 0 {
+				t.Measured += fmt.Sprintf("; the least a group commit of the same callers does on plain bbolt: %.2f× raw bbolt (rounds %s), evspool %.2f× of it (rounds %s)",
+					median(c.GroupVsRaw), ratios(c.GroupVsRaw), median(c.EvspoolVsGroup), ratios(c.EvspoolVsGroup))
 			}
 			t.Measured += fmt.Sprintf("; load average %s → %s", c.LoadAvgBefore, c.LoadAvgAfter)
 			t.Met = met(c.MedianRatio >= c.Target)
