@@ -210,11 +210,23 @@ func benchRawBolt(b *testing.B, size int) {
 // them in one transaction, and wakes them all with one channel close. No
 // record header, meta, accounting or pooling. What it loses to
 // BenchmarkRawBolt/batch64 is the callers' way back between commits, which
-// no group commit avoids. On 2 cores (2026-12-01, issue 20; six runs of the
-// three, one after the other, -benchtime 20000x) it made 0.70-0.96x of
-// batch64's events/s, median 0.87x, and Append/concurrent64/fsync=on made
-// 0.91-1.07x of this one's, median 0.94x.
+// no group commit avoids. On 2 cores (2026-12-01, issue 20; 14 runs of
+// `-bench 'RawBoltGroup64|RawBolt/batch64|Append/concurrent64/fsync=on'
+// -benchtime 20000x`, ratios within a run) keys made 0.70-1.17x of
+// batch64's events/s, median 0.88x, and Append/concurrent64/fsync=on made
+// 0.74-1.07x of keys', median 0.92x.
+//
+// keys puts each event under its own key, as the spool does; value puts a
+// commit's events in one value (length-prefixed), under one key: what a
+// spool format storing several events a key would allow. In 8 of those runs
+// value made 1.13-1.29x of keys' events/s (median 1.16x), 0.97-1.35x of
+// batch64's (median 1.06x).
 func BenchmarkRawBoltGroup64(b *testing.B) {
+	b.Run("keys", func(b *testing.B) { benchRawBoltGroup(b, false) })
+	b.Run("value", func(b *testing.B) { benchRawBoltGroup(b, true) })
+}
+
+func benchRawBoltGroup(b *testing.B, oneValue bool) {
 	const writers = 64
 	events := loadBenchEvents(b)
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
@@ -259,11 +271,18 @@ func BenchmarkRawBoltGroup64(b *testing.B) {
 		mu.Unlock()
 		err := db.Update(func(tx *bolt.Tx) error {
 			bk := tx.Bucket(name)
+			if oneValue {
+				var val []byte
+				for _, ev := range batch {
+					val = binary.AppendUvarint(val, uint64(len(ev)))
+					val = append(val, ev...)
+				}
+				seq += uint64(len(batch))
+				return bk.Put(binary.BigEndian.AppendUint64(nil, seq), val)
+			}
 			for _, ev := range batch {
 				seq++
-				key := make([]byte, 8)
-				binary.BigEndian.PutUint64(key, seq)
-				if err := bk.Put(key, ev); err != nil {
+				if err := bk.Put(binary.BigEndian.AppendUint64(nil, seq), ev); err != nil {
 					return err
 				}
 			}
