@@ -13,6 +13,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/rawgroup"
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/wal"
 )
@@ -174,31 +175,32 @@ func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
 	rate := float64(cc.events) / sr.took.Seconds()
 	if side == "group commit" {
 		c.GroupPerSec = append(c.GroupPerSec, rate)
-		if sr.commits > 0 {
-			c.GroupCommitUs = append(c.GroupCommitUs, perCommitUs(sr.took, sr.commits))
-			c.GroupTxUs = append(c.GroupTxUs, perCommitUs(sr.txTime, sr.commits))
-			c.GroupWriteUs = append(c.GroupWriteUs, perCommitUs(sr.written, sr.commits))
-		}
+		sr.addBreakdown(&c.GroupCommitUs, &c.GroupTxUs, &c.GroupWriteUs)
 		return nil
 	}
 	if side == "raw bbolt" {
 		c.RawPerSec = append(c.RawPerSec, rate)
-		if sr.commits > 0 {
-			c.RawCommitUs = append(c.RawCommitUs, perCommitUs(sr.took, sr.commits))
-			c.RawTxUs = append(c.RawTxUs, perCommitUs(sr.txTime, sr.commits))
-			c.RawWriteUs = append(c.RawWriteUs, perCommitUs(sr.written, sr.commits))
-		}
+		sr.addBreakdown(&c.RawCommitUs, &c.RawTxUs, &c.RawWriteUs)
 		return nil
 	}
 	c.EvspoolPerSec = append(c.EvspoolPerSec, rate)
+	sr.addBreakdown(&c.EvspoolCommitUs, &c.EvspoolTxUs, &c.EvspoolWriteUs)
 	if sr.commits > 0 {
-		c.EvspoolCommitUs = append(c.EvspoolCommitUs, perCommitUs(sr.took, sr.commits))
-		c.EvspoolTxUs = append(c.EvspoolTxUs, perCommitUs(sr.txTime, sr.commits))
-		c.EvspoolWriteUs = append(c.EvspoolWriteUs, perCommitUs(sr.written, sr.commits))
 		c.EventsPerCommit = append(c.EventsPerCommit, float64(cc.events)/float64(sr.commits))
 		c.EmitP99Ms = append(c.EmitP99Ms, float64(sr.emitP99)/float64(time.Millisecond))
 	}
 	return nil
+}
+
+// addBreakdown appends the round's wall, transaction and write time per
+// commit (µs) to a side's lists, where the side counts its commits.
+func (sr sideRun) addBreakdown(wall, tx, write *[]float64) {
+	if sr.commits == 0 {
+		return
+	}
+	*wall = append(*wall, perCommitUs(sr.took, sr.commits))
+	*tx = append(*tx, perCommitUs(sr.txTime, sr.commits))
+	*write = append(*write, perCommitUs(sr.written, sr.commits))
 }
 
 func perCommitUs(d time.Duration, commits uint64) float64 {
@@ -310,118 +312,47 @@ func rawCommits(dir string, n, per int) (sideRun, error) {
 	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
 }
 
-// rawGroupCommits is the least a group commit can do on plain bbolt, fed
-// as emitToReceiver feeds the library: goroutines callers, one event per
-// call, each call timed as the library's are (both sides do the same work
-// per call). A leader waits until every caller has queued (1 ms
-// at most), puts the events in one transaction and wakes them all with one
-// channel close; no record header, meta, accounting or delivery. What it
-// loses to rawCommits is the callers' way back between commits.
+// rawGroupCommits is the least a group commit can do on plain bbolt
+// (internal/rawgroup), fed as emitToReceiver feeds the library: goroutines
+// callers, one event per call, each call timed as the library's are (both
+// sides do the same work per call). What it loses to rawCommits is the
+// callers' way back between commits.
 func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
 	db, err := bolt.Open(filepath.Join(dir, "group.db"), 0o600, nil)
 	if err != nil {
 		return sideRun{}, err
 	}
 	defer db.Close()
-	name := []byte("events")
-	if err := db.Update(func(tx *bolt.Tx) error { _, err := tx.CreateBucket(name); return err }); err != nil {
+	g, err := rawgroup.New(db, []byte("events"), goroutines, n, false)
+	if err != nil {
 		return sideRun{}, err
 	}
-	var (
-		mu       sync.Mutex
-		queue    [][]byte
-		done     = make(chan struct{}) // closed once the queued events are committed
-		full     = make(chan struct{}, 1)
-		leading  bool
-		seq      uint64
-		left     = n // events no commit has taken yet
-		commits  uint64
-		txTime   time.Duration
-		firstErr error
-	)
-	commitOnce := func() (again bool) {
-		t := time.NewTimer(time.Millisecond)
-		for {
-			mu.Lock()
-			if len(queue) >= min(goroutines, left) {
-				break
-			}
-			mu.Unlock()
-			select {
-			case <-full:
-				continue
-			case <-t.C:
-			}
-			mu.Lock()
-			break
-		}
-		t.Stop()
-		batch, finished := queue, done
-		queue, done = nil, make(chan struct{})
-		left -= len(batch)
-		mu.Unlock()
-		began := time.Now()
-		err := db.Update(func(tx *bolt.Tx) error {
-			b := tx.Bucket(name)
-			for _, ev := range batch {
-				seq++
-				if err := b.Put(rawKey(seq), ev); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		took := time.Since(began)
-		mu.Lock()
-		commits, txTime = commits+1, txTime+took
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-		mu.Unlock()
-		close(finished)
-		mu.Lock()
-		defer mu.Unlock()
-		leading = len(queue) > 0 // queued during the commit: lead them too
-		return leading
-	}
-	commit := func() {
-		for commitOnce() {
-		}
-	}
+	errs := make(chan error, goroutines)
 	calls := make([][]time.Duration, goroutines)
 	var wg sync.WaitGroup
 	start := time.Now()
-	for g := range goroutines {
+	for w := range goroutines {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := g; i < n; i += goroutines {
-				ev := appendEvent(nil, g, uint64(i))
+			for i := w; i < n; i += goroutines {
+				ev := appendEvent(nil, w, uint64(i))
 				began := time.Now()
-				mu.Lock()
-				queue = append(queue, ev)
-				if len(queue) >= min(goroutines, left) {
-					select {
-					case full <- struct{}{}:
-					default:
-					}
+				if err := g.Append(ev); err != nil {
+					errs <- err
+					return
 				}
-				wait, lead := done, !leading
-				leading = true
-				mu.Unlock()
-				if lead {
-					commit()
-				}
-				<-wait
-				calls[g] = append(calls[g], time.Since(began))
+				calls[w] = append(calls[w], time.Since(began))
 			}
 		}()
 	}
 	wg.Wait()
 	took := time.Since(start)
-	if firstErr != nil {
-		return sideRun{}, firstErr
+	close(errs)
+	if err := <-errs; err != nil {
+		return sideRun{}, err
 	}
+	commits, txTime := g.Stats()
 	st := db.Stats()
 	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
 }

@@ -11,10 +11,11 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/internal/rawgroup"
 )
 
 // Benchmarks of the spool. In the Append and RawBolt benchmarks one op is one
@@ -117,20 +118,31 @@ func benchAppendSingle(b *testing.B, w *WAL, events [][]byte) {
 // benchAppendConcurrent: 64 goroutines, one event per Append each, b.N
 // events in all. What group commit is for.
 func benchAppendConcurrent(b *testing.B, w *WAL, events [][]byte) {
-	const writers = 64
 	ctx := context.Background()
+	runWriters(b, func(g, i int) error {
+		_, err := w.Append(ctx, events[(g+i)%len(events)])
+		return err
+	})
+}
+
+// benchWriters is the callers of the concurrent benchmarks.
+const benchWriters = 64
+
+// runWriters runs benchWriters goroutines that share b.N calls of f (given
+// the goroutine and its call's number) and fails b on the first error.
+func runWriters(b *testing.B, f func(g, i int) error) {
 	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for g := range writers {
-		n := b.N / writers
-		if g < b.N%writers {
+	errs := make(chan error, benchWriters)
+	for g := range benchWriters {
+		n := b.N / benchWriters
+		if g < b.N%benchWriters {
 			n++
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range n {
-				if _, err := w.Append(ctx, events[(g+i)%len(events)]); err != nil {
+				if err := f(g, i); err != nil {
 					errs <- err
 					return
 				}
@@ -227,118 +239,16 @@ func BenchmarkRawBoltGroup64(b *testing.B) {
 }
 
 func benchRawBoltGroup(b *testing.B, oneValue bool) {
-	const writers = 64
 	events := loadBenchEvents(b)
 	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
 	require.NoError(b, err)
 	defer db.Close()
-	name := []byte("events")
-	require.NoError(b, db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket(name)
-		return err
-	}))
-	var (
-		mu      sync.Mutex
-		queue   [][]byte
-		done    = make(chan struct{}) // closed when the queued events are committed
-		full    = make(chan struct{}, 1)
-		leading bool
-		seq     uint64
-		left    = b.N // events not yet taken by a commit
-		errs    = make(chan error, 1)
-	)
-	var commit func()
-	commit = func() {
-		t := time.NewTimer(time.Millisecond)
-		defer t.Stop()
-		for {
-			mu.Lock()
-			if len(queue) >= min(writers, left) {
-				break
-			}
-			mu.Unlock()
-			select {
-			case <-full:
-				continue
-			case <-t.C:
-			}
-			mu.Lock()
-			break
-		}
-		batch, finished := queue, done
-		queue, done = nil, make(chan struct{})
-		left -= len(batch)
-		mu.Unlock()
-		err := db.Update(func(tx *bolt.Tx) error {
-			bk := tx.Bucket(name)
-			if oneValue {
-				var val []byte
-				for _, ev := range batch {
-					val = binary.AppendUvarint(val, uint64(len(ev)))
-					val = append(val, ev...)
-				}
-				seq += uint64(len(batch))
-				return bk.Put(binary.BigEndian.AppendUint64(nil, seq), val)
-			}
-			for _, ev := range batch {
-				seq++
-				if err := bk.Put(binary.BigEndian.AppendUint64(nil, seq), ev); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			select {
-			case errs <- err:
-			default:
-			}
-		}
-		close(finished)
-		mu.Lock()
-		again := len(queue) > 0 // queued during the commit: lead them too
-		leading = again
-		mu.Unlock()
-		if again {
-			commit()
-		}
-	}
+	g, err := rawgroup.New(db, []byte("events"), benchWriters, b.N, oneValue)
+	require.NoError(b, err)
 	b.SetBytes(benchEventSize)
 	b.ResetTimer()
-	var wg sync.WaitGroup
-	for g := range writers {
-		n := b.N / writers
-		if g < b.N%writers {
-			n++
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range n {
-				mu.Lock()
-				queue = append(queue, events[(g+i)%len(events)])
-				if len(queue) >= min(writers, left) {
-					select {
-					case full <- struct{}{}:
-					default:
-					}
-				}
-				wait, lead := done, !leading
-				leading = true
-				mu.Unlock()
-				if lead {
-					commit()
-				}
-				<-wait
-			}
-		}()
-	}
-	wg.Wait()
+	runWriters(b, func(w, i int) error { return g.Append(events[(w+i)%len(events)]) })
 	b.StopTimer()
-	close(errs)
-	for err := range errs {
-		b.Fatal(err)
-	}
 	reportEventsPerSec(b, b.N)
 }
 

@@ -22,8 +22,11 @@ import (
 // allocate more than a bound, the pending events must be the undamaged ones
 // (every event on a page no flip touched, in order, with its bytes; none
 // acknowledged or never written), and the new events must survive the
-// reopen. The input is a list of flips of 5 bytes each: page kind, which
-// page of that kind, offset (2 bytes), bit mask.
+// reopen. The input is a list of flips of 6 bytes each: what to flip (a
+// page, an inline meta element's value, key size or flags, a root element's
+// flags, the marks file), which page kind or element, which page of that
+// kind, offset (2 bytes), bit mask. Whatever it hits, the events on the page
+// of the flipped byte count as damaged.
 func FuzzOpen(f *testing.F) {
 	for _, seed := range fuzzOpenSeeds {
 		f.Add(seed)
@@ -316,6 +319,7 @@ func (s *fuzzSpool) flip(db, marks, f []byte, damaged map[uint64]bool) {
 		mask = 1
 	}
 	elem := func(list []int) int { return list[sub%len(list)] }
+	pos := -1 // the byte of spool.db flipped
 	switch kind {
 	case kindPage:
 		ids := s.pages[sub%pgKinds]
@@ -323,23 +327,31 @@ func (s *fuzzSpool) flip(db, marks, f []byte, damaged map[uint64]bool) {
 			return
 		}
 		id := ids[idx%len(ids)]
-		db[int(id)*4096+off%4096] ^= mask
+		pos = int(id)*4096 + off%4096
 		for _, seq := range s.leafSeqs[id] {
 			damaged[seq] = true
 		}
 	case kindMetaKey:
+		// The element's key and value as the undamaged file has them: an
+		// earlier flip of its key size must not carry this one off onto
+		// another page, where it would damage events unnoticed.
 		at := elem(s.metaElems)
 		le := binary.LittleEndian
-		k := at + int(le.Uint32(db[at+4:]))
-		db[k+off%int(le.Uint32(db[at+8:])+le.Uint32(db[at+12:]))] ^= mask
+		k := at + int(le.Uint32(s.db[at+4:]))
+		pos = k + off%int(le.Uint32(s.db[at+8:])+le.Uint32(s.db[at+12:]))
 	case kindRootFlag:
-		db[elem(s.rootElems)] ^= mask
+		pos = elem(s.rootElems)
 	case kindMetaKSize:
-		db[elem(s.metaElems)+8+off%4] ^= mask
+		pos = elem(s.metaElems) + 8 + off%4
 	case kindMetaFlag:
-		db[elem(s.metaElems)+off%4] ^= mask
+		pos = elem(s.metaElems) + off%4
 	case kindMarks:
 		marks[off%len(marks)] ^= mask
+		return
+	}
+	db[pos] ^= mask
+	for _, seq := range s.leafSeqs[uint64(pos/4096)] {
+		damaged[seq] = true // whatever the kind, the events on the page it hit
 	}
 }
 
