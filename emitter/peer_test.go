@@ -38,7 +38,7 @@ func TestReopenSameReceiverResendsNothing(t *testing.T) {
 // written after the accept: the note is made once it has accepted, not
 // given up with the writes.
 func TestReopenSameReceiverAcceptedLate(t *testing.T) {
-	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{PerLine: 10 * time.Millisecond, AcceptDelay: 500 * time.Millisecond}, emitter.Options{})
+	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{PerLine: 10 * time.Millisecond, AcceptDelay: time.Second}, emitter.Options{})
 	sent := events("late", 30)
 	burst := make([][]byte, len(sent))
 	for i, ev := range sent {
