@@ -99,7 +99,15 @@ func (d *drainer) awaitRegroup() {
 	case <-d.regroupT.C:
 	case <-d.ctx.Done():
 	}
-	d.regroupT.Stop()
+	if !d.regroupT.Stop() {
+		// Fired unread: drain it, or under the pre-Go 1.23 timers an
+		// embedding program may still run (asynctimerchan=1) the next
+		// wait would end at once on this stale tick.
+		select {
+		case <-d.regroupT.C:
+		default:
+		}
+	}
 }
 
 // writeChunk bounds one write(2). On a Unix socket each write becomes one
