@@ -54,9 +54,9 @@ type ackDebt struct {
 // an append transaction deletes the entries once rideMin are waiting; with
 // no appends they are deleted in batches (see FlushAcks). After a power
 // loss, entries acknowledged but not yet deleted by a synced commit may
-// come back, as one contiguous in-order run from the head. If the marks file cannot be
-// written, Ack commits the deletion at once. Once a backlog has drained,
-// Ack gives the file's space back (see Compact).
+// come back, as one contiguous in-order run from the head. If the marks
+// file cannot be written, Ack commits the deletion at once. Once a backlog
+// has drained, Ack gives the file's space back (see Compact).
 func (w *WAL) Ack(upTo uint64) error {
 	if err := w.ready(); err != nil {
 		return err

@@ -75,13 +75,12 @@
 // survives the death of the process), hides the entries, and an append
 // transaction deletes them before it stores its events once 256 are
 // waiting (rideMin; at once when the append may need their room). With no
-// appends to ride on (a backlog
-// drained, an idle spool), the deletions are committed on their own,
-// batched: when the entries acknowledged but still in the file cost more
-// than min(budget/32, 2 MiB), when FlushAcks finds no commit for the time
-// it is given (the emitter's drainer calls it every 100 ms while idle),
-// before a compaction, and at Close. If the marks file cannot be written,
-// Ack commits the deletion at once.
+// appends to ride on (a backlog drained, an idle spool), the deletions are
+// committed on their own, batched: when the entries acknowledged but still
+// in the file cost more than min(budget/32, 2 MiB), when FlushAcks finds
+// no commit for the time it is given (the emitter's drainer calls it every
+// 100 ms while idle), before a compaction, and at Close. If the marks
+// file cannot be written, Ack commits the deletion at once.
 //
 //   - After a crash of the process no acknowledged event comes back: Open
 //     applies removed_through (the file may still hold the entries).
@@ -194,11 +193,11 @@
 //     file. Those are why Open settles (below).
 //   - Ack: no commit. removed_through in marks is written (no fsync) and
 //     the entries are hidden; an append's commit deletes them once 256
-//     are waiting (or a commit of deletions alone, see Acknowledgements). A process crash
-//     keeps the mark (Open applies it); a cut may lose it, and then the
-//     entries acknowledged since the last commit that deleted some come
-//     back: one contiguous run from the head, in order, delivered again
-//     (at least once), never lost.
+//     are waiting (or a commit of deletions alone, see Acknowledgements). A
+//     process crash keeps the mark (Open applies it); a cut may lose it,
+//     and then the entries acknowledged since the last commit that deleted
+//     some come back: one contiguous run from the head, in order, delivered
+//     again (at least once), never lost.
 //   - Open after a crash (settling): a reservation above the file's next
 //     number means the last process did not Close, so a commit may have been
 //     cut short, leaving pages with records and a meta bucket that were
