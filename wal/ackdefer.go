@@ -130,26 +130,24 @@ func (w *WAL) hide(upTo uint64) (h hidden, err error) {
 func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 	var h hidden
 	c := tx.Bucket(eventsBucket).Cursor()
-	for k, v := c.Seek(seqKey(w.firstSeq)); k != nil; k, v = c.Next() {
+	from := w.firstSeq
+	for k, v := seekValue(c, from); k != nil; k, v = c.Next() {
 		seq, err := keySeq(k)
 		if err != nil {
 			return h, &CorruptionError{Path: w.path, Err: err}
 		}
-		if v == nil || len(v) < recordHeaderV1 {
-			return h, &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("record of %d bytes", len(v))}
+		val, err := decodeValue(k, v)
+		if err != nil {
+			return h, &CorruptionError{Path: w.path, Seq: seq, Err: err}
 		}
-		if seq > upTo {
-			ts, _, err := decodeRecord(k, v)
-			if err != nil {
-				return h, &CorruptionError{Path: w.path, Seq: seq, Err: err}
-			}
-			h.nextSeq, h.nextAt = seq, ts
+		events, bytes := val.span(from, upTo)
+		h.events += events
+		h.bytes += bytes
+		if val.last() > upTo {
+			h.nextSeq, h.nextAt = max(val.first, upTo+1), val.at.wall
 			return h, nil
 		}
-		size := recordDataLen(v)
-		h.events++
-		h.bytes += uint64(size)
-		h.cost += entryCost(size)
+		h.cost += val.cost() // leaves with its last event
 	}
 	return h, nil
 }
@@ -184,7 +182,7 @@ func (w *WAL) flushAcksLocked() error {
 	m := w.meta
 	w.dbmu.RLock()
 	err := guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return deleteAcked(tx, &m, upTo) })
+		return w.db.Update(func(tx *bolt.Tx) error { return deleteAcked(tx, w.path, &m, upTo) })
 	})
 	w.dbmu.RUnlock()
 	if err != nil && w.salvageOnWrite(err) {
@@ -220,28 +218,39 @@ func (w *WAL) ackCommitted() {
 // deleteAcked deletes the entries up to upTo inside a write transaction and
 // moves the removed-through number to it. The counters are not touched:
 // Ack took the entries out of them when it hid them.
-func deleteAcked(tx *bolt.Tx, m *meta, upTo uint64) error {
+func deleteAcked(tx *bolt.Tx, path string, m *meta, upTo uint64) error {
 	if upTo <= m.removedSeq {
 		return nil
 	}
-	if err := deleteThrough(tx.Bucket(eventsBucket), upTo); err != nil {
+	if err := deleteThrough(tx.Bucket(eventsBucket), path, upTo); err != nil {
 		return err
 	}
 	m.removedSeq = upTo
 	return m.store(tx.Bucket(metaBucket))
 }
 
-// deleteThrough deletes every entry up to upTo. It walks backwards from
-// upTo: Delete then Prev never skips a key (Delete then Next can), and it
-// never passes over the leaves it emptied, as First() after each Delete
-// would.
-func deleteThrough(eb *bolt.Bucket, upTo uint64) error {
+// deleteThrough deletes every value whose events all lie up to upTo (a
+// frame that holds upTo and events after it stays: the removal mark hides
+// the rest). It walks backwards from upTo: Delete then Prev never skips a
+// key (Delete then Next can), and it never passes over the leaves it
+// emptied, as First() after each Delete would.
+func deleteThrough(eb *bolt.Bucket, path string, upTo uint64) error {
 	c := eb.Cursor()
-	k, _ := c.Seek(seqKey(upTo))
-	if k == nil || mustSeq(k) > upTo {
-		k, _ = c.Prev()
+	k, v := seekValue(c, upTo)
+	if k != nil && mustSeq(k) <= upTo {
+		// The value holding upTo: checked, for its count decides whether
+		// it stays.
+		val, err := decodeValue(k, v)
+		if err != nil {
+			return &CorruptionError{Path: path, Seq: mustSeq(k), Err: err}
+		}
+		if val.last() <= upTo {
+			if err := c.Delete(); err != nil {
+				return err
+			}
+		}
 	}
-	for ; k != nil; k, _ = c.Prev() {
+	for k, _ = c.Prev(); k != nil; k, _ = c.Prev() {
 		if _, err := keySeq(k); err != nil {
 			return err
 		}

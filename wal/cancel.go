@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// scanCheckEvery is how many records the start-up scan reads between two
+// scanCheckEvery is how many events the start-up scan reads between two
 // looks at Options.Context: a few hundred microseconds of work.
 const scanCheckEvery = 1024
 

@@ -1,8 +1,10 @@
 package wal
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -132,22 +134,46 @@ func (w *WAL) copyTo(path string) error {
 		if err := dst.Update(func(tx *bolt.Tx) error { return copyStrikes(src, tx) }); err != nil {
 			return err
 		}
-		var chunk []Entry
+		// Values are copied as they are, frames whole: what is removed, or
+		// acknowledged (deleted before a compaction), is not copied, and of
+		// a frame that holds some of it, the rest is stored anew.
+		var chunk []Entry // of that frame, or raw values (Seq and Data: key and value)
+		var raw [][2][]byte
 		size := 0
 		flush := func() error {
-			err := dst.Update(func(tx *bolt.Tx) error { return putEntries(tx, chunk) })
-			chunk, size = chunk[:0], 0
+			err := dst.Update(func(tx *bolt.Tx) error {
+				eb := tx.Bucket(eventsBucket)
+				eb.FillPercent = 1.0
+				for _, kv := range raw {
+					if err := eb.Put(kv[0], kv[1]); err != nil {
+						return err
+					}
+				}
+				return putEntries(tx, chunk)
+			})
+			chunk, raw, size = chunk[:0], raw[:0], 0
 			return err
 		}
+		gone := max(w.meta.removedSeq, w.acked.Load())
 		c := src.Bucket(eventsBucket).Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
 			seq, _ := keySeq(k)
-			at, data, err := decodeStamped(k, v)
+			val, err := decodeValue(k, v)
 			if err != nil {
 				return &CorruptionError{Path: w.path, Seq: seq, Err: err}
 			}
-			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, at.wall), Boot: time.Duration(at.boot), Data: data})
-			if size += len(data); size >= copyChunk {
+			switch {
+			case val.last() <= gone:
+				continue
+			case val.first > gone:
+				raw = append(raw, [2][]byte{k, v})
+			default:
+				val.each(gone+1, func(seq uint64, data []byte) bool {
+					chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
+					return true
+				})
+			}
+			if size += len(v); size >= copyChunk {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -183,14 +209,41 @@ func createBuckets(tx *bolt.Tx, m *meta) error {
 	return m.store(mb)
 }
 
+// putEntries stores entries, packed into frames (see record.go) wherever
+// consecutive ones share a stamp, as their commit stored them.
 func putEntries(tx *bolt.Tx, entries []Entry) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0
-	for _, e := range entries {
-		key := seqKey(e.Seq)
-		if err := eb.Put(key, encodeRecord(key, stamp{wall: e.Time.UnixNano(), boot: int64(e.Boot)}, e.Data)); err != nil {
-			return err
+	slices.SortFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
+	var run [][]byte
+	size := 0 // of run, as a frame
+	var first Entry
+	put := func() error {
+		defer func() { run, size = run[:0], 0 }()
+		key := seqKey(first.Seq)
+		at := stamp{wall: first.Time.UnixNano(), boot: int64(first.Boot)}
+		if len(run) == 1 {
+			return eb.Put(key, encodeRecord(key, at, run[0]))
 		}
+		return eb.Put(key, encodeFrameInto(make([]byte, size), key, at, run))
+	}
+	for i, e := range entries {
+		if len(run) > 0 {
+			if e.Seq != entries[i-1].Seq+1 || !e.Time.Equal(first.Time) || e.Boot != first.Boot ||
+				frameGrow(size, len(run), len(e.Data)) > frameRoom {
+				if err := put(); err != nil {
+					return err
+				}
+			}
+		}
+		if len(run) == 0 {
+			first = e
+		}
+		size = frameGrow(size, len(run), len(e.Data))
+		run = append(run, e.Data)
+	}
+	if len(run) > 0 {
+		return put()
 	}
 	return nil
 }

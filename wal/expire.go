@@ -33,7 +33,7 @@ func (w *WAL) Expire(upTo uint64) (Counter, error) {
 			// Entries acknowledged but not yet deleted (see ackdefer.go)
 			// are out of the counters already: delete them first, so
 			// that ack below counts only what expires.
-			if err := deleteAcked(tx, &st.meta, st.acked); err != nil {
+			if err := deleteAcked(tx, w.path, &st.meta, st.acked); err != nil {
 				return err
 			}
 			events, bytes := st.pending, st.payload

@@ -298,8 +298,15 @@ func (s *fuzzSpool) classifyPage(id uint64, typ string, overflow, root uint64) {
 	}
 	var seqs []uint64
 	page := s.db[id*4096 : (id+1+overflow)*4096]
-	_ = leafElems(page, func(_ int, _ uint32, k, _ []byte) error {
-		seqs = append(seqs, binary.BigEndian.Uint64(k))
+	_ = leafElems(page, func(_ int, _ uint32, k, v []byte) error {
+		// A frame's events are all on the page of its element.
+		first, n := binary.BigEndian.Uint64(k), 1
+		if val, err := decodeValue(k, v); err == nil {
+			n = val.n
+		}
+		for i := range n {
+			seqs = append(seqs, first+uint64(i))
+		}
 		return nil
 	})
 	for o := id; o <= id+overflow; o++ {

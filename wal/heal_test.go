@@ -43,10 +43,14 @@ func TestRepairFailsThenHeals(t *testing.T) {
 	for i := range batch {
 		batch[i] = spEvent(uint64(i+1), 300)
 	}
-	_, err := w.Append(ctx, batch...)
-	require.NoError(t, err)
+	// One Append an event: each a record of its own (the damage of a
+	// frame, which holds a commit's events, is TestDamagedFrame's).
+	for _, e := range batch {
+		_, err := w.Append(ctx, e)
+		require.NoError(t, err)
+	}
 	spFlipEvent(t, w, 25, 300)
-	_, err = w.Read(1, 0, 0)
+	_, err := w.Read(1, 0, 0)
 	require.ErrorIs(t, err, wal.ErrCorrupt)
 
 	// Go ignores SIGXFSZ: a write past the limit fails with EFBIG.

@@ -35,7 +35,8 @@ func (w *WAL) load(db *bolt.DB) error {
 			case state == metaCurrent:
 				return nil
 			}
-			// A new file, or format 1's bare values migrated (once).
+			// A new file, format 1's bare values migrated, or format 2
+			// marked format 3 (once).
 			return m.store(mb)
 		})
 	}); err != nil {
@@ -79,7 +80,7 @@ func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 	if w.marks != nil {
 		upTo = max(upTo, w.marks.removed)
 	}
-	if w.firstSeq == 0 || w.firstSeq > upTo {
+	if !w.staleAtOpen && (w.firstSeq == 0 || w.firstSeq > upTo) {
 		return nil
 	}
 	st := w.snapshot()
@@ -110,9 +111,12 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 		return &CorruptionError{Path: w.path, Err: errors.New("events bucket missing")}
 	}
 	c := eb.Cursor()
-	var prev uint64
+	var prev uint64 // the last sequence number of the value before
+	w.staleAtOpen = false
+	var seen, look uint64 // events read; when to look next
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if pending%scanCheckEvery == 0 {
+		if seen >= look {
+			look = seen + scanCheckEvery
 			if err := w.scanCancelled(); err != nil {
 				return err
 			}
@@ -126,22 +130,30 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 			// would panic on it.
 			return &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("key %d after key %d: keys out of order", seq, prev)}
 		}
-		prev = seq
-		ts, data, err := decodeRecord(k, v)
+		val, err := decodeValue(k, v)
 		if err != nil {
 			return &CorruptionError{Path: w.path, Seq: seq, Err: err}
 		}
-		if first == 0 {
-			first, firstAt = seq, ts
+		prev = val.last()
+		seen += uint64(val.n)
+		m.nextSeq = max(m.nextSeq, val.last()+1)
+		if val.last() <= m.removedSeq {
+			w.staleAtOpen = true // removed, still in the file
+			continue
 		}
-		pending++
-		payload += uint64(len(data))
-		cost += entryCost(len(data))
-		m.nextSeq = max(m.nextSeq, seq+1)
+		// Of a frame, the events up to the removal mark are gone.
+		events, bytes := val.span(m.removedSeq+1, val.last())
+		if first == 0 {
+			first, firstAt = max(val.first, m.removedSeq+1), val.at.wall
+		}
+		pending += events
+		payload += bytes
+		cost += val.cost()
 	}
 	// Nothing at or below the removal mark is ever handed out again.
 	m.nextSeq = max(m.nextSeq, m.removedSeq+1)
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = m, pending, payload, first, firstAt
+	w.acked.Store(m.removedSeq)
 	w.budget.Store(initialBudget(w.opts.MaxBytes))
 	w.cost.Store(cost)
 	return nil

@@ -29,11 +29,20 @@ var (
 )
 
 const (
-	// formatVersion 2: every meta value checksummed (metacodec.go).
-	formatVersion = 2
+	// formatVersion 3: events of a commit may share a value, a frame
+	// (record.go). Its meta values are format 2's.
+	formatVersion = 3
+	// framelessFormat 2: every meta value checksummed (metacodec.go), an
+	// event a value. Read as it is; the first Open marks it format 3
+	// before anything is stored, so that an evspool of format 2, which
+	// would take a frame for damage, refuses the file instead.
+	framelessFormat = 2
 	// legacyFormat 1: bare 8-byte values, migrated by the first Open.
 	legacyFormat = 1
 )
+
+// checkedFormat tells the versions whose meta values are checksummed.
+func checkedFormat(v uint64) bool { return v == formatVersion || v == framelessFormat }
 
 // meta is the state kept in the meta bucket, written in the same transaction
 // as the events it describes.
@@ -75,9 +84,10 @@ func metaRequired(key []byte) bool {
 type metaState int
 
 const (
-	metaCurrent metaState = iota // checksummed values, all sound
-	metaEmpty                    // a new file: nothing stored yet
-	metaLegacy                   // bare values of format 1: to be migrated
+	metaCurrent   metaState = iota // checksummed values, all sound
+	metaEmpty                      // a new file: nothing stored yet
+	metaLegacy                     // bare values of format 1: to be migrated
+	metaFrameless                  // format 2: to be marked format 3
 )
 
 // load reads the meta bucket. Any value that fails its check, a key that
@@ -101,8 +111,8 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	if err != nil {
 		return 0, err
 	}
-	if version != formatVersion {
-		return 0, fmt.Errorf("meta format_version %d: this evspool reads versions 1 and 2 (a newer evspool wrote it, or the value is damaged)", version)
+	if !checkedFormat(version) {
+		return 0, fmt.Errorf("meta format_version %d: this evspool reads versions 1 to 3 (a newer evspool wrote it, or the value is damaged)", version)
 	}
 	c := b.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
@@ -126,6 +136,9 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	}
 	m.nextSeq = max(m.nextSeq, 1)
 	m.noteReportedSeen(b)
+	if version == framelessFormat {
+		return metaFrameless, nil
+	}
 	return metaCurrent, nil
 }
 

@@ -16,28 +16,60 @@ import (
 )
 
 // fifoModel is the in-memory model of the spool: a bounded FIFO whose
-// entries cost entryCost of their length against the spool's budget
-// (initialBudget, unless the spool had to lower it).
+// events are stored as values (one commit's events packed into frames of at
+// most frameRoom bytes, a lone event as a record of its own) that cost
+// entryCost of their length against the spool's budget (initialBudget,
+// unless the spool had to lower it). A value costs until its last event
+// leaves; dropping the oldest drops whole values.
 type fifoModel struct {
 	policy  Policy
 	budget  int64
 	entries []Entry
+	values  []modelValue // those holding entries, oldest first
 	cost    int64
 	nextSeq uint64
 	oldest  Counter
 	newest  Counter
 }
 
+type modelValue struct {
+	first, last uint64
+	cost        int64
+}
+
 func newFifoModel(policy Policy, maxBytes int64) *fifoModel {
 	return &fifoModel{policy: policy, budget: initialBudget(maxBytes), nextSeq: 1}
 }
 
+// modelCost is what Append prices a request at before it is stored.
 func modelCost(events [][]byte) int64 {
 	var c int64
 	for _, e := range events {
 		c += entryCost(len(e))
 	}
 	return c
+}
+
+// modelFrames packs events numbered from first into values, as a commit
+// does: greedily, a frame closing when the next event would take it past
+// frameRoom.
+func modelFrames(first uint64, events [][]byte) []modelValue {
+	var out []modelValue
+	var group [][]byte
+	size := 0
+	for _, e := range events {
+		if len(group) > 0 && frameGrow(size, len(group), len(e)) > frameRoom {
+			out = append(out, packEntries(first, group))
+			first += uint64(len(group))
+			group, size = nil, 0
+		}
+		size = frameGrow(size, len(group), len(e))
+		group = append(group, e)
+	}
+	if len(group) > 0 {
+		out = append(out, packEntries(first, group))
+	}
+	return out
 }
 
 // append returns the sequence number of the last event stored, or the error
@@ -58,18 +90,24 @@ func (m *fifoModel) append(events [][]byte) (uint64, error) {
 		case Block:
 			return 0, ErrFull // the context is already cancelled
 		}
-		for need := m.cost + c - m.budget; need > 0; {
-			e := m.entries[0]
-			m.entries = m.entries[1:]
-			m.cost -= entryCost(len(e.Data))
-			need -= entryCost(len(e.Data))
-			m.oldest.Events++
-			m.oldest.Bytes += uint64(len(e.Data))
+		for need := m.cost + c - m.budget; need > 0 && len(m.values) > 0; {
+			v := m.values[0]
+			m.values = m.values[1:]
+			m.cost -= v.cost
+			need -= v.cost
+			for len(m.entries) > 0 && m.entries[0].Seq <= v.last {
+				m.oldest.Events++
+				m.oldest.Bytes += uint64(len(m.entries[0].Data))
+				m.entries = m.entries[1:]
+			}
 		}
+	}
+	for _, v := range modelFrames(m.nextSeq, events) {
+		m.values = append(m.values, v)
+		m.cost += v.cost
 	}
 	for _, e := range events {
 		m.entries = append(m.entries, Entry{Seq: m.nextSeq, Data: e})
-		m.cost += entryCost(len(e))
 		m.nextSeq++
 	}
 	return m.nextSeq - 1, nil
@@ -96,9 +134,46 @@ func (m *fifoModel) read(from uint64, maxEvents, maxBytes int) []Entry {
 
 func (m *fifoModel) ack(upTo uint64) {
 	for len(m.entries) > 0 && m.entries[0].Seq <= upTo {
-		m.cost -= entryCost(len(m.entries[0].Data))
 		m.entries = m.entries[1:]
 	}
+	for len(m.values) > 0 && m.values[0].last <= upTo {
+		m.cost -= m.values[0].cost
+		m.values = m.values[1:]
+	}
+}
+
+// compact is what a compaction changes: a frame of which only some events
+// are left is stored anew, holding those.
+func (m *fifoModel) compact() {
+	if len(m.values) == 0 || m.values[0].first == m.entries[0].Seq {
+		return
+	}
+	v := m.values[0]
+	var rest [][]byte
+	for _, e := range m.entries {
+		if e.Seq > v.last {
+			break
+		}
+		rest = append(rest, e.Data)
+	}
+	packed := packEntries(m.entries[0].Seq, rest)
+	m.cost += packed.cost - v.cost
+	m.values[0] = packed
+}
+
+// packEntries is the one value putEntries stores for consecutive events
+// of one stamp that fit in a frame.
+func packEntries(first uint64, events [][]byte) modelValue {
+	size, n := 0, 0
+	for _, e := range events {
+		size = frameGrow(size, n, len(e))
+		n++
+	}
+	c := entryCost(size - recordHeader)
+	if n == 1 {
+		c = entryCost(len(events[0]))
+	}
+	return modelValue{first: first, last: first + uint64(n) - 1, cost: c}
 }
 
 func (m *fifoModel) payload() uint64 {
@@ -196,6 +271,7 @@ func (h *modelHarness) reopenOp(rt *rapid.T) {
 
 func (h *modelHarness) compactOp(rt *rapid.T) {
 	require.NoError(rt, h.w.Compact())
+	h.m.compact()
 }
 
 // check compares everything observable with the model.

@@ -64,27 +64,46 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	size := 0
 	c := tx.Bucket(eventsBucket).Cursor()
 	boot := w.thisBoot(tx.Bucket(metaBucket))
-	for k, v := c.Seek(seqKey(from)); k != nil; k, v = c.Next() {
-		if maxEvents > 0 && len(out) >= maxEvents {
-			break
-		}
+	full := false
+	for k, v := seekValue(c, from); k != nil && !full; k, v = c.Next() {
 		seq, err := keySeq(k)
 		if err != nil {
 			return out, &CorruptionError{Path: w.path, Err: err}
 		}
-		at, data, err := decodeStamped(k, v)
+		val, err := decodeValue(k, v)
 		if err != nil {
 			return out, &CorruptionError{Path: w.path, Seq: seq, Err: err}
 		}
-		if maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes {
-			break
-		}
-		size += len(data)
-		e := Entry{Seq: seq, Data: data}
-		entryAt(&e, at, boot)
-		out = append(out, e)
+		val.each(from, func(seq uint64, data []byte) bool {
+			if (maxEvents > 0 && len(out) >= maxEvents) || (maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes) {
+				full = true
+				return false
+			}
+			size += len(data)
+			e := Entry{Seq: seq, Data: data}
+			entryAt(&e, val.at, boot)
+			out = append(out, e)
+			return true
+		})
 	}
 	return out, nil
+}
+
+// seekValue positions c at the value that holds seq (a frame may begin
+// before it), or else at the first value after it, and returns it.
+func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
+	k, v = c.Seek(seqKey(seq))
+	if k != nil && mustSeq(k) == seq {
+		return k, v
+	}
+	if pk, pv := c.Prev(); pk != nil {
+		// Checked here, not only by the caller: a damaged count must not
+		// make Read pass over events that are there.
+		if val, err := decodeValue(pk, pv); err != nil || val.last() >= seq {
+			return pk, pv
+		}
+	}
+	return c.Seek(seqKey(seq))
 }
 
 // salvageOnWrite salvages the spool when a write transaction found damage
@@ -100,28 +119,42 @@ func (w *WAL) salvageOnWrite(err error) bool {
 	return rerr == nil
 }
 
-// ack deletes the entries up to upTo. It walks backwards from upTo: Delete
-// then Prev never skips a key (Delete then Next can), and it never passes
-// over the leaves it emptied, as First() after each Delete would: that walk
-// grows with the square of the leaves one Ack empties.
+// ack deletes the entries up to upTo and takes out of the counters those
+// above the removal mark (those at or below it are out already). A frame
+// that holds upTo and events after it stays, its events up to upTo hidden
+// by the mark. It walks backwards from upTo: Delete then Prev never skips a
+// key (Delete then Next can), and it never passes over the leaves it
+// emptied, as First() after each Delete would: that walk grows with the
+// square of the leaves one Ack empties.
 func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
 	upTo = min(upTo, st.meta.nextSeq-1)
 	eb := tx.Bucket(eventsBucket)
 	c := eb.Cursor()
-	k, v := c.Seek(seqKey(upTo))
+	k, v := seekValue(c, upTo)
 	if k == nil || mustSeq(k) > upTo {
 		k, v = c.Prev()
 	}
 	for ; k != nil; k, v = c.Prev() {
-		if _, err := keySeq(k); err != nil {
+		seq, err := keySeq(k)
+		if err != nil {
 			return err
+		}
+		val, err := decodeValue(k, v)
+		if err != nil {
+			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
+		}
+		events, bytes := val.span(st.hidden()+1, upTo)
+		st.pending -= events
+		st.payload -= bytes
+		if val.last() > upTo {
+			continue // holds events past upTo: stays
+		}
+		if val.last() > st.hidden() {
+			st.cost -= val.cost()
 		}
 		if err := c.Delete(); err != nil {
 			return err
 		}
-		st.pending--
-		st.payload -= uint64(recordDataLen(v))
-		st.cost -= entryCost(recordDataLen(v))
 	}
 	st.meta.removedSeq = max(st.meta.removedSeq, upTo)
 	if err := st.refreshFirst(eb); err != nil {

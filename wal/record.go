@@ -16,6 +16,16 @@ import (
 //
 //	crc32c (4) | wall unix ns (8) | event bytes
 //
+// Version 3, a frame, holds the events of one commit that share a leaf
+// element (see frames below); it is written only for two events or more:
+//
+//	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns, bit 63 set (8) |
+//	count uvarint (>= 2) | count lengths, uvarint each | the events' bytes
+//
+// Its key is the sequence number of its first event; the others follow it,
+// consecutive. Version 2's boot time never has bit 63 set: that bit tells a
+// frame, and the checksum (over a version byte of 3) says for sure.
+//
 // All integers are big-endian. The checksum covers the 8-byte key and
 // everything after the checksum, so a record moved under another key is
 // caught as surely as a flipped bit; a version 2 checksum also covers a
@@ -31,6 +41,7 @@ const (
 	entryOverhead = 16 + keySize + recordHeader
 	v2Flag        = uint64(1) << 63
 	v2Version     = 2
+	v3Version     = 3
 )
 
 // stamp is when a record was appended: the wall clock, and the boot clock
@@ -150,9 +161,205 @@ func recordSum(key, rest []byte) uint32 {
 	return crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, rest)
 }
 
-var v2Tag = []byte{v2Version}
+var (
+	v2Tag = []byte{v2Version}
+	v3Tag = []byte{v3Version}
+)
 
 func recordSumV2(key, rest []byte) uint32 {
 	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v2Tag)
 	return crc32.Update(c, castagnoli, rest)
+}
+
+func recordSumV3(key, rest []byte) uint32 {
+	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v3Tag)
+	return crc32.Update(c, castagnoli, rest)
+}
+
+// isFrame tells by its flag bits whether v looks like a version 3 record.
+func isFrame(v []byte) bool {
+	return isV2(v) && binary.BigEndian.Uint64(v[12:20])&v2Flag != 0
+}
+
+var (
+	errBadFrame = errors.New("frame lengths do not add up to its bytes")
+)
+
+// Frames. Storing each event of a 64-event commit under a key of its own
+// cost the commit 64 bbolt puts, each a search from the root, and 64 leaf
+// elements to spill; with one caller an event (the daemon's shape) it left
+// group commit short of raw bbolt (issue 20). A commit's events are stored
+// instead as few values as keep leaves well packed: a frame's element takes
+// at most half a page's room, so two fill a leaf page, and entryCost prices
+// it as it prices a lone event. An event too large to share so little room
+// is stored alone, as version 2, as is a lone event.
+//
+// A frame leaves the file whole, once its last event is acknowledged or
+// dropped: until then its events up to the removal mark are hidden, as
+// acknowledged entries not yet deleted are (see ackdefer.go). Its cost is
+// counted until it leaves; its events are counted while they are pending.
+
+// frameRoom is the most bytes a frame's value may take.
+var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
+
+// frameHead is a frame's fixed header and the count for n events.
+func frameHead(n int) int { return recordHeader + uvarintLen(uint64(n)) }
+
+func uvarintLen(x uint64) int {
+	n := 1
+	for ; x >= 0x80; x >>= 7 {
+		n++
+	}
+	return n
+}
+
+// frameGrow is the size of a frame of n events and size bytes once an
+// event of l bytes joins it (n 0: a frame of that event alone).
+func frameGrow(size, n, l int) int {
+	if n == 0 {
+		return frameHead(1) + uvarintLen(uint64(l)) + l
+	}
+	return size + uvarintLen(uint64(n+1)) - uvarintLen(uint64(n)) + uvarintLen(uint64(l)) + l
+}
+
+// frameSize is the size of the value holding events as one frame.
+func frameSize(events [][]byte) int {
+	n := frameHead(len(events))
+	for _, e := range events {
+		n += uvarintLen(uint64(len(e))) + len(e)
+	}
+	return n
+}
+
+// encodeFrameInto encodes events (two or more) as a frame into v, which is
+// frameSize(events) long.
+func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
+	wall := max(min(at.wall, 1<<62-1), -1<<62)
+	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
+	binary.BigEndian.PutUint64(v[12:20], uint64(max(at.boot, 0))|v2Flag)
+	o := recordHeader + binary.PutUvarint(v[recordHeader:], uint64(len(events)))
+	for _, e := range events {
+		o += binary.PutUvarint(v[o:], uint64(len(e)))
+	}
+	for _, e := range events {
+		o += copy(v[o:], e)
+	}
+	binary.BigEndian.PutUint32(v[0:4], recordSumV3(key, v[4:]))
+	return v
+}
+
+// value is a checked record: one event (versions 1 and 2) or a frame.
+type value struct {
+	first uint64 // the sequence number of its first event: the key
+	n     int    // its events
+	at    stamp
+	lens  []byte // a frame's lengths, uvarint each
+	data  []byte // the events' bytes
+}
+
+// last is the sequence number of v's last event.
+func (v *value) last() uint64 { return v.first + uint64(v.n) - 1 }
+
+// decodeValue checks the value stored under key. Its slices alias v.
+func decodeValue(key, v []byte) (value, error) {
+	if !isFrame(v) {
+		at, data, err := decodeStamped(key, v)
+		if err != nil {
+			return value{}, err
+		}
+		return value{first: binary.BigEndian.Uint64(key), n: 1, at: at, data: data}, nil
+	}
+	if len(key) != keySize {
+		return value{}, errBadKey
+	}
+	if binary.BigEndian.Uint32(v[0:4]) != recordSumV3(key, v[4:]) {
+		// A version 1 record whose wall time is negative and whose event
+		// bytes begin with a set bit looks like a frame too.
+		at, data, err := decodeStamped(key, v)
+		if err != nil {
+			return value{}, err
+		}
+		return value{first: binary.BigEndian.Uint64(key), n: 1, at: at, data: data}, nil
+	}
+	rest := v[recordHeader:]
+	count, k := binary.Uvarint(rest)
+	if k <= 0 || count < 2 || count > uint64(len(rest)) {
+		return value{}, errBadFrame
+	}
+	rest = rest[k:]
+	lens := rest
+	total := uint64(0)
+	for i := uint64(0); i < count; i++ {
+		l, k := binary.Uvarint(rest)
+		if k <= 0 {
+			return value{}, errBadFrame
+		}
+		rest = rest[k:]
+		total += l
+	}
+	if total != uint64(len(rest)) {
+		return value{}, errBadFrame
+	}
+	first := binary.BigEndian.Uint64(key)
+	if first+count-1 < first {
+		return value{}, errBadFrame
+	}
+	return value{
+		first: first,
+		n:     int(count),
+		at: stamp{
+			wall: int64(binary.BigEndian.Uint64(v[4:12])<<1) >> 1,
+			boot: int64(binary.BigEndian.Uint64(v[12:20]) &^ v2Flag),
+		},
+		lens: lens[:len(lens)-len(rest)],
+		data: rest,
+	}, nil
+}
+
+// cost is what v costs against the spool's budget, see entryCost.
+func (v *value) cost() int64 {
+	if v.n == 1 {
+		return entryCost(len(v.data))
+	}
+	return entryCost(frameSize0(v))
+}
+
+// frameSize0 is the event-bytes part of a frame's entryCost: its value less
+// the header entryOverhead counts.
+func frameSize0(v *value) int {
+	return uvarintLen(uint64(v.n)) + len(v.lens) + len(v.data)
+}
+
+// each calls fn for every event of v with a sequence number from from on,
+// and stops when fn returns false.
+func (v *value) each(from uint64, fn func(seq uint64, data []byte) bool) {
+	if v.n == 1 {
+		if v.first >= from {
+			fn(v.first, v.data)
+		}
+		return
+	}
+	lens, data := v.lens, v.data
+	for i := 0; i < v.n; i++ {
+		l, k := binary.Uvarint(lens)
+		lens = lens[k:]
+		e := data[:l:l]
+		data = data[l:]
+		if seq := v.first + uint64(i); seq >= from && !fn(seq, e) {
+			return
+		}
+	}
+}
+
+// span is the count and bytes of v's events in [from, to].
+func (v *value) span(from, to uint64) (events, bytes uint64) {
+	v.each(from, func(seq uint64, data []byte) bool {
+		if seq > to {
+			return false
+		}
+		events++
+		bytes += uint64(len(data))
+		return true
+	})
+	return events, bytes
 }

@@ -181,8 +181,8 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
 		copies.add(k, v)
-		if _, _, err := decodeRecord(k, v); err == nil {
-			maxSeq = max(maxSeq, mustSeq(k))
+		if val, err := decodeValue(k, v); err == nil {
+			maxSeq = max(maxSeq, val.last())
 		}
 	}); err != nil {
 		return err
@@ -223,19 +223,21 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 		chunk, size = chunk[:0], 0
 	}
 	if err := scanPages(src, func(k, v []byte) {
-		at, data, err := decodeStamped(k, v)
-		seq := mustSeq(k)
-		if err != nil || seq <= m.removedSeq {
+		val, err := decodeValue(k, v)
+		if err != nil {
 			return
 		}
-		if _, dup := seen[seq]; dup {
-			return
-		}
-		seen[seq] = struct{}{}
-		chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, at.wall), Boot: time.Duration(at.boot), Data: data})
-		if size += len(data); size >= copyChunk {
-			flush()
-		}
+		val.each(m.removedSeq+1, func(seq uint64, data []byte) bool {
+			if _, dup := seen[seq]; dup {
+				return true
+			}
+			seen[seq] = struct{}{}
+			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
+			if size += len(data); size >= copyChunk {
+				flush()
+			}
+			return true
+		})
 	}); err != nil {
 		return err
 	}

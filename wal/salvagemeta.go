@@ -76,7 +76,7 @@ func (m meta) fromPairs(pairs map[string][]byte) (meta, bool) {
 	legacy := false
 	if v := pairs[string(keyFormat)]; len(v) == 8 && binary.BigEndian.Uint64(v) == legacyFormat {
 		legacy = true
-	} else if p, err := decodeMeta(keyFormat, v); err != nil || len(p) != 8 || binary.BigEndian.Uint64(p) != formatVersion {
+	} else if p, err := decodeMeta(keyFormat, v); err != nil || len(p) != 8 || !checkedFormat(binary.BigEndian.Uint64(p)) {
 		return m, false
 	}
 	for _, f := range m.fields() {

@@ -21,18 +21,23 @@ type state struct {
 	dropped  bool   // events were dropped: space was freed
 	acked    uint64 // delete entries up to this first (see ackdefer.go)
 	appended uint64
+	path     string // the spool file, for errors
 }
 
 func (w *WAL) snapshot() *state {
 	return &state{meta: w.meta, prev: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
 		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
-		acked: w.acked.Load()}
+		acked: w.acked.Load(), path: w.path}
 }
 
 func (w *WAL) restore(st *state) {
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
 	w.stats.appended += st.appended
 }
+
+// hidden is the sequence number through which entries are out of the
+// counters: removed, or acknowledged and not yet deleted (ackdefer.go).
+func (st *state) hidden() uint64 { return max(st.meta.removedSeq, st.acked) }
 
 // apply stores the batch's events, dropping per the policy to make room.
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
@@ -43,24 +48,28 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	// ackdefer.go), or at once when the batch may need their room.
 	if st.acked > st.meta.removedSeq &&
 		(st.acked-st.meta.removedSeq >= rideMin || st.cost+batchCost(batch) > st.budget) {
-		if err := deleteThrough(eb, st.acked); err != nil {
+		if err := deleteThrough(eb, st.path, st.acked); err != nil {
 			return err
 		}
 		st.meta.removedSeq = st.acked
 	}
 	mem := newArena(batch)
+	fr := framer{st: st, eb: eb, mem: mem, now: now}
 	for _, r := range batch {
 		if r.cost > st.budget {
 			r.err = errTooLarge(r.cost, st.budget)
 			continue
 		}
-		if st.cost+r.cost > st.budget {
+		if st.cost+fr.cost+r.cost > st.budget {
 			switch st.policy {
 			case DropNewest:
 				st.meta.droppedNewest.add(r)
 				r.err = ErrFull
 				continue
 			case DropOldest:
+				if err := fr.flush(); err != nil {
+					return err
+				}
 				if err := st.dropOldest(eb, st.cost+r.cost-st.budget); err != nil {
 					return err
 				}
@@ -70,23 +79,84 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 			// drop events Block promised to keep; later appends wait longer.
 		}
 		for _, e := range r.events {
-			key := mem.take(keySize)
-			binary.BigEndian.PutUint64(key, st.meta.nextSeq)
-			if err := eb.Put(key, encodeRecordInto(mem.take(recordHeader+len(e)), key, now, e)); err != nil {
+			if err := fr.add(e); err != nil {
 				return err
 			}
-			if st.firstSeq == 0 {
-				st.firstSeq, st.firstAt = st.meta.nextSeq, now.wall
-			}
-			st.meta.nextSeq++
-			st.pending++
-			st.payload += uint64(len(e))
-			st.cost += entryCost(len(e))
 		}
+		fr.cost += r.cost
 		st.appended += uint64(len(r.events))
-		r.last, r.err = st.meta.nextSeq-1, nil
+		r.last, r.err = st.meta.nextSeq+uint64(len(fr.events))-1, nil
+	}
+	if err := fr.flush(); err != nil {
+		return err
 	}
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
+}
+
+// framer gathers a commit's events into frames (see record.go) and puts
+// each into the events bucket once it is full.
+type framer struct {
+	st     *state
+	eb     *bolt.Bucket
+	mem    *arena
+	now    stamp
+	events [][]byte // the frame being gathered, from st.meta.nextSeq on
+	size   int      // its value's size as a frame
+	cost   int64    // what its requests were priced at (an estimate)
+}
+
+// add gathers e, first putting the frame gathered so far if e does not fit
+// beside it.
+func (f *framer) add(e []byte) error {
+	grown := frameGrow(f.size, len(f.events), len(e))
+	if len(f.events) > 0 && grown > frameRoom {
+		if err := f.flush(); err != nil {
+			return err
+		}
+		grown = frameGrow(0, 0, len(e))
+	}
+	f.events = append(f.events, e)
+	f.size = grown
+	return nil
+}
+
+// flush puts the frame gathered, a lone event as a version 2 record.
+func (f *framer) flush() error {
+	if len(f.events) == 0 {
+		return nil
+	}
+	st := f.st
+	key := f.mem.take(keySize)
+	binary.BigEndian.PutUint64(key, st.meta.nextSeq)
+	var v []byte
+	var cost int64
+	payload := 0
+	if len(f.events) == 1 {
+		e := f.events[0]
+		v = encodeRecordInto(f.mem.take(recordHeader+len(e)), key, f.now, e)
+		cost, payload = entryCost(len(e)), len(e)
+	} else {
+		v = encodeFrameInto(f.mem.take(f.size), key, f.now, f.events)
+		cost = entryCost(f.size - recordHeader)
+		payload = f.size - frameHead(len(f.events))
+		for _, e := range f.events {
+			payload -= uvarintLen(uint64(len(e)))
+		}
+	}
+	if err := f.eb.Put(key, v); err != nil {
+		return err
+	}
+	if st.firstSeq == 0 {
+		st.firstSeq, st.firstAt = st.meta.nextSeq, f.now.wall
+	}
+	n := uint64(len(f.events))
+	st.meta.nextSeq += n
+	st.pending += n
+	st.payload += uint64(payload)
+	st.cost += cost
+	clear(f.events)
+	f.events, f.size, f.cost = f.events[:0], 0, 0
+	return nil
 }
 
 func batchCost(batch []*appendReq) int64 {
@@ -102,7 +172,8 @@ func (c *Counter) add(r *appendReq) {
 	c.Bytes += r.size
 }
 
-// dropOldest deletes events from the front until need bytes of cost are freed.
+// dropOldest deletes values from the front until need bytes of cost are
+// freed: a frame leaves whole, its events all counted as dropped.
 func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	c := eb.Cursor()
 	// Cursor.Delete then Next can skip a key: seek the head again each time.
@@ -111,38 +182,47 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 		if err != nil {
 			return err
 		}
-		size := recordDataLen(v)
+		val, err := decodeValue(k, v)
+		if err != nil {
+			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
+		}
 		if err := c.Delete(); err != nil {
 			return err
 		}
-		need -= entryCost(size)
-		st.pending--
-		st.payload -= uint64(size)
-		st.cost -= entryCost(size)
-		st.meta.droppedOldest.Events++
-		st.meta.droppedOldest.Bytes += uint64(size)
-		st.meta.removedSeq = max(st.meta.removedSeq, seq)
+		events, bytes := val.span(st.hidden()+1, val.last())
+		if val.last() > st.hidden() {
+			need -= val.cost()
+			st.cost -= val.cost()
+		}
+		st.pending -= events
+		st.payload -= bytes
+		st.meta.droppedOldest.Events += events
+		st.meta.droppedOldest.Bytes += bytes
+		st.meta.removedSeq = max(st.meta.removedSeq, val.last())
 		st.dropped = true
 	}
 	return st.refreshFirst(eb)
 }
 
-// refreshFirst re-reads the oldest entry after deletions from the front.
+// refreshFirst re-reads the oldest entry after deletions from the front:
+// the first event past the removal mark.
 func (st *state) refreshFirst(eb *bolt.Bucket) error {
-	k, v := eb.Cursor().First()
-	if k == nil {
-		st.firstSeq, st.firstAt = 0, 0
-		return nil
+	st.firstSeq, st.firstAt = 0, 0
+	c := eb.Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		seq, err := keySeq(k)
+		if err != nil {
+			return err
+		}
+		val, err := decodeValue(k, v)
+		if err != nil {
+			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
+		}
+		if val.last() > st.hidden() {
+			st.firstSeq, st.firstAt = max(val.first, st.hidden()+1), val.at.wall
+			return nil
+		}
 	}
-	seq, err := keySeq(k)
-	if err != nil {
-		return err
-	}
-	ts, _, err := decodeRecord(k, v)
-	if err != nil {
-		return err
-	}
-	st.firstSeq, st.firstAt = seq, ts
 	return nil
 }
 

@@ -37,9 +37,12 @@ type WAL struct {
 	pending  uint64 // events in the spool
 	payload  uint64 // their bytes
 	firstSeq uint64 // oldest pending sequence, 0 when empty
-	firstAt  int64  // its timestamp (unix ns)
-	stats    processStats
-	salvage  *SalvageReport
+	// staleAtOpen: the last scan found values at or below the removal
+	// mark, for applyRemovedMark to delete.
+	staleAtOpen bool
+	firstAt     int64 // its timestamp (unix ns)
+	stats       processStats
+	salvage     *SalvageReport
 
 	// acked is the acknowledged-through number (see ackdefer.go): entries
 	// up to it are hidden from Read, Len and Stats even while the file
