@@ -86,7 +86,7 @@ func (w *WAL) compactLocked() error {
 	tmp := w.path + ".compact"
 	_ = os.Remove(tmp)
 	w.dbmu.RLock()
-	err := w.copyTo(tmp)
+	costDelta, err := w.copyTo(tmp)
 	w.dbmu.RUnlock()
 	if err != nil {
 		_ = os.Remove(tmp)
@@ -114,22 +114,26 @@ func (w *WAL) compactLocked() error {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("wal: compact: %w", renameErr)
 	}
+	w.cost.Add(costDelta)
 	w.stats.compactions++
 	w.compactedSize = w.fileSize()
 	return nil
 }
 
 // copyTo writes the meta and the pending entries into a new file at path and
-// syncs it. Entries are copied in chunks so memory stays bounded.
-func (w *WAL) copyTo(path string) error {
+// syncs it. Entries are copied in chunks so memory stays bounded. It
+// returns how the pending entries' cost changes (a frame stored anew with
+// only its pending events costs less).
+func (w *WAL) copyTo(path string) (costDelta int64, err error) {
 	dst, err := openFresh(path, w.opts)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer dst.Close()
 	if err := dst.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &w.meta) }); err != nil {
-		return err
+		return 0, err
 	}
+	var reframed, restored int64 // the cost of the frames stored anew, before and after
 	err = w.db.View(func(src *bolt.Tx) error {
 		if err := dst.Update(func(tx *bolt.Tx) error { return copyStrikes(src, tx) }); err != nil {
 			return err
@@ -149,7 +153,9 @@ func (w *WAL) copyTo(path string) error {
 						return err
 					}
 				}
-				return putEntries(tx, chunk)
+				c, err := putEntries(tx, chunk)
+				restored += c
+				return err
 			})
 			chunk, raw, size = chunk[:0], raw[:0], 0
 			return err
@@ -168,6 +174,7 @@ func (w *WAL) copyTo(path string) error {
 			case val.first > gone:
 				raw = append(raw, [2][]byte{k, v})
 			default:
+				reframed += val.cost()
 				val.each(gone+1, func(seq uint64, data []byte) bool {
 					chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
 					return true
@@ -182,9 +189,9 @@ func (w *WAL) copyTo(path string) error {
 		return flush()
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return w.syncFresh(dst)
+	return restored - reframed, w.syncFresh(dst)
 }
 
 // openFresh opens a new file to copy entries into, for compaction and
@@ -210,8 +217,9 @@ func createBuckets(tx *bolt.Tx, m *meta) error {
 }
 
 // putEntries stores entries, packed into frames (see record.go) wherever
-// consecutive ones share a stamp, as their commit stored them.
-func putEntries(tx *bolt.Tx, entries []Entry) error {
+// consecutive ones share a stamp, as their commit stored them, and returns
+// what they cost (see entryCost).
+func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0
 	slices.SortFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
@@ -223,8 +231,10 @@ func putEntries(tx *bolt.Tx, entries []Entry) error {
 		key := seqKey(first.Seq)
 		at := stamp{wall: first.Time.UnixNano(), boot: int64(first.Boot)}
 		if len(run) == 1 {
+			cost += entryCost(len(run[0]))
 			return eb.Put(key, encodeRecord(key, at, run[0]))
 		}
+		cost += entryCost(size - recordHeader)
 		return eb.Put(key, encodeFrameInto(make([]byte, size), key, at, run))
 	}
 	for i, e := range entries {
@@ -232,7 +242,7 @@ func putEntries(tx *bolt.Tx, entries []Entry) error {
 			if e.Seq != entries[i-1].Seq+1 || !e.Time.Equal(first.Time) || e.Boot != first.Boot ||
 				frameGrow(size, len(run), len(e.Data)) > frameRoom {
 				if err := put(); err != nil {
-					return err
+					return cost, err
 				}
 			}
 		}
@@ -243,9 +253,9 @@ func putEntries(tx *bolt.Tx, entries []Entry) error {
 		run = append(run, e.Data)
 	}
 	if len(run) > 0 {
-		return put()
+		return cost, put()
 	}
-	return nil
+	return cost, nil
 }
 
 func (w *WAL) fileSize() int64 {

@@ -193,7 +193,17 @@ type modelHarness struct {
 	m         *fifoModel
 	cancelled context.Context // Block must not wait
 	label     int
-	full      bool // the spool was full at least once
+	full      bool   // the spool was full at least once
+	compacted uint64 // the spool's compactions the model has followed
+}
+
+// followCompactions tells the model of the compactions the spool made
+// (Compact, or on its own after an Ack or a commit) since the last look.
+func (h *modelHarness) followCompactions() {
+	if n := h.w.Stats().Compactions; n != h.compacted {
+		h.compacted = n
+		h.m.compact()
+	}
 }
 
 func (h *modelHarness) genEvents(rt *rapid.T) [][]byte {
@@ -234,6 +244,7 @@ func (h *modelHarness) appendEvents(rt *rapid.T, events [][]byte) {
 		ctx = h.cancelled
 	}
 	got, err := h.w.Append(ctx, events...)
+	h.followCompactions()
 	if wantErr != nil {
 		require.ErrorIs(rt, err, wantErr)
 		if h.opts.OnFull == Block && errors.Is(wantErr, ErrFull) {
@@ -259,6 +270,7 @@ func (h *modelHarness) ackOp(rt *rapid.T) {
 	upTo := rapid.Uint64Range(0, h.m.nextSeq+3).Draw(rt, "upTo")
 	require.NoError(rt, h.w.Ack(upTo))
 	h.m.ack(upTo)
+	h.followCompactions()
 }
 
 func (h *modelHarness) reopenOp(rt *rapid.T) {
@@ -266,12 +278,12 @@ func (h *modelHarness) reopenOp(rt *rapid.T) {
 	w, err := Open(h.dir, h.opts)
 	require.NoError(rt, err)
 	require.Nil(rt, w.Salvaged())
-	h.w = w
+	h.w, h.compacted = w, 0
 }
 
 func (h *modelHarness) compactOp(rt *rapid.T) {
 	require.NoError(rt, h.w.Compact())
-	h.m.compact()
+	h.followCompactions()
 }
 
 // check compares everything observable with the model.
@@ -280,6 +292,7 @@ func (h *modelHarness) check(rt *rapid.T) {
 	require.Equal(rt, uint64(len(h.m.entries)), s.PendingEvents)
 	require.Equal(rt, uint64(len(h.m.entries)), h.w.Len())
 	require.Equal(rt, h.m.payload(), s.PendingBytes)
+	require.Equal(rt, h.m.cost, h.w.cost.Load(), "the pending values' cost")
 	require.Equal(rt, h.m.nextSeq-1, s.LastSeq)
 	require.Equal(rt, h.m.nextSeq-1, h.w.LastSeq())
 	var first uint64

@@ -218,7 +218,10 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	var werr error
 	flush := func() {
 		if werr == nil && len(chunk) > 0 {
-			werr = db.Update(func(tx *bolt.Tx) error { return putEntries(tx, chunk) })
+			werr = db.Update(func(tx *bolt.Tx) error {
+				_, err := putEntries(tx, chunk)
+				return err
+			})
 		}
 		chunk, size = chunk[:0], 0
 	}
