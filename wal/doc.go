@@ -22,11 +22,23 @@
 // spool.db has two buckets:
 //
 //	events   key: sequence number, 8 bytes big-endian, so cursor order is FIFO order
-//	         value: crc32c (4) | append time, unix ns, bit 63 set (8) |
+//	         value, a record (one event):
+//	                crc32c (4) | append time, unix ns, bit 63 set (8) |
 //	                CLOCK_BOOTTIME at append, ns (8) | event bytes
-//	         The checksum (Castagnoli) covers the key, the times and the bytes.
-//	         Records of earlier versions (no boot clock, bit 63 clear) are
-//	         still read; see record.go and bootstamp.go.
+//	         or a frame (events of one commit, numbered on from the key):
+//	                crc32c (4) | append time, bit 63 set (8) |
+//	                CLOCK_BOOTTIME, bit 63 set (8) | count uvarint |
+//	                count lengths, uvarint | the events' bytes
+//	         The checksum (Castagnoli) covers the key, a version byte (2 for
+//	         a record, 3 for a frame), the times and the bytes. A commit of
+//	         several events packs them into frames of at most half a page's
+//	         room (2016 bytes with 4 KiB pages), one bbolt key each instead
+//	         of one an event; a lone event, or one too large to share, is a
+//	         record. A frame leaves the file whole, once its last event is
+//	         acknowledged, dropped or expired; till then the removal mark
+//	         hides the events before. Records of earlier versions (no boot
+//	         clock, bit 63 clear) are still read; see record.go and
+//	         bootstamp.go.
 //	meta     next_sequence          the number the next event gets
 //	         removed_through        every sequence up to it was acked or dropped
 //	         dropped_oldest_events, dropped_oldest_bytes, dropped_newest_events,
@@ -36,12 +48,15 @@
 //	                                in, and its first sequence (bootstamp.go)
 //	         reported_*             how much of each loss counter was logged
 //	                                (reported.go)
-//	         format_version         2
+//	         format_version         3 (events may be in frames)
 //	         Each value is payload | crc32c(key | payload) (metacodec.go):
 //	         a uint64 is 8 bytes big-endian, then the 4-byte checksum. A
 //	         value failing its check is damage (salvaged, never trusted).
 //	         Format 1 (bare 8-byte values, no checksum) is read and rewritten
-//	         as format 2 by the first Open.
+//	         as format 3 by the first Open; format 2 (the same values, no
+//	         frames) is read as it is and marked format 3 before anything is
+//	         stored, so that an evspool of format 2, which would take a frame
+//	         for damage, names the format instead.
 //
 // The meta counters are written in the same transaction as the events they
 // describe, so they never disagree with the data after a crash. The pending
@@ -267,6 +282,11 @@
 //     spool takes up to twice its size on disk.
 //   - Salvage keeps the set of recovered sequence numbers in memory (about
 //     40 bytes per pending event).
+//   - A frame is checked, kept and lost as one: a flipped bit in it loses
+//     every event it holds (at most one commit's, 2016 bytes of them),
+//     where each event its own record lost one. Making room by dropping
+//     the oldest drops whole frames: up to a frame more than needed, every
+//     event counted.
 //   - Compaction copies the pending entries while appends wait. Ack runs it
 //     only when they take less than 2 MiB (and a sixteenth of the file): a
 //     pause of tens of milliseconds. A compaction forced by the size cap
@@ -278,7 +298,7 @@
 //     interrupted.
 //   - Inspect holds no lock of the spool's while it reads, but bbolt holds a
 //     shared flock on spool.db for as long as Inspect has it open. Inspect
-//     therefore looks at the writer's lock every 1024 records and gives way
+//     therefore looks at the writer's lock every 1024 events and gives way
 //     (ErrLocked) as soon as a process has taken it, well inside that
 //     process's LockTimeout.
 package wal

@@ -130,18 +130,17 @@ func (f *framer) flush() error {
 	binary.BigEndian.PutUint64(key, st.meta.nextSeq)
 	var v []byte
 	var cost int64
-	payload := 0
 	if len(f.events) == 1 {
 		e := f.events[0]
 		v = encodeRecordInto(f.mem.take(recordHeader+len(e)), key, f.now, e)
-		cost, payload = entryCost(len(e)), len(e)
+		cost = entryCost(len(e))
 	} else {
 		v = encodeFrameInto(f.mem.take(f.size), key, f.now, f.events)
 		cost = entryCost(f.size - recordHeader)
-		payload = f.size - frameHead(len(f.events))
-		for _, e := range f.events {
-			payload -= uvarintLen(uint64(len(e)))
-		}
+	}
+	payload := 0
+	for _, e := range f.events {
+		payload += len(e)
 	}
 	if err := f.eb.Put(key, v); err != nil {
 		return err
@@ -241,6 +240,9 @@ func newArena(batch []*appendReq) *arena {
 }
 
 func (a *arena) take(n int) []byte {
+	if n > len(*a) {
+		return make([]byte, n) // not reached: a frame takes less than its events as records
+	}
 	b := (*a)[:n:n]
 	*a = (*a)[n:]
 	return b
