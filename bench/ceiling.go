@@ -317,8 +317,9 @@ func rawCommits(dir string, n, per int) (sideRun, error) {
 // (internal/rawgroup), fed as emitToReceiver feeds the library: goroutines
 // callers, one event per call, each call timed as the library's are (both
 // sides do the same work per call). It stores a commit's events under one
-// key, as the spool's frames store them (in two or three). What it loses
-// to rawCommits is the callers' way back between commits.
+// key, as the spool's frames store them (in four, for 64 events of 100
+// bytes). What it loses to rawCommits is the callers' way back between
+// commits.
 func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
 	db, err := bolt.Open(filepath.Join(dir, "group.db"), 0o600, nil)
 	if err != nil {
