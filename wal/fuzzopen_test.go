@@ -67,6 +67,7 @@ var fuzzOpenSeeds = [][]byte{
 	{kindMetaFlag, 3, 0, 0, 0, 0x01},   // a meta value flagged a bucket
 	{kindPage, pgMeta, 0, 0, 40, 0x04}, // meta page 0
 	{kindPage, pgMeta, 1, 0, 60, 0x10}, // meta page 1
+	{kindPage, pgMeta, 0, 0, 25, 0x30}, // meta page 0's page size: 4096 read as 8192 by salvage's scan
 	{kindPage, pgFreelist, 0, 0, 10, 0x01},
 	{kindPage, pgBranch, 0, 0, 24, 0x01}, // a child pointer
 	{kindPage, pgBranch, 0, 0, 36, 0x01}, // a key

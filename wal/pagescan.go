@@ -61,20 +61,17 @@ func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	return nil
 }
 
-// guessPageSize reads the page size from either meta page, else assumes 4096.
+// guessPageSize reads the page size from a meta page whose checksum holds
+// (the one bbolt would use), else assumes the OS page size, with which
+// evspool creates its spools. A meta page's page size is trusted only
+// under its checksum: a flipped bit in page 0's (4096 read as 8192) made
+// the scan step over every other page, and salvage lose their events
+// (FuzzOpen, testdata/fuzz/FuzzOpen/b3149b70d6873216).
 func guessPageSize(f io.ReaderAt) int {
-	buf := make([]byte, pageHeaderSize+12)
-	for _, off := range []int64{0, 4096} {
-		if _, err := f.ReadAt(buf, off); err != nil {
-			continue
-		}
-		m := buf[pageHeaderSize:]
-		ps := binary.LittleEndian.Uint32(m[8:12])
-		if binary.LittleEndian.Uint32(m[0:4]) == boltMagic && ps >= 512 && ps <= 1<<16 && ps&(ps-1) == 0 {
-			return int(ps)
-		}
+	if m, ok := bestMeta(f); ok {
+		return int(m.pageSize)
 	}
-	return 4096
+	return int(costPage)
 }
 
 // parseLeaf parses buf as a leaf page (header included) and recurses into
