@@ -331,21 +331,27 @@ func (c *child) forwardSignals(sigs <-chan os.Signal, stop *stopper, done <-chan
 		case <-done:
 			return
 		case sig := <-sigs:
+			stopSig := sig == syscall.SIGINT || sig == syscall.SIGTERM
+			if stopSig && stops == 0 && stop.onStop != nil {
+				// Before the command is signalled: it may exit at once,
+				// and evspool deliver and close (the drainer disconnected)
+				// before this goroutine runs again, and STOPPING=1 would
+				// call a receiver that was connected down (TestNotifyExec,
+				// 1 run in 20 under -race).
+				stop.onStop()
+			}
 			select {
 			case <-c.exited:
 			default:
 				logger.Info("forwarding signal to the command's process group", "signal", sig.String(), "pid", c.cmd.Process.Pid)
 				c.signalGroup(sig)
 			}
-			if sig != syscall.SIGINT && sig != syscall.SIGTERM {
+			if !stopSig {
 				continue
 			}
 			stops++
 			switch stops {
 			case 1:
-				if stop.onStop != nil {
-					stop.onStop()
-				}
 				stop.at = time.Now()
 				close(stop.stopped)
 			case 2:

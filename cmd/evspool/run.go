@@ -108,6 +108,11 @@ func runCmd(args []string, e *env) int {
 	} else {
 		logger.Info("signal received: stopped reading; what was read is committed")
 	}
+	if ctx.Err() != nil {
+		// STOPPING=1 carries the figures from before the close below
+		// disconnects the drainer: it is sent from another goroutine.
+		<-told
+	}
 	return exitStatus(f.close(), logger)
 }
 
