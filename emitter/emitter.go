@@ -40,6 +40,7 @@ type Emitter struct {
 
 	writerRefused atomic.Uint64 // see writer.go
 	droppedAtOpen uint64        // the spool's drop counters at Open: earlier runs' drops
+	atOpen        wal.Stats     // the spool as Open found it, before any delivery
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -73,12 +74,19 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	e := &Emitter{addr: addr, opts: o, spool: spool, notSpooled: notSpooledLog{interval: o.WarnInterval},
 		closeDone: make(chan struct{})}
 	ss := spool.Stats()
+	e.atOpen = ss
 	e.droppedAtOpen = ss.DroppedOldest.Events + ss.DroppedNewest.Events
 	reportPrevious(spool, o.Logger)
 	e.d = newDrainer(addr, &e.opts, spool)
 	go e.d.run()
 	return e, nil
 }
+
+// AtOpen returns the spool's figures as Open found them, before the drainer
+// delivered anything: the backlog a restart replays (PendingEvents, from
+// FirstSeq to LastSeq). Stats, read just after Open, may already miss the
+// first events of it.
+func (e *Emitter) AtOpen() wal.Stats { return e.atOpen }
 
 // Validate checks an event against the wire format and a size limit (its
 // newline included) and returns it without its one allowed trailing newline.

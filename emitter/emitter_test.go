@@ -366,3 +366,35 @@ func TestDropOldestLogged(t *testing.T) {
 	require.True(t, ok)
 	require.NotZero(t, total.Uint64())
 }
+
+// AtOpen is the backlog as Open found it, whatever the drainer delivered
+// since: the CLI's "replaying backlog" line reported Stats read a moment
+// after Open, which missed the events already delivered by then (168 of
+// 10,500 in one CI run of TestRunLogsReplayProgress).
+func TestAtOpenIsTheBacklogBeforeDelivery(t *testing.T) {
+	dir := t.TempDir()
+	sock, spool := dir+"/r.sock", dir+"/spool"
+	em, err := emitter.Open(sock, spool, &emitter.Options{NoSync: true})
+	require.NoError(t, err)
+	var sent [][]byte
+	for _, e := range events("backlog", 500) {
+		sent = append(sent, []byte(e))
+	}
+	require.NoError(t, em.Emit(context.Background(), sent...))
+	em.Close(context.Background()) // no receiver: all 500 stay spooled
+
+	rcv, err := testrecv.Start("unix", sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	em, err = emitter.Open(sock, spool, &emitter.Options{NoSync: true})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, rcv.WaitCount(ctx, 500))
+	require.Eventually(t, func() bool { return em.Stats().Pending < 500 }, 10*time.Second, time.Millisecond)
+	at := em.AtOpen()
+	require.EqualValues(t, 500, at.PendingEvents, "the backlog at Open, though some of it is delivered now")
+	require.EqualValues(t, 1, at.FirstSeq)
+	require.EqualValues(t, 500, at.LastSeq)
+}

@@ -109,10 +109,9 @@ func (f *forwarder) startBackground(st status) {
 	ctx, cancel := context.WithCancel(context.Background())
 	f.stopBG = cancel
 	f.status = newStatusWriter(f.rf.spool, st, f.em, f.logger)
-	pending := f.em.Stats().Pending
 	f.bg.Add(2)
 	go func() { defer f.bg.Done(); f.status.run(ctx, statusInterval) }()
-	go func() { defer f.bg.Done(); watchReplay(ctx, f.em, f.logger, pending, progressInterval()) }()
+	go func() { defer f.bg.Done(); watchReplay(ctx, f.em, f.logger, progressInterval()) }()
 }
 
 // pump emits the lines of r until end of input (it returns true) or until

@@ -30,14 +30,17 @@ func progressInterval() time.Duration {
 // watchReplay logs, every interval, how the delivery of a backlog of pending
 // events found at start goes (what is left, the average rate so far, the
 // estimated time left) until the backlog is delivered (or dropped) or ctx
-// ends. Events emitted since start are not part of the backlog.
-func watchReplay(ctx context.Context, em *emitter.Emitter, logger *slog.Logger, pending uint64, interval time.Duration) {
-	if pending <= replayThreshold {
+// ends. The backlog is what the emitter's Open found (AtOpen): the drainer
+// may have delivered some of it before this runs. Events emitted since
+// start are not part of it.
+func watchReplay(ctx context.Context, em *emitter.Emitter, logger *slog.Logger, interval time.Duration) {
+	at := em.AtOpen()
+	if at.PendingEvents <= replayThreshold {
 		return
 	}
 	st := em.Stats()
-	r := replay{lastSeq: st.Spool.LastSeq, events: pending, begin: time.Now(), delivered: st.Delivered}
-	logger.Info("replaying backlog", "pending_events", st.Pending, "oldest_seq", st.Spool.FirstSeq)
+	r := replay{lastSeq: at.LastSeq, events: at.PendingEvents, begin: time.Now(), delivered: st.Delivered}
+	logger.Info("replaying backlog", "pending_events", at.PendingEvents, "oldest_seq", at.FirstSeq)
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
