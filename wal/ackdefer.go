@@ -132,13 +132,9 @@ func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 	c := tx.Bucket(eventsBucket).Cursor()
 	from := w.firstSeq
 	for k, v := seekValue(c, from); k != nil; k, v = c.Next() {
-		seq, err := keySeq(k)
+		val, err := w.readValue(k, v)
 		if err != nil {
-			return h, &CorruptionError{Path: w.path, Err: err}
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return h, &CorruptionError{Path: w.path, Seq: seq, Err: err}
+			return h, err
 		}
 		events, bytes := val.span(from, upTo)
 		h.events += events

@@ -66,13 +66,9 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	boot := w.thisBoot(tx.Bucket(metaBucket))
 	full := false
 	for k, v := seekValue(c, from); k != nil && !full; k, v = c.Next() {
-		seq, err := keySeq(k)
+		val, err := w.readValue(k, v)
 		if err != nil {
-			return out, &CorruptionError{Path: w.path, Err: err}
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return out, &CorruptionError{Path: w.path, Seq: seq, Err: err}
+			return out, err
 		}
 		val.each(from, func(seq uint64, data []byte) bool {
 			if (maxEvents > 0 && len(out) >= maxEvents) || (maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes) {
@@ -106,6 +102,36 @@ func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
 	return c.Seek(seqKey(seq))
 }
 
+// readValue decodes the value under k for a read of the file: a key that
+// is not a sequence number and a value that fails its check are damage.
+func (w *WAL) readValue(k, v []byte) (value, error) {
+	seq, err := keySeq(k)
+	if err != nil {
+		return value{}, &CorruptionError{Path: w.path, Err: err}
+	}
+	return decodeAt(w.path, seq, k, v)
+}
+
+// readValue decodes the value under k for a walk inside a write
+// transaction: a value that fails its check is damage; a key that is not a
+// sequence number is returned as it is, as the walks always have.
+func (st *state) readValue(k, v []byte) (value, error) {
+	seq, err := keySeq(k)
+	if err != nil {
+		return value{}, err
+	}
+	return decodeAt(st.path, seq, k, v)
+}
+
+// decodeAt is decodeValue, its error the damage at seq in the file at path.
+func decodeAt(path string, seq uint64, k, v []byte) (value, error) {
+	val, err := decodeValue(k, v)
+	if err != nil {
+		return value{}, &CorruptionError{Path: path, Seq: seq, Err: err}
+	}
+	return val, nil
+}
+
 // salvageOnWrite salvages the spool when a write transaction found damage
 // (a torn freelist makes bbolt panic, "page already freed", in every commit
 // that frees that page: without this, every Ack failed the same way and the
@@ -135,13 +161,9 @@ func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
 		k, v = c.Prev()
 	}
 	for ; k != nil; k, v = c.Prev() {
-		seq, err := keySeq(k)
+		val, err := st.readValue(k, v)
 		if err != nil {
 			return err
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
 		}
 		events, bytes := val.span(st.hidden()+1, upTo)
 		st.pending -= events

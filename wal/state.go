@@ -177,13 +177,9 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	c := eb.Cursor()
 	// Cursor.Delete then Next can skip a key: seek the head again each time.
 	for k, v := c.First(); k != nil && need > 0; k, v = c.First() {
-		seq, err := keySeq(k)
+		val, err := st.readValue(k, v)
 		if err != nil {
 			return err
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
 		}
 		if err := c.Delete(); err != nil {
 			return err
@@ -209,13 +205,9 @@ func (st *state) refreshFirst(eb *bolt.Bucket) error {
 	st.firstSeq, st.firstAt = 0, 0
 	c := eb.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		seq, err := keySeq(k)
+		val, err := st.readValue(k, v)
 		if err != nil {
 			return err
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return &CorruptionError{Path: st.path, Seq: seq, Err: err}
 		}
 		if val.last() > st.hidden() {
 			st.firstSeq, st.firstAt = max(val.first, st.hidden()+1), val.at.wall
