@@ -25,9 +25,12 @@ fmt-check:
 # reads go test -json), so the budget stays visible: about 2 minutes on a
 # quiet 2-core machine. Tests with a longer version run it in make torture.
 # -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
-# receivers), so more of them than the 2 cores may run at once.
+# receivers), so more of them than the 2 cores may run at once. The bench
+# (a module of its own, which ./... does not reach) is vetted and its few
+# tests run after (seconds).
 test: vet fmt-check
 	@bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
+	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m ./...
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
 # daemon on Go 1.25 can embed it without raising its own). This builds the

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -26,6 +27,7 @@ type Ceiling struct {
 	Name          string    `json:"name"`
 	Events        int       `json:"events"`
 	Target        float64   `json:"target"`
+	Issue         string    `json:"issue"` // the issue that set Target
 	EvspoolPerSec []float64 `json:"evspool_events_per_sec"`
 	RawPerSec     []float64 `json:"raw_events_per_sec"`
 	RoundRatios   []float64 `json:"round_ratios"`
@@ -59,6 +61,17 @@ type Ceiling struct {
 	GroupWriteUs   []float64 `json:"group_write_us,omitempty"`
 	GroupVsRaw     []float64 `json:"group_vs_raw,omitempty"`
 	EvspoolVsGroup []float64 `json:"evspool_vs_group,omitempty"`
+	// Its fourth side: the spool alone (wal, no emitter), the same 64
+	// callers, its events read and acknowledged by a goroutine of this
+	// process as the drainer reads them, but written to no socket. Not a
+	// target: the spool's share of evspool's time, the rest being delivery
+	// (the drainer's writes, the receiver's reads, on the same cores).
+	SpoolPerSec    []float64 `json:"spool_events_per_sec,omitempty"`
+	SpoolCommitUs  []float64 `json:"spool_commit_us,omitempty"`
+	SpoolTxUs      []float64 `json:"spool_tx_us,omitempty"`
+	SpoolWriteUs   []float64 `json:"spool_write_us,omitempty"`
+	SpoolVsRaw     []float64 `json:"spool_vs_raw,omitempty"`
+	EvspoolVsSpool []float64 `json:"evspool_vs_spool,omitempty"`
 	Error          string    `json:"error,omitempty"`
 }
 
@@ -73,13 +86,18 @@ type ResumeFig struct {
 }
 
 // ceilingCase is one row: the library's side and raw bbolt's, and
-// optionally a minimal group commit's (group).
+// optionally a minimal group commit's (group) and the spool's alone
+// (spool). target is the ratio to raw bbolt the row must reach, set by
+// issue.
 type ceilingCase struct {
 	name    string
 	events  int
+	target  float64
+	issue   string
 	evspool func(dir string, events int) (sideRun, error)
 	raw     func(dir string, events int) (sideRun, error)
 	group   func(dir string, events int) (sideRun, error)
+	spool   func(dir string, events int) (sideRun, error)
 }
 
 // sideRun is one round of one side: its time and, where the library emits
@@ -108,15 +126,16 @@ func ceilingCases(quick bool) []ceilingCase {
 	}
 	drain := &drainRig{events: backlog}
 	return []ceilingCase{
-		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n,
+		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n, 0.85, "issue 20",
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 64, 1) },
 			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 64) },
-			func(dir string, n int) (sideRun, error) { return rawGroupCommits(dir, n, 64) }},
-		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n,
+			func(dir string, n int) (sideRun, error) { return rawGroupCommits(dir, n, 64) },
+			func(dir string, n int) (sideRun, error) { return spoolAlone(dir, n, 64) }},
+		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n, 0.8, "issue 13",
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 1, 100) },
-			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }, nil},
-		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog,
-			timed(drain.evspool), timed(drain.raw), nil},
+			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }, nil, nil},
+		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog, 0.8, "issue 13",
+			timed(drain.evspool), timed(drain.raw), nil, nil},
 	}
 }
 
@@ -125,11 +144,14 @@ func ceilingCases(quick bool) []ceilingCase {
 func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling, *ResumeFig) {
 	var out []*Ceiling
 	for _, cc := range ceilingCases(quick) {
-		c := &Ceiling{Name: cc.name, Events: cc.events, Target: 0.8, LoadAvgBefore: loadAvg()}
+		c := &Ceiling{Name: cc.name, Events: cc.events, Target: cc.target, Issue: cc.issue, LoadAvgBefore: loadAvg()}
 		out = append(out, c)
 		sides := []string{"evspool", "raw bbolt"}
 		if cc.group != nil {
 			sides = append(sides, "group commit")
+		}
+		if cc.spool != nil {
+			sides = append(sides, "spool alone")
 		}
 		for r := range rounds {
 			for _, side := range rotate(sides, r) {
@@ -153,6 +175,10 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 			c.GroupVsRaw = append(c.GroupVsRaw, c.GroupPerSec[i]/c.RawPerSec[i])
 			c.EvspoolVsGroup = append(c.EvspoolVsGroup, c.EvspoolPerSec[i]/c.GroupPerSec[i])
 		}
+		for i := range min(len(c.EvspoolPerSec), len(c.RawPerSec), len(c.SpoolPerSec)) {
+			c.SpoolVsRaw = append(c.SpoolVsRaw, c.SpoolPerSec[i]/c.RawPerSec[i])
+			c.EvspoolVsSpool = append(c.EvspoolVsSpool, c.EvspoolPerSec[i]/c.SpoolPerSec[i])
+		}
 		c.MedianRatio = median(c.RoundRatios)
 	}
 	prog.begin("ceiling: resume after receiver restarts")
@@ -163,7 +189,7 @@ func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling
 
 // runSide runs one round of one side of cc and records its figures.
 func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
-	run := map[string]func(string, int) (sideRun, error){"evspool": cc.evspool, "raw bbolt": cc.raw, "group commit": cc.group}[side]
+	run := map[string]func(string, int) (sideRun, error){"evspool": cc.evspool, "raw bbolt": cc.raw, "group commit": cc.group, "spool alone": cc.spool}[side]
 	var sr sideRun
 	_, err := inTempDir(tmp, func(dir string) (time.Duration, error) {
 		var err error
@@ -177,6 +203,11 @@ func (c *Ceiling) runSide(tmp string, cc ceilingCase, side string) error {
 	if side == "group commit" {
 		c.GroupPerSec = append(c.GroupPerSec, rate)
 		sr.addBreakdown(&c.GroupCommitUs, &c.GroupTxUs, &c.GroupWriteUs)
+		return nil
+	}
+	if side == "spool alone" {
+		c.SpoolPerSec = append(c.SpoolPerSec, rate)
+		sr.addBreakdown(&c.SpoolCommitUs, &c.SpoolTxUs, &c.SpoolWriteUs)
 		return nil
 	}
 	if side == "raw bbolt" {
@@ -209,7 +240,7 @@ func perCommitUs(d time.Duration, commits uint64) float64 {
 }
 
 func (c *Ceiling) lastRate(side string) float64 {
-	rates := map[string][]float64{"evspool": c.EvspoolPerSec, "raw bbolt": c.RawPerSec, "group commit": c.GroupPerSec}[side]
+	rates := map[string][]float64{"evspool": c.EvspoolPerSec, "raw bbolt": c.RawPerSec, "group commit": c.GroupPerSec, "spool alone": c.SpoolPerSec}[side]
 	return rates[len(rates)-1]
 }
 
@@ -358,6 +389,107 @@ func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
 	commits, txTime := g.Stats()
 	st := db.Stats()
 	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
+}
+
+// spoolAlone is evspool's spool without its emitter, fed as emitToReceiver
+// feeds the library (goroutines callers, one event per Append), its events
+// read and acknowledged as the drainer does: woken by the callers, it waits
+// out the callers' way back (Regrouping), reads up to 1,000 events and
+// acknowledges them at once, writing them nowhere. The time is until every
+// event is acknowledged. What evspool loses to it is delivery: the drainer's
+// socket writes, readings of the socket and receiver notes, and the
+// receiver's reads, all on the same cores as the callers.
+func spoolAlone(dir string, n, goroutines int) (sideRun, error) {
+	w, err := wal.Open(filepath.Join(dir, "spool"), nil)
+	if err != nil {
+		return sideRun{}, err
+	}
+	defer w.Close()
+	st0 := w.Stats()
+	var readTo atomic.Uint64
+	wake := make(chan struct{}, 1)
+	readerErr := make(chan error, 1)
+	go func() { readerErr <- readAndAck(w, uint64(n), &readTo, wake) }()
+	ctx := context.Background()
+	errs := make(chan error, goroutines)
+	calls := make([][]time.Duration, goroutines)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for g := range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := g; i < n; i += goroutines {
+				ev := appendEvent(nil, g, uint64(i))
+				began := time.Now()
+				last, err := w.Append(ctx, ev)
+				if err != nil {
+					errs <- err
+					return
+				}
+				calls[g] = append(calls[g], time.Since(began))
+				if last > readTo.Load() {
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return sideRun{}, err
+	}
+	if err := <-readerErr; err != nil {
+		return sideRun{}, err
+	}
+	took := time.Since(start)
+	st := w.Stats()
+	return sideRun{took: took, commits: st.Commits - st0.Commits, txTime: st.CommitTime - st0.CommitTime,
+		written: st.CommitWriteTime - st0.CommitWriteTime}, nil
+}
+
+// readAndAck reads and acknowledges w's events until n are acknowledged
+// (spoolAlone's drainer, without a socket). It gives up after a minute.
+func readAndAck(w *wal.WAL, n uint64, readTo *atomic.Uint64, wake <-chan struct{}) error {
+	deadline := time.Now().Add(time.Minute)
+	idle := time.NewTimer(time.Millisecond)
+	defer idle.Stop()
+	for from := uint64(1); from <= n; {
+		if started, by, ok := w.Regrouping(); ok {
+			if wait := time.Until(by); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-started:
+				case <-t.C:
+				}
+				t.Stop()
+			}
+		}
+		es, err := w.Read(from, 1000, 1<<20)
+		if err != nil {
+			return err
+		}
+		if len(es) == 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("spool alone: %d of %d events read after a minute", from-1, n)
+			}
+			idle.Reset(time.Millisecond) // a wake-up lost to the race with readTo
+			select {
+			case <-wake:
+			case <-idle.C:
+			}
+			continue
+		}
+		from = es[len(es)-1].Seq + 1
+		readTo.Store(from - 1)
+		if err := w.Ack(from - 1); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // waitDelivered waits (10 s at most) until em counts n events delivered.
