@@ -270,30 +270,9 @@ func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 	defer em.Close(context.Background())
 	st0 := em.Stats().Spool
 	ctx := context.Background()
-	errs := make(chan error, goroutines)
-	calls := make([][]time.Duration, goroutines) // each goroutine's Emit calls
-	var wg sync.WaitGroup
 	start := time.Now()
-	for g := range goroutines {
-		wg.Go(func() {
-			batch := make([][]byte, 0, per)
-			for i := g * per; i < n; i += goroutines * per {
-				batch = batch[:0]
-				for j := i; j < min(i+per, n); j++ {
-					batch = append(batch, appendEvent(nil, g, uint64(j)))
-				}
-				began := time.Now()
-				if err := em.Emit(ctx, batch...); err != nil {
-					errs <- err
-					return
-				}
-				calls[g] = append(calls[g], time.Since(began))
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	calls, err := runCallers(n, goroutines, per, func(batch [][]byte) error { return em.Emit(ctx, batch...) })
+	if err != nil {
 		return sideRun{}, err
 	}
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -307,6 +286,36 @@ func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 	st := em.Stats().Spool
 	return sideRun{took: took, commits: st.Commits - st0.Commits, txTime: st.CommitTime - st0.CommitTime,
 		written: st.CommitWriteTime - st0.CommitWriteTime, emitP99: all[len(all)*99/100]}, nil
+}
+
+// runCallers feeds n events to call from goroutines callers, per events a
+// call (caller g sends events g*per, g*per+goroutines*per, ...), and times
+// each call: the 64-goroutine row's sides all do the same work per call. It
+// returns each caller's call times, or the first error.
+func runCallers(n, goroutines, per int, call func(batch [][]byte) error) ([][]time.Duration, error) {
+	errs := make(chan error, goroutines)
+	calls := make([][]time.Duration, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			batch := make([][]byte, 0, per)
+			for i := g * per; i < n; i += goroutines * per {
+				batch = batch[:0]
+				for j := i; j < min(i+per, n); j++ {
+					batch = append(batch, appendEvent(nil, g, uint64(j)))
+				}
+				began := time.Now()
+				if err := call(batch); err != nil {
+					errs <- err
+					return
+				}
+				calls[g] = append(calls[g], time.Since(began))
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	return calls, <-errs
 }
 
 // rawCommits puts n events into plain bbolt, per events a commit.
@@ -361,31 +370,11 @@ func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
 	if err != nil {
 		return sideRun{}, err
 	}
-	errs := make(chan error, goroutines)
-	calls := make([][]time.Duration, goroutines)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for w := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += goroutines {
-				ev := appendEvent(nil, w, uint64(i))
-				began := time.Now()
-				if err := g.Append(ev); err != nil {
-					errs <- err
-					return
-				}
-				calls[w] = append(calls[w], time.Since(began))
-			}
-		}()
-	}
-	wg.Wait()
-	took := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	if _, err := runCallers(n, goroutines, 1, func(batch [][]byte) error { return g.Append(batch[0]) }); err != nil {
 		return sideRun{}, err
 	}
+	took := time.Since(start)
 	commits, txTime := g.Stats()
 	st := db.Stats()
 	return sideRun{took: took, commits: commits, txTime: txTime, written: st.TxStats.GetWriteTime()}, nil
@@ -411,35 +400,18 @@ func spoolAlone(dir string, n, goroutines int) (sideRun, error) {
 	readerErr := make(chan error, 1)
 	go func() { readerErr <- readAndAck(w, uint64(n), &readTo, wake) }()
 	ctx := context.Background()
-	errs := make(chan error, goroutines)
-	calls := make([][]time.Duration, goroutines)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for g := range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := g; i < n; i += goroutines {
-				ev := appendEvent(nil, g, uint64(i))
-				began := time.Now()
-				last, err := w.Append(ctx, ev)
-				if err != nil {
-					errs <- err
-					return
-				}
-				calls[g] = append(calls[g], time.Since(began))
-				if last > readTo.Load() {
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
+	_, err = runCallers(n, goroutines, 1, func(batch [][]byte) error {
+		last, err := w.Append(ctx, batch...)
+		if err == nil && last > readTo.Load() {
+			select {
+			case wake <- struct{}{}:
+			default:
 			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+		}
+		return err
+	})
+	if err != nil {
 		return sideRun{}, err
 	}
 	if err := <-readerErr; err != nil {
