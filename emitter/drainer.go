@@ -70,6 +70,19 @@ type wire struct {
 	waiter *sockwait.Waiter
 	unhook func() bool
 	buf    []byte
+	unix   bool     // conn is a Unix socket
+	room   sendRoom // see awaitRoom
+}
+
+// sendRoom is what the readings taken around the last chunk prove about a
+// Unix socket's send buffer without a new reading: sndbuf is its size
+// (SO_MEMINFO), queued an upper bound of the memory its queue holds (the
+// SIOCOUTQ reading after the last write: the receiver only frees memory,
+// and the drainer is the only writer). ok is false until both are known,
+// and after any write that did not take its reading after.
+type sendRoom struct {
+	sndbuf, queued int
+	ok             bool
 }
 
 // held is what the shell keeps of the events delivery tracks by number.
@@ -280,6 +293,8 @@ func (d *drainer) sleep(dur time.Duration) bool {
 
 func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
+	_, d.w.unix = conn.(*net.UnixConn)
+	d.w.room = sendRoom{}
 	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written = false, 0, 0, 0
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not

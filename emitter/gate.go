@@ -249,8 +249,9 @@ func (d *drainer) leaveGate() {
 }
 
 // gatedWrite writes one chunk through the gate, and returns SIOCOUTQ just
-// before the write (see wrote).
-func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
+// before the write (see wrote): the one given when known (awaitRoom's, an
+// upper bound: the receiver may have read since), or a reading.
+func (d *drainer) gatedWrite(chunk []byte, before int, known bool) (n, _ int, err error) {
 	if _, err := d.enterGate(); err != nil {
 		return 0, 0, err
 	}
@@ -258,7 +259,9 @@ func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	if err := d.armWrite(); err != nil {
 		return 0, 0, err
 	}
-	before, _ = d.unread()
+	if !known {
+		before, _ = d.unread()
+	}
 	n, err = d.w.conn.Write(chunk)
 	return n, before, err
 }

@@ -52,6 +52,7 @@ func (d *drainer) preamble() error {
 	err := callPreamble(d.opts.Preamble, d.ctx, w)
 	w.done.Store(true)
 	d.pre.running.Store(false)
+	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
 	d.health.beat()
 	if err == nil {
 		return nil

@@ -1,0 +1,106 @@
+//go:build linux
+
+package emitter
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/sockwait"
+)
+
+// roomRig is a drainer holding one end of a Unix connection; peer is the
+// receiver's end.
+func roomRig(t *testing.T) (*drainer, net.Conn) {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "r.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { ln.Close() })
+	conn, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	peer, err := ln.Accept()
+	require.NoError(t, err)
+	t.Cleanup(func() { peer.Close() })
+	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second}}
+	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
+	_, d.w.unix = conn.(*net.UnixConn)
+	return d, peer
+}
+
+// Issue 20: the reading after a chunk proves the next chunk's room without
+// a new reading, and what it proves is only ever an upper bound of the
+// queue, so the write's memory (after - before) is never overestimated.
+func TestRoomProofSkipsTheReading(t *testing.T) {
+	d, peer := roomRig(t)
+	chunk := make([]byte, 2048)
+
+	before, known, err := d.awaitRoom(len(chunk))
+	require.NoError(t, err)
+	require.True(t, known, "a Unix socket: SO_MEMINFO's queue is SIOCOUTQ's")
+	assert.Zero(t, before, "nothing written yet")
+	require.Positive(t, d.w.room.sndbuf, "the size it read")
+
+	// A chunk, and the reading after it.
+	n, _, err := d.gatedWrite(chunk, before, known)
+	require.NoError(t, err)
+	require.Equal(t, len(chunk), n)
+	after, ok := d.unread()
+	require.True(t, ok)
+	require.Greater(t, after, len(chunk), "a buffer costs more than its bytes")
+	d.w.room.queued, d.w.room.ok = after, true
+
+	// The receiver reads it all: the proof is now above the real queue,
+	// and awaitRoom returns the proof, not a reading (which would be 0).
+	buf := make([]byte, 4096)
+	_, err = peer.Read(buf)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { u, _ := d.unread(); return u == 0 }, time.Second, time.Millisecond)
+	before, known, err = d.awaitRoom(len(chunk))
+	require.NoError(t, err)
+	assert.True(t, known)
+	assert.Equal(t, after, before, "proven by the last reading: no new one taken")
+
+	// A proof that does not cover the chunk takes a reading.
+	d.w.room.queued = d.w.room.sndbuf
+	before, known, err = d.awaitRoom(len(chunk))
+	require.NoError(t, err)
+	assert.True(t, known)
+	assert.Zero(t, before, "read afresh: the queue is empty")
+
+	// No proof (a preamble was written since): a reading.
+	d.w.room = sendRoom{sndbuf: d.w.room.sndbuf, queued: after}
+	before, _, err = d.awaitRoom(len(chunk))
+	require.NoError(t, err)
+	assert.Zero(t, before, "read afresh")
+}
+
+// wrote keeps the reading after a write as the next chunk's proof on a Unix
+// socket, and never where the reading failed.
+func TestWroteKeepsTheReadingAfter(t *testing.T) {
+	d, _ := roomRig(t)
+	d.dv = newDelivery(deliveryConfig{})
+	d.dv.connected(time.Now())
+	d.clk = clock.System()
+	_, _, err := d.awaitRoom(100)
+	require.NoError(t, err)
+	n, before, err := d.gatedWrite(make([]byte, 99), 0, true)
+	require.NoError(t, err)
+	require.Equal(t, 99, n)
+	d.wrote(entries(1, 1, 99), before)
+	require.True(t, d.w.room.ok)
+	u, _ := d.unread()
+	assert.Equal(t, u, d.w.room.queued, "the reading after the write")
+
+	d.w.unix = false // TCP: SIOCOUTQ counts bytes, not the buffer's memory
+	d.wrote(entries(2, 1, 99), before)
+	assert.False(t, d.w.room.ok, "no proof but on a Unix socket")
+}
