@@ -267,6 +267,7 @@ func (d *drainer) connect() bool {
 		cancel()
 		if err == nil {
 			d.onConnect(conn)
+			d.identifyPeer() // before the first write: see peer.go
 			if d.gatedPreamble() != nil {
 				continue // dropped: back off and dial again (gate.go, preamble.go)
 			}
@@ -295,7 +296,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written = false, 0, 0, 0
+	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written, d.peer.noted = false, 0, 0, 0, false
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.

@@ -12,7 +12,8 @@ import (
 // writes to (SO_PEERCRED's pid, with its start time and stack address from
 // /proc, so that another process with the same pid, or the same one
 // re-executed, is not taken for it) and the last event written
-// (wal.PeerFile). At the next start, if that receiver is still the same
+// (wal.PeerFile), and notes the receiver before the connection's first
+// write (identifyPeer). At the next start, if that receiver is still the same
 // process and has closed its end of the old connection (it read that
 // connection to the end), everything written there was handled: it is
 // acknowledged, not resent. Waiting for the close also keeps the order: the
@@ -30,6 +31,7 @@ type peerNote struct {
 	tries   int    // attempts to identify it on this connection
 	through uint64 // the last sequence noted
 	written uint64 // the last sequence written on this connection
+	noted   bool   // the file names this connection's receiver
 }
 
 // peerPoll is how often the start-up check looks whether the receiver has
@@ -54,6 +56,52 @@ func (d *drainer) openPeerNotes() {
 // attempts, right after connecting, can fail.
 const peerTriesMax = 100
 
+// peerAcceptWait bounds how long a new connection waits for its receiver to
+// accept it before anything is written on it (see identifyPeer).
+const peerAcceptWait = 2 * time.Second
+
+// identifyPeer identifies the receiver of the connection just made, before
+// anything is written on it, and notes it with nothing of this connection
+// written (Through: the last event acknowledged). Without that note, an
+// evspool killed after its first write but before its receiver could be
+// identified left none, so the next start neither knew what was handled
+// nor waited for the old connection's close: it resent while the receiver,
+// which handles each connection in its own goroutine, still handled the
+// old one's lines, and they interleaved (out of order; TestPrecisionEvspoolKills
+// in make torture, about 1 run in 6, where the receiver took up to a second
+// to accept). Until the receiver accepts, its end of the connection has no
+// inode; it cannot read before then either, so waiting costs no delivery.
+// A receiver that has not accepted after peerAcceptWait is written to as
+// before (notePeer identifies it at a later write).
+func (d *drainer) identifyPeer() {
+	if d.peer.notes == nil {
+		return
+	}
+	deadline := d.clk.Now().Add(peerAcceptWait)
+	interval := 100 * time.Microsecond // a receiver at hand accepts within that: resume waits no longer
+	for {
+		d.health.beat() // waiting, by design: not wedged
+		id, ok, retry := identify(d.w.conn)
+		if ok {
+			d.peer.id, d.peer.ok = id, true
+			d.writePeerNote(d.dv.acked)
+			return
+		}
+		if !retry || d.clk.Now().After(deadline) || !d.sleep(interval) {
+			return
+		}
+		interval = min(2*interval, 50*time.Millisecond)
+	}
+}
+
+// writePeerNote notes that the current receiver has been written through
+// seq (or, from identifyPeer, nothing beyond what is acknowledged).
+func (d *drainer) writePeerNote(through uint64) {
+	d.peer.through, d.peer.noted = through, true
+	p := d.peer.id
+	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
+}
+
 // notePeer notes the last event written to the current receiver. Until the
 // receiver has accepted the connection it cannot be identified; the idle
 // check and the drainer's stop try again (retryPeer), so that a burst
@@ -65,14 +113,12 @@ func (d *drainer) notePeer(through uint64) {
 	d.peer.written = max(d.peer.written, through)
 	if !d.peer.ok && d.peer.tries < peerTriesMax {
 		d.peer.tries++
-		d.peer.id, d.peer.ok = identify(d.w.conn)
+		d.peer.id, d.peer.ok, _ = identify(d.w.conn)
 	}
 	if !d.peer.ok {
 		return
 	}
-	d.peer.through = through
-	p := d.peer.id
-	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
+	d.writePeerNote(through)
 }
 
 // retryPeer notes what was written to a receiver that could not be
@@ -86,10 +132,10 @@ func (d *drainer) retryPeer() {
 // forgetPeer clears the note: the receiver hung up, or the connection was
 // abandoned, so what it had not read is resent anyway.
 func (d *drainer) forgetPeer() {
-	if d.peer.notes != nil && d.peer.through != 0 {
+	if d.peer.notes != nil && d.peer.noted {
 		_ = d.peer.notes.Clear()
 	}
-	d.peer.ok, d.peer.through, d.peer.written = false, 0, 0
+	d.peer.ok, d.peer.through, d.peer.written, d.peer.noted = false, 0, 0, false
 }
 
 // adoptPeerMark acknowledges what an earlier process wrote to a receiver that

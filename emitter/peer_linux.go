@@ -26,17 +26,18 @@ type peerIdent struct {
 
 // identify returns the receiver's identity, ok false when it cannot be
 // told: not a Unix socket, a receiver in another pid namespace (pid 0),
-// /proc unreadable, or a stack address hidden from us.
-func identify(c net.Conn) (peerIdent, bool) {
+// /proc unreadable, or a stack address hidden from us. retry is true when
+// the only thing missing is the receiver's end of the connection, which has
+// no inode until it accepts the connection: identify again later.
+func identify(c net.Conn) (id peerIdent, ok, retry bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peerIdent{}, false
+		return peerIdent{}, false, false
 	}
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		return peerIdent{}, false
+		return peerIdent{}, false, false
 	}
-	var id peerIdent
 	var ino uint64
 	cerr := rc.Control(func(fd uintptr) {
 		cred, e := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
@@ -51,15 +52,15 @@ func identify(c net.Conn) (peerIdent, bool) {
 		}
 	})
 	if cerr != nil || err != nil || id.pid <= 0 {
-		return peerIdent{}, false
+		return peerIdent{}, false, false
 	}
 	if id.start, id.stack, err = procStart(id.pid); err != nil || id.stack == 0 {
-		return peerIdent{}, false
+		return peerIdent{}, false, false
 	}
 	if id.ino, err = unixPeerIno(ino); err != nil || id.ino == 0 {
-		return peerIdent{}, false
+		return peerIdent{}, false, err == nil || errors.Is(err, errNoSocket)
 	}
-	return id, true
+	return id, true, false
 }
 
 // procStart reads a process's start time and stack start from

@@ -14,8 +14,8 @@ type peerIdent struct {
 	ino   uint64
 }
 
-func identify(net.Conn) (peerIdent, bool) { return peerIdent{}, false }
-func (peerIdent) alive() bool             { return false }
-func unixSocketGone(uint64) (bool, error) { return false, errNoSocket }
+func identify(net.Conn) (peerIdent, bool, bool) { return peerIdent{}, false, false }
+func (peerIdent) alive() bool                   { return false }
+func unixSocketGone(uint64) (bool, error)       { return false, errNoSocket }
 
 var errNoSocket = errors.New("emitter: no such socket")

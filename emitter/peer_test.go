@@ -33,12 +33,13 @@ func TestReopenSameReceiverResendsNothing(t *testing.T) {
 	reopenResendsNothing(t, spool, rcv, logs, sent)
 }
 
-// The burst is written in full before the receiver accepts the connection,
-// when its end has no inode yet and it cannot be identified, and nothing is
-// written after the accept: the note is made once it has accepted, not
-// given up with the writes.
+// The receiver accepts later than a new connection waits for it before
+// writing (2 s), so the burst is written in full before the accept, when its
+// end has no inode yet and it cannot be identified, and nothing is written
+// after the accept: the note is made once it has accepted, not given up
+// with the writes.
 func TestReopenSameReceiverAcceptedLate(t *testing.T) {
-	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{PerLine: 10 * time.Millisecond, AcceptDelay: time.Second}, emitter.Options{})
+	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{PerLine: 10 * time.Millisecond, AcceptDelay: 2500 * time.Millisecond}, emitter.Options{})
 	sent := events("late", 30)
 	burst := make([][]byte, len(sent))
 	for i, ev := range sent {

@@ -24,7 +24,7 @@ type PeerMark struct {
 	Start   uint64 // its start time, in clock ticks since boot (/proc/PID/stat)
 	Stack   uint64 // its stack's start address: changes when it re-executes itself
 	Ino     uint64 // the inode of its end of the connection
-	Through uint64 // the last sequence written on that connection
+	Through uint64 // the last sequence written on that connection (before the first write: the last acknowledged, maybe 0)
 }
 
 const peerMarkSize = 4 + 8*4 + 4 // fields, then a CRC-32C
@@ -79,7 +79,7 @@ func ReadPeerMark(dir string) (PeerMark, error) {
 	for i, v := range []*uint64{&m.Start, &m.Stack, &m.Ino, &m.Through} {
 		*v = binary.BigEndian.Uint64(b[4+8*i:])
 	}
-	if m.Pid <= 0 || m.Through == 0 {
+	if m.Pid <= 0 { // Through 0: the receiver is known, nothing written to it yet
 		return PeerMark{}, errPeerMark
 	}
 	return m, nil

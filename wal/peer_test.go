@@ -32,5 +32,13 @@ func TestPeerMark(t *testing.T) {
 	require.NoError(t, p.Clear())
 	_, err = ReadPeerMark(dir)
 	assert.ErrorIs(t, err, errPeerMark, "cleared")
+
+	// A receiver known before anything was written to it, on a spool
+	// that never acknowledged anything: a note all the same.
+	known := PeerMark{Pid: 42, Start: 7, Stack: 0x7ffd0000, Ino: 99}
+	require.NoError(t, p.Write(known))
+	got, err = ReadPeerMark(dir)
+	require.NoError(t, err)
+	assert.Equal(t, known, got)
 	require.NoError(t, p.Close())
 }
