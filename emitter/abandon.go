@@ -32,22 +32,18 @@ func roomNeeded(n int) int { return n + n/8 + 4096 }
 // KiB, see --max-event-size) first raises SO_SNDBUF; if that is not enough
 // it is written once the queue is empty, and can still be torn.
 //
-// On a Unix socket it also returns the queue's memory it found, an upper
-// bound of SIOCOUTQ just before the write (the same figure: sk_wmem_alloc),
-// which wrote takes as the reading before it (known is false elsewhere).
-// Where the reading after the last chunk already proves the room
-// (sendRoom), it takes no reading at all: a chunk then costs its write(2)
-// and the reading after it, not four system calls (issue 20: with 64
-// one-event callers, delivery's system calls on the cores the commits need
-// lengthened each fsync).
-func (d *drainer) awaitRoom(n int) (queued int, known bool, err error) {
+// Where the reading after the last chunk already proves the room on a Unix
+// socket (sendRoom), it takes no reading at all (issue 20: with 64 one-event
+// callers, delivery's system calls on the cores the commits need lengthened
+// each fsync).
+func (d *drainer) awaitRoom(n int) error {
 	rc, ok := rawSocket(d.w.conn)
 	if !ok {
-		return 0, false, nil
+		return nil
 	}
 	need := roomNeeded(n)
 	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
-		return r.queued, true, nil
+		return nil
 	}
 	deadline := time.Now().Add(d.opts.WriteTimeout)
 	interval := sockwait.DefaultMinInterval
@@ -56,8 +52,9 @@ func (d *drainer) awaitRoom(n int) (queued int, known bool, err error) {
 	defer t.Stop()
 	for {
 		sndbuf, queued, err := sendMem(rc)
+		d.w.room.readings++
 		if err != nil {
-			return 0, false, nil // cannot tell: write as before
+			return nil // cannot tell: write as before
 		}
 		if need > sndbuf && !raised {
 			raised = true
@@ -66,16 +63,16 @@ func (d *drainer) awaitRoom(n int) (queued int, known bool, err error) {
 		}
 		if sndbuf-queued >= need || (need > sndbuf && queued == 0) {
 			d.w.room.sndbuf = sndbuf
-			return queued, d.w.unix, nil
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return 0, false, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
+			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
 		t.Reset(interval)
 		select {
 		case <-t.C:
 		case <-d.ctx.Done():
-			return 0, false, d.ctx.Err()
+			return d.ctx.Err()
 		}
 		interval = min(2*interval, sockwait.DefaultMaxInterval)
 	}

@@ -83,6 +83,7 @@ type wire struct {
 type sendRoom struct {
 	sndbuf, queued int
 	ok             bool
+	readings       int // SO_MEMINFO readings taken on this connection
 }
 
 // held is what the shell keeps of the events delivery tracks by number.

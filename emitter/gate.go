@@ -249,9 +249,12 @@ func (d *drainer) leaveGate() {
 }
 
 // gatedWrite writes one chunk through the gate, and returns SIOCOUTQ just
-// before the write (see wrote): the one given when known (awaitRoom's, an
-// upper bound: the receiver may have read since), or a reading.
-func (d *drainer) gatedWrite(chunk []byte, before int, known bool) (n, _ int, err error) {
+// before the write (see wrote). It is read here, not taken from the room's
+// proof: an upper bound would do for safety, but where the receiver read
+// in between it shrinks the write's memory to its payload, and then no
+// reading shows that write read until the queue is nearly empty (more
+// resent after a receiver's death).
+func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	if _, err := d.enterGate(); err != nil {
 		return 0, 0, err
 	}
@@ -259,9 +262,7 @@ func (d *drainer) gatedWrite(chunk []byte, before int, known bool) (n, _ int, er
 	if err := d.armWrite(); err != nil {
 		return 0, 0, err
 	}
-	if !known {
-		before, _ = d.unread()
-	}
+	before, _ = d.unread()
 	n, err = d.w.conn.Write(chunk)
 	return n, before, err
 }

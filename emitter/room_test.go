@@ -37,50 +37,49 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 }
 
 // Issue 20: the reading after a chunk proves the next chunk's room without
-// a new reading, and what it proves is only ever an upper bound of the
-// queue, so the write's memory (after - before) is never overestimated.
+// a new reading; a proof that does not cover the chunk, or none, takes one.
 func TestRoomProofSkipsTheReading(t *testing.T) {
 	d, peer := roomRig(t)
 	chunk := make([]byte, 2048)
 
-	before, known, err := d.awaitRoom(len(chunk))
-	require.NoError(t, err)
-	require.True(t, known, "a Unix socket: SO_MEMINFO's queue is SIOCOUTQ's")
-	assert.Zero(t, before, "nothing written yet")
+	require.NoError(t, d.awaitRoom(len(chunk)))
+	require.Equal(t, 1, d.w.room.readings, "nothing known yet: a reading")
 	require.Positive(t, d.w.room.sndbuf, "the size it read")
 
 	// A chunk, and the reading after it.
-	n, _, err := d.gatedWrite(chunk, before, known)
+	n, before, err := d.gatedWrite(chunk)
 	require.NoError(t, err)
 	require.Equal(t, len(chunk), n)
+	assert.Zero(t, before, "nothing queued before the first write")
 	after, ok := d.unread()
 	require.True(t, ok)
 	require.Greater(t, after, len(chunk), "a buffer costs more than its bytes")
 	d.w.room.queued, d.w.room.ok = after, true
 
-	// The receiver reads it all: the proof is now above the real queue,
-	// and awaitRoom returns the proof, not a reading (which would be 0).
+	// The receiver reads it all; the proof still stands (an upper bound),
+	// and no reading is taken.
 	buf := make([]byte, 4096)
 	_, err = peer.Read(buf)
 	require.NoError(t, err)
+	require.NoError(t, d.awaitRoom(len(chunk)))
+	assert.Equal(t, 1, d.w.room.readings, "proven by the last reading: no new one taken")
+
+	// The reading before the write is taken afresh, not the proof's bound:
+	// the receiver read in between, and the write's memory must show whole.
 	require.Eventually(t, func() bool { u, _ := d.unread(); return u == 0 }, time.Second, time.Millisecond)
-	before, known, err = d.awaitRoom(len(chunk))
+	_, before, err = d.gatedWrite(chunk)
 	require.NoError(t, err)
-	assert.True(t, known)
-	assert.Equal(t, after, before, "proven by the last reading: no new one taken")
+	assert.Zero(t, before, "read just before the write, not the proof's %d", after)
 
 	// A proof that does not cover the chunk takes a reading.
 	d.w.room.queued = d.w.room.sndbuf
-	before, known, err = d.awaitRoom(len(chunk))
-	require.NoError(t, err)
-	assert.True(t, known)
-	assert.Zero(t, before, "read afresh: the queue is empty")
+	require.NoError(t, d.awaitRoom(len(chunk)))
+	assert.Equal(t, 2, d.w.room.readings)
 
 	// No proof (a preamble was written since): a reading.
-	d.w.room = sendRoom{sndbuf: d.w.room.sndbuf, queued: after}
-	before, _, err = d.awaitRoom(len(chunk))
-	require.NoError(t, err)
-	assert.Zero(t, before, "read afresh")
+	d.w.room.queued, d.w.room.ok = 0, false
+	require.NoError(t, d.awaitRoom(len(chunk)))
+	assert.Equal(t, 3, d.w.room.readings)
 }
 
 // wrote keeps the reading after a write as the next chunk's proof on a Unix
@@ -90,9 +89,8 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d.dv = newDelivery(deliveryConfig{})
 	d.dv.connected(time.Now())
 	d.clk = clock.System()
-	_, _, err := d.awaitRoom(100)
-	require.NoError(t, err)
-	n, before, err := d.gatedWrite(make([]byte, 99), 0, true)
+	require.NoError(t, d.awaitRoom(100))
+	n, before, err := d.gatedWrite(make([]byte, 99))
 	require.NoError(t, err)
 	require.Equal(t, 99, n)
 	d.wrote(entries(1, 1, 99), before)

@@ -148,10 +148,10 @@ func (d *drainer) write(entries []wal.Entry) error {
 // memory it took.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
-		before, known, err := d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
-		n := 0
+		err := d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
+		n, before := 0, 0
 		if err == nil {
-			n, before, err = d.gatedWrite(chunk, before, known) // see gate.go
+			n, before, err = d.gatedWrite(chunk) // see gate.go
 		}
 		if n == len(chunk) {
 			d.wrote(entries, before)
@@ -166,11 +166,10 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	}
 }
 
-// wrote tells delivery about a write; before is SIOCOUTQ just before it (or
-// an upper bound of it), so the growth is the write's memory (less if the
-// receiver freed some in between: delivery's estimates must never exceed
-// the real cost). The reading after is also what the next chunk's room is
-// judged on (sendRoom).
+// wrote tells delivery about a write; before is SIOCOUTQ just before it, so
+// the growth is the write's memory (less if the receiver freed some in
+// between: delivery's estimates must never exceed the real cost). The
+// reading after is also what the next chunk's room is judged on (sendRoom).
 func (d *drainer) wrote(entries []wal.Entry, before int) {
 	mem := 0
 	after, ok := d.unread()
