@@ -44,6 +44,8 @@
 //	         dropped_oldest_events, dropped_oldest_bytes, dropped_newest_events,
 //	         dropped_newest_bytes   drop counters per policy
 //	         expired_events, expired_bytes  removed by Expire (too old to send)
+//	         unreadable_events      lost to damage: not recovered by a salvage
+//	         refused_events         refused before the spool (CountRefused)
 //	         boot_id, boot_first_seq  the boot the newest records were written
 //	                                in, and its first sequence (bootstamp.go)
 //	         reported_*             how much of each loss counter was logged

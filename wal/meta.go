@@ -26,6 +26,8 @@ var (
 	keyDropNewestB   = []byte("dropped_newest_bytes")
 	keyExpiredEvt    = []byte("expired_events") // see expire.go
 	keyExpiredB      = []byte("expired_bytes")
+	keyUnreadable    = []byte("unreadable_events") // see salvage.go
+	keyRefused       = []byte("refused_events")    // see reported.go
 )
 
 const (
@@ -54,6 +56,8 @@ type meta struct {
 	expired       Counter // removed by Expire: older than the caller's maximum age
 	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
 	bootFirstSeq  uint64  // the first sequence number written in that boot
+	unreadable    uint64  // events lost to damage: not recovered by a salvage (salvage.go)
+	refused       uint64  // events refused before they reached the spool (reported.go)
 	reported      Losses  // of the loss counters, how much was reported (reported.go)
 	reportedSeen  bool    // reported was in the file (not a spool of an earlier version)
 }
@@ -71,6 +75,7 @@ func (m *meta) fields() []metaField {
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
+		{keyUnreadable, &m.unreadable}, {keyRefused, &m.refused},
 	}, append(m.bootFields(), m.reportedFields()...)...)
 }
 

@@ -362,6 +362,7 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 	require.FileExists(t, r.CorruptPath)
 	require.Contains(t, filepath.Base(r.CorruptPath), "corrupt")
 	require.Same(t, r, w.Salvaged())
+	require.EqualValues(t, 1, w.Stats().Unreadable, "the unreadable event is a loss the spool counts")
 
 	want := append(spRange(1, 24), spRange(26, 50)...)
 	es = spReadAll(t, w)
@@ -378,6 +379,9 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 	w = spOpen(t, dir, &wal.Options{NoSync: true})
 	require.Nil(t, w.Salvaged())
 	require.Equal(t, append(want, last), spSeqs(spReadAll(t, w)))
+	total, reported := w.Reported()
+	require.EqualValues(t, 1, total.Unreadable, "the count survives a restart")
+	require.Zero(t, reported.Unreadable, "and is left for a process to report")
 }
 
 // TestSalvageKeepsAcks: the damage destroys the only copy of the meta bucket

@@ -7,14 +7,17 @@ import (
 )
 
 // Every loss is reported by some process: the spool counts its losses
-// (drops, expiries) in the transaction that loses the events, and keeps
-// beside each count how much of it a process has reported (logged). A
-// process killed before it logged its losses leaves the difference, which
-// the next one reports. The reported values only grow, as the counts do.
+// (drops, expiries, events a salvage could not read, events refused before
+// the spool) in the transaction that loses the events, and keeps beside
+// each count how much of it a process has reported (logged). A process
+// killed before it logged its losses leaves the difference, which the next
+// one reports. The reported values only grow, as the counts do.
 var (
 	keyReportedDropOldest = []byte("reported_dropped_oldest_events")
 	keyReportedDropNewest = []byte("reported_dropped_newest_events")
 	keyReportedExpired    = []byte("reported_expired_events")
+	keyReportedUnreadable = []byte("reported_unreadable_events")
+	keyReportedRefused    = []byte("reported_refused_events")
 )
 
 // Losses are event counts of the losses the spool records.
@@ -22,6 +25,14 @@ type Losses struct {
 	DroppedOldest uint64 // removed under DropOldest
 	DroppedNewest uint64 // refused under DropNewest
 	Expired       uint64 // removed by Expire
+	Unreadable    uint64 // pending when the file was damaged, not recovered by its salvage
+	Refused       uint64 // refused before the spool, recorded by CountRefused
+}
+
+// max is l raised, count by count, to o's where o's is larger.
+func (l Losses) max(o Losses) Losses {
+	return Losses{max(l.DroppedOldest, o.DroppedOldest), max(l.DroppedNewest, o.DroppedNewest),
+		max(l.Expired, o.Expired), max(l.Unreadable, o.Unreadable), max(l.Refused, o.Refused)}
 }
 
 // reportedFields are the meta values of this file, for meta.fields.
@@ -30,7 +41,14 @@ func (m *meta) reportedFields() []metaField {
 		{keyReportedDropOldest, &m.reported.DroppedOldest},
 		{keyReportedDropNewest, &m.reported.DroppedNewest},
 		{keyReportedExpired, &m.reported.Expired},
+		{keyReportedUnreadable, &m.reported.Unreadable},
+		{keyReportedRefused, &m.reported.Refused},
 	}
+}
+
+// losses are the loss counts m holds.
+func (m *meta) losses() Losses {
+	return Losses{m.droppedOldest.Events, m.droppedNewest.Events, m.expired.Events, m.unreadable, m.refused}
 }
 
 // Reported returns the losses the spool counts, across restarts, and how
@@ -38,8 +56,7 @@ func (m *meta) reportedFields() []metaField {
 func (w *WAL) Reported() (total, reported Losses) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	m := w.meta
-	return Losses{m.droppedOldest.Events, m.droppedNewest.Events, m.expired.Events}, m.reported
+	return w.meta.losses(), w.meta.reported
 }
 
 // MarkReported records that the losses up to r were reported: each count
@@ -55,8 +72,7 @@ func (w *WAL) MarkReported(r Losses) error {
 		return err
 	}
 	m := w.meta
-	m.reported = Losses{max(m.reported.DroppedOldest, r.DroppedOldest),
-		max(m.reported.DroppedNewest, r.DroppedNewest), max(m.reported.Expired, r.Expired)}
+	m.reported = m.reported.max(r)
 	if m.reported == w.meta.reported {
 		return nil
 	}
@@ -64,6 +80,32 @@ func (w *WAL) MarkReported(r Losses) error {
 		return fmt.Errorf("wal: record reported losses in %s: %w", w.path, err)
 	}
 	w.meta.reported = m.reported
+	return nil
+}
+
+// CountRefused records that n events were refused before they reached the
+// spool (a line over the size limit, say): a loss the spool keeps with the
+// others, so that a process killed before it logged it leaves it for the
+// next one to report. It commits a small transaction, synced as appends
+// are.
+func (w *WAL) CountRefused(n uint64) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	m := w.meta
+	m.refused += n
+	if err := w.updateMeta(m.store); err != nil {
+		return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
+	}
+	w.meta.refused = m.refused
 	return nil
 }
 

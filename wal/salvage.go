@@ -19,7 +19,8 @@ type SalvageReport struct {
 	Recovered   uint64 // pending entries copied into the fresh spool
 	FirstSeq    uint64 // oldest recovered sequence number, 0 if none
 	LastSeq     uint64 // newest recovered sequence number, 0 if none
-	// Missing counts the pending events that could not be read: the
+	// Missing counts the pending events that could not be read (added to
+	// the spool's count of unreadable events, Stats.Unreadable): the
 	// sequence numbers above the removal mark and below the next number
 	// (as the newest readable copy of the meta bucket gives them) that were
 	// not recovered. If every copy of the meta bucket is lost, the numbers
@@ -257,6 +258,13 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	}
 	if handedOut > m.removedSeq+1 {
 		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered
+	}
+	// The events lost are counted in the file that replaces the damaged
+	// one: the count is in place exactly when the salvage is.
+	if err := db.Update(func(tx *bolt.Tx) error {
+		return putMetaUint(tx.Bucket(metaBucket), keyUnreadable, m.unreadable+r.Missing)
+	}); err != nil {
+		return err
 	}
 	return w.syncFresh(db)
 }

@@ -132,6 +132,11 @@ func salvageCheck(t *testing.T, dir string, want []uint64) {
 	got := salvageSeqs(t, w)
 	require.Equal(t, len(want), len(got), "events after the interrupted salvage (a salvage left alone keeps %d)", len(want))
 	require.Equal(t, want, got)
+	// The events the salvage could not read are counted once, wherever the
+	// child died: by its salvage, or by this Open's, never by both.
+	require.EqualValues(t, salvageEvents-len(want), w.Stats().Unreadable, "unreadable events counted exactly once")
+	_, reported := w.Reported()
+	require.Zero(t, reported.Unreadable, "no process reported them yet")
 	require.NoError(t, w.Close())
 	copies, _ := filepath.Glob(filepath.Join(dir, fileName+".corrupt-*"))
 	require.NotEmpty(t, copies, "the damaged copy is kept")

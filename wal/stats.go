@@ -9,7 +9,7 @@ type Counter struct {
 }
 
 // Stats is a snapshot of a spool's state. The pending figures, sequence
-// numbers and drop counters are read from the file and survive restarts; the
+// numbers and loss counters are read from the file and survive restarts; the
 // rest count what this process did since Open.
 type Stats struct {
 	PendingEvents uint64    // events in the spool
@@ -23,6 +23,8 @@ type Stats struct {
 	DroppedOldest Counter // removed to make room under DropOldest
 	DroppedNewest Counter // refused under DropNewest
 	Expired       Counter // removed by Expire (too old to be worth sending)
+	Unreadable    uint64  // pending when the file was damaged, not recovered by its salvage
+	Refused       uint64  // refused before the spool, recorded by CountRefused
 
 	Appended     uint64 // events appended since Open
 	Acked        uint64 // events acknowledged since Open
@@ -61,6 +63,8 @@ func (w *WAL) Stats() Stats {
 		DroppedOldest: w.meta.droppedOldest,
 		DroppedNewest: w.meta.droppedNewest,
 		Expired:       w.meta.expired,
+		Unreadable:    w.meta.unreadable,
+		Refused:       w.meta.refused,
 		Appended:      w.stats.appended,
 		Acked:         w.stats.acked,
 		AckCommits:    w.stats.ackCommits,
