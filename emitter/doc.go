@@ -127,10 +127,15 @@
 // neither expire fresh events nor pass stale ones; across a reboot they fall
 // back to the wall clock (see Options.MaxAge).
 //
-// Every loss is reported by some process: drops, expiries and refusals are
-// counted in the spool with how much of each was logged, so a process
-// killed before it logged its losses has them reported by the next Open
-// ("the previous run dropped 29 events and did not report it"). A stdout
+// Every loss is counted the same way, whatever caused it: not spooled (disk
+// full), refused (over MaxEventSize, not a line), dropped, expired,
+// dead-lettered, unreadable in a damaged spool file. Each is in Stats.Lost
+// (by kind: Stats.LostByKind), logged and exported as a metric. Every loss
+// is reported by some process: drops, expiries, refusals and unreadable
+// events are counted in the spool with how much of each was logged, so a
+// process killed before it logged its losses has them reported (and
+// counted) by the next Open ("the previous run dropped 29 events and did
+// not report it"). A stdout
 // that fails (its reader went away) is counted (Stats.EchoErrors) and
 // logged once; spooling and delivery go on.
 //
@@ -172,5 +177,6 @@
 // If the spool cannot commit (disk full, I/O error) the event is still echoed,
 // the failure counted, logged (rate-limited, with reason=disk_full when it is)
 // and returned. A damaged spool is salvaged at Open, or when the drainer meets
-// a damaged record, and logged.
+// a damaged record, and logged; the events it could not read are counted as
+// lost (Stats.Unreadable), in the spool file too.
 package emitter

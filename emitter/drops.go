@@ -15,9 +15,10 @@ const dropCheckEvery = time.Second
 // found in the spool's counters, which survive restarts, so only new ones are
 // logged. (Under drop-newest the refused Emit returns an error and warns.)
 type dropLog struct {
-	logged    uint64 // DroppedOldest.Events when last logged
-	lastLog   time.Time
-	lastCheck time.Time
+	logged     uint64 // DroppedOldest.Events when last logged
+	unreadable uint64 // the spool's unreadable events when last logged (losses.go)
+	lastLog    time.Time
+	lastCheck  time.Time
 }
 
 // check logs new drops if the interval has passed, or anyway when final.
@@ -27,6 +28,7 @@ func (d *drainer) checkDrops(final bool) {
 		return
 	}
 	d.drops.lastCheck = now
+	d.checkUnreadable()
 	st := d.spool.Stats()
 	total := st.DroppedOldest.Events
 	if total <= d.drops.logged || (!final && now.Sub(d.drops.lastLog) < d.opts.WarnInterval) {

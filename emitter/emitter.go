@@ -27,7 +27,9 @@ type Emitter struct {
 	echoMu sync.Mutex
 	echo   []byte
 
-	notSpooled notSpooledLog // see losses.go
+	notSpooled lossLog       // see losses.go
+	refused    lossLog       // see Refuse
+	refusedN   atomic.Uint64 // events refused before the spool by this process
 
 	emitted     atomic.Uint64
 	spoolErrors atomic.Uint64
@@ -39,8 +41,10 @@ type Emitter struct {
 	closeErr    error
 
 	writerRefused atomic.Uint64 // see writer.go
-	droppedAtOpen uint64        // the spool's drop counters at Open: earlier runs' drops
-	atOpen        wal.Stats     // the spool as Open found it, before any delivery
+	// reportedAtOpen are the spool's losses that were reported before this
+	// Open: earlier runs' losses, not this one's (see losses.go).
+	reportedAtOpen wal.Losses
+	atOpen         wal.Stats // the spool as Open found it, before any delivery
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -66,18 +70,19 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	if err != nil {
 		return nil, err
 	}
+	var salvaged uint64
 	if r := spool.Salvaged(); r != nil {
+		salvaged = r.Missing
 		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
 			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", r.Cause,
 			"removed_damaged_copies", r.RemovedCopies)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, notSpooled: notSpooledLog{interval: o.WarnInterval},
-		closeDone: make(chan struct{})}
-	ss := spool.Stats()
-	e.atOpen = ss
-	e.droppedAtOpen = ss.DroppedOldest.Events + ss.DroppedNewest.Events
-	reportPrevious(spool, o.Logger)
+	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
+		notSpooled: lossLog{interval: o.WarnInterval}, refused: lossLog{interval: o.WarnInterval}}
+	e.atOpen = spool.Stats()
+	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
 	e.d = newDrainer(addr, &e.opts, spool)
+	e.d.drops.unreadable = e.atOpen.Unreadable // logged just above
 	go e.d.run()
 	return e, nil
 }
@@ -104,7 +109,7 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 // Emit validates the events, commits them to the spool in one transaction
 // (grouped with concurrent callers), echoes them to Options.Stdout and wakes
 // the drainer. It never waits on the network. If any event is invalid nothing
-// is emitted. If the spool fails, the events are still echoed, the failure is
+// is emitted, and the events are counted as refused (Stats.Refused). If the spool fails, the events are still echoed, the failure is
 // counted, and an error matching ErrSpool is returned. Under the Block policy
 // Emit waits for space until ctx ends. After Close the events are still
 // echoed (Stdout always gets them), counted as not spooled, and Emit returns
@@ -112,6 +117,7 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	clean, err := e.validateAll(events)
 	if err != nil {
+		e.Refuse(len(events), err)
 		return err
 	}
 	if e.closed.Load() {
@@ -220,64 +226,6 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
 	}
 	return e.spool.Close()
-}
-
-// Stats is a snapshot of an Emitter's state.
-type Stats struct {
-	Pending      uint64 // events in the spool
-	PendingBytes uint64 // their bytes
-	Emitted      uint64 // events spooled by this process
-	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
-	EchoErrors   uint64 // failed writes to Stdout
-	Delivered    uint64 // events the receiver handled: read, then out of the replay window
-	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
-	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
-	Connected    bool
-	Reconnects   uint64    // connections made after the first
-	DialErrors   uint64    // failed connection attempts
-	WriteErrors  uint64    // failed writes and consumption waits
-	Stalls       uint64    // times the receiver read nothing for WriteTimeout
-	LastError    string    // the last delivery error, "" if none
-	LastErrorAt  time.Time // when it happened
-	OutageStart  time.Time // when the current outage began; zero when connected
-	Spool        wal.Stats
-
-	// Expired counts the events this process dropped unsent for being older
-	// than Options.MaxAge; Spool.Expired has the count across restarts.
-	Expired uint64
-
-	PreambleErrors uint64 // connections dropped because Options.Preamble failed
-	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize
-
-	droppedAtOpen uint64 // Dropped as it was at Open
-}
-
-// Lost is how many events this emitter lost since Open: echoed but not
-// spooled (SpoolErrors), dropped by the full-spool policy (Dropped, less what
-// earlier runs dropped), expired, or dead-lettered. The CLI exits 4 when it is
-// not zero.
-func (s Stats) Lost() uint64 {
-	return s.SpoolErrors + (s.Dropped - min(s.droppedAtOpen, s.Dropped)) + s.Expired + s.DeadLettered
-}
-
-// Stats returns a snapshot of the emitter's counters.
-func (e *Emitter) Stats() Stats {
-	ss := e.spool.Stats()
-	s := Stats{
-		Pending:      ss.PendingEvents,
-		PendingBytes: ss.PendingBytes,
-		Emitted:      e.emitted.Load(),
-		SpoolErrors:  e.spoolErrors.Load(),
-		EchoErrors:   e.echoErrors.Load(),
-		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
-		Spool:        ss,
-
-		droppedAtOpen: e.droppedAtOpen,
-	}
-	e.d.fillStats(&s)
-	s.Expired = e.d.aged.here.Load()
-	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
-	return s
 }
 
 // spoolFailure names why a commit failed, for the log.

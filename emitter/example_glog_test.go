@@ -106,5 +106,5 @@ func Example_glog() {
 		log.Print(err)
 	}
 	// Output:
-	// W evspool: msg="line over the event size limit refused" size=110 limit=64 hint="raise MaxEventSize (--max-event-size) or split the line"
+	// W evspool: msg="events refused, not spooled" events=1 reason=too_large size=110 limit=64 hint="raise --max-event-size (Options.MaxEventSize) or split the line"
 }

@@ -10,41 +10,64 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// Every loss is reported, exactly, by some process. The spool counts drops
-// and expiries in the transaction that loses the events, and how much of
-// each count was logged (wal.MarkReported, raised after each log line that
+// Every loss is reported, exactly, by some process. The spool counts drops,
+// expiries, events a salvage could not read and events refused before the
+// spool, each in the transaction that loses the events, and how much of each
+// count was logged (wal.MarkReported, raised after each log line that
 // reports losses, and at Close). A process killed before it logged leaves
-// the difference, which the next Open logs: "the previous run dropped 29
-// events and did not report it". Logging comes before marking, so a kill
-// between the two reports those events twice rather than never.
+// the difference, which the next Open logs ("the previous run dropped 29
+// events and did not report it") and counts as its own loss (Stats.Lost).
+// Logging comes before marking, so a kill between the two reports those
+// events twice rather than never.
 //
 // Not covered: events echoed but not spooled for a reason that also stops
 // the spool from recording them (disk full, I/O error; drop-newest refusals
-// are recorded), and dead letters (logged one by one as set aside).
+// are recorded), and dead letters (logged one by one as set aside, and kept
+// in the dead-letter file).
 
-// reportPrevious logs what earlier processes lost and did not report.
-func reportPrevious(spool *wal.WAL, logger *slog.Logger) {
+// previousLoss is the line that reports a predecessor's loss, per kind.
+var previousLoss = []struct {
+	msg, kind string
+	n         func(wal.Losses) uint64
+}{
+	{"the previous run dropped %d events and did not report it", "dropped_oldest",
+		func(l wal.Losses) uint64 { return l.DroppedOldest }},
+	{"the previous run refused %d events (spool full) and did not report it", "dropped_newest",
+		func(l wal.Losses) uint64 { return l.DroppedNewest }},
+	{"the previous run expired %d events and did not report it", "expired",
+		func(l wal.Losses) uint64 { return l.Expired }},
+	{"the previous run found %d events unreadable in its damaged spool and did not report it", "unreadable",
+		func(l wal.Losses) uint64 { return l.Unreadable }},
+	{"the previous run refused %d lines (over the size limit, or not a line) and did not report it", "refused",
+		func(l wal.Losses) uint64 { return l.Refused }},
+}
+
+// reportPrevious logs what earlier processes lost and did not report, and
+// returns the losses that are not this process's to report: those reported
+// already. salvaged is what this Open's salvage found unreadable (logged
+// with the salvage).
+func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (reported wal.Losses) {
 	total, rep := spool.Reported()
 	if !spool.ReportedKnown() {
 		// A spool of an earlier version, which did not record what it
 		// reported: its losses were logged then, as that version did.
 		logger.Debug("spool of an earlier version: its loss counts are taken as reported")
+		rep = total
+		rep.Unreadable -= min(salvaged, rep.Unreadable)
 	} else {
-		for _, k := range []struct {
-			verb, kind string
-			n          uint64
-		}{
-			{"dropped", "dropped_oldest", total.DroppedOldest - min(rep.DroppedOldest, total.DroppedOldest)},
-			{"refused", "dropped_newest", total.DroppedNewest - min(rep.DroppedNewest, total.DroppedNewest)},
-			{"expired", "expired", total.Expired - min(rep.Expired, total.Expired)},
-		} {
-			if k.n > 0 {
-				logger.Warn(fmt.Sprintf("the previous run %s %d events and did not report it", k.verb, k.n),
-					"unreported_events", k.n, "kind", k.kind, "hint", "it was killed before it logged them; inspect shows the totals")
+		for _, k := range previousLoss {
+			n := k.n(total) - min(k.n(rep), k.n(total))
+			if k.kind == "unreadable" {
+				n -= min(salvaged, n)
+			}
+			if n > 0 {
+				logger.Warn(fmt.Sprintf(k.msg, n),
+					"unreported_events", n, "kind", k.kind, "hint", "it was killed before it logged them; inspect shows the totals")
 			}
 		}
 	}
 	markReported(spool, logger, total)
+	return rep
 }
 
 // markReported records that the losses up to r were logged.
@@ -54,49 +77,134 @@ func markReported(spool *wal.WAL, logger *slog.Logger, r wal.Losses) {
 	}
 }
 
-// notSpooledLog logs the events Emit echoed but could not spool: the first
-// failure at once, then at most one line per interval with the count since
-// the last line, and the rest at Close, so the lines add up to the total.
-type notSpooledLog struct {
+// lossLog logs one kind of loss: the first at once, then at most one line
+// per interval with the count since the last line, and the rest at Close,
+// so the lines add up to the total.
+type lossLog struct {
 	mu       sync.Mutex
 	interval time.Duration
 	last     time.Time
 	unlogged uint64
 }
 
-// note counts n events not spooled for err and logs if it is time.
-func (e *Emitter) noteNotSpooled(n int, err error) {
-	l := &e.notSpooled
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unlogged += uint64(n)
+// add counts n more and reports whether a line is due now (or anyway when
+// final); the caller holds mu.
+func (l *lossLog) add(n uint64, final bool) bool {
+	l.unlogged += n
 	now := time.Now()
-	if !l.last.IsZero() && now.Sub(l.last) < l.interval {
-		return
+	if l.unlogged == 0 || (!final && !l.last.IsZero() && now.Sub(l.last) < l.interval) {
+		return false
 	}
-	e.logNotSpooled(now, "reason", spoolFailure(err), "error", err.Error())
+	l.last = now
+	return true
+}
+
+// take returns the count to log and starts the next; the caller holds mu.
+func (l *lossLog) take() uint64 {
+	n := l.unlogged
+	l.unlogged = 0
+	return n
+}
+
+// noteNotSpooled counts n events Emit echoed but could not spool, for err,
+// and logs them if it is time.
+func (e *Emitter) noteNotSpooled(n int, err error) {
+	e.notSpooled.mu.Lock()
+	defer e.notSpooled.mu.Unlock()
+	if e.notSpooled.add(uint64(n), false) {
+		e.logNotSpooled("reason", spoolFailure(err), "error", err.Error())
+	}
 }
 
 // logNotSpooled logs what was not logged yet; the caller holds the lock.
-func (e *Emitter) logNotSpooled(now time.Time, args ...any) {
-	l := &e.notSpooled
-	if l.unlogged == 0 {
-		return
-	}
-	e.opts.Logger.Warn("events not spooled, echoed only", append([]any{"events", l.unlogged}, args...)...)
-	l.last, l.unlogged = now, 0
+func (e *Emitter) logNotSpooled(args ...any) {
+	e.opts.Logger.Warn("events not spooled, echoed only", append([]any{"events", e.notSpooled.take()}, args...)...)
 	total, _ := e.spool.Reported()
 	markReported(e.spool, e.opts.Logger, wal.Losses{DroppedNewest: total.DroppedNewest})
+}
+
+// Refuse counts n events that their producer refused before they reached
+// Emit, for cause (an *EventSizeError for a line over MaxEventSize, say), as
+// Emit counts the events it refuses itself: lost (Stats.Refused), recorded
+// in the spool with its other losses, and logged (the first at once, then at
+// most one line per WarnInterval, the rest at Close).
+func (e *Emitter) Refuse(n int, cause error) {
+	if n <= 0 {
+		return
+	}
+	e.refused.mu.Lock()
+	defer e.refused.mu.Unlock()
+	e.refusedN.Add(uint64(n))
+	// Recorded before it is logged, under the lock: a line marks reported
+	// only refusals it counted.
+	if err := e.spool.CountRefused(uint64(n)); err != nil && !errors.Is(err, wal.ErrClosed) {
+		e.opts.Logger.Debug("cannot record refused events in the spool", "error", err.Error())
+	}
+	if e.refused.add(uint64(n), false) {
+		e.logRefused(cause)
+	}
+}
+
+// logRefused logs the refusals not logged yet, with the last one's cause;
+// the caller holds the lock.
+func (e *Emitter) logRefused(cause error) {
+	args := []any{"events", e.refused.take()}
+	var se *EventSizeError
+	switch {
+	case errors.As(cause, &se):
+		args = append(args, "reason", "too_large", "size", se.Size, "limit", se.Limit,
+			"hint", "raise --max-event-size (Options.MaxEventSize) or split the line")
+	case errors.Is(cause, ErrNewline):
+		args = append(args, "reason", "not_a_line", "hint", "send one event per Emit, without a newline inside")
+	case cause != nil:
+		args = append(args, "error", cause.Error())
+	default:
+		args = append(args, "final", true)
+	}
+	e.opts.Logger.Warn("events refused, not spooled", args...)
+	total, _ := e.spool.Reported()
+	markReported(e.spool, e.opts.Logger, wal.Losses{Refused: total.Refused})
+}
+
+// checkUnreadable logs events a salvage found unreadable since the last
+// line about them: a salvage set off by a commit rather than by the
+// drainer, which logs its own (see unreadableLogged).
+func (d *drainer) checkUnreadable() {
+	total, _ := d.spool.Reported()
+	if total.Unreadable <= d.drops.unreadable {
+		return
+	}
+	n := total.Unreadable - d.drops.unreadable
+	attrs := []any{"unreadable_events", n, "unreadable_total", total.Unreadable}
+	if r := d.spool.Salvaged(); r != nil {
+		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
+	}
+	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
+	d.unreadableLogged()
+}
+
+// unreadableLogged records that the spool's unreadable events were logged.
+func (d *drainer) unreadableLogged() {
+	total, _ := d.spool.Reported()
+	d.drops.unreadable = total.Unreadable
+	markReported(d.spool, d.opts.Logger, wal.Losses{Unreadable: total.Unreadable})
 }
 
 // reportFinal logs the losses not logged yet and records them as reported:
 // at Close, the drainer gone.
 func (e *Emitter) reportFinal() {
-	e.d.checkDrops(true)
+	e.d.checkDrops(true) // and unreadable events
 	e.d.logExpired(wal.Counter{}, time.Now(), true)
 	e.notSpooled.mu.Lock()
-	e.logNotSpooled(time.Now(), "final", true)
+	if e.notSpooled.add(0, true) {
+		e.logNotSpooled("final", true)
+	}
 	e.notSpooled.mu.Unlock()
+	e.refused.mu.Lock()
+	if e.refused.add(0, true) {
+		e.logRefused(nil)
+	}
+	e.refused.mu.Unlock()
 	total, _ := e.spool.Reported()
 	markReported(e.spool, e.opts.Logger, total)
 }

@@ -287,4 +287,5 @@ func (d *drainer) repair(cause error) {
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
 		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause,
 		"removed_damaged_copies", r.RemovedCopies)
+	d.unreadableLogged()
 }

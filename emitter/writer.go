@@ -19,8 +19,9 @@ var ErrWriterClosed = errors.New("emitter: writer closed")
 //
 // A partial line waits in the Writer for its newline; Close emits it. A line
 // over Options.MaxEventSize (its newline included) is not cut: it is
-// refused whole, without being held in memory, counted (Stats.WriterRefused)
-// and logged (rate-limited), and Write returns an error matching
+// refused whole, without being held in memory, counted as lost as the
+// Emitter's Refuse counts it (Stats.Refused, Stats.WriterRefused) and logged
+// (rate-limited), and Write returns an error matching
 // ErrEventTooLarge that gives its size and the limit; the other lines of the
 // Write are emitted. A spool failure returns an error matching ErrSpool (the
 // lines were echoed). In both cases Write still reports len(p) bytes taken.
@@ -48,12 +49,11 @@ type Writer struct {
 	partial []byte
 	skipped int // bytes so far of a refused line awaiting its newline; 0 if none
 	closed  bool
-	warn    limiter
 }
 
 // Writer returns a new Writer over e, with its own partial-line buffer.
 func (e *Emitter) Writer() *Writer {
-	return &Writer{e: e, warn: limiter{interval: e.opts.WarnInterval}}
+	return &Writer{e: e}
 }
 
 // Write emits each complete line of p; see Writer.
@@ -119,8 +119,7 @@ func (w *Writer) hold(b []byte) {
 func (w *Writer) refuse(size int) error {
 	w.e.writerRefused.Add(1)
 	err := fmt.Errorf("emitter: writer: line refused, not cut: %w", &EventSizeError{Size: size, Limit: w.e.opts.MaxEventSize})
-	w.warn.log(w.e.opts.Logger, "line over the event size limit refused", "size", size,
-		"limit", w.e.opts.MaxEventSize, "hint", "raise MaxEventSize (--max-event-size) or split the line")
+	w.e.Refuse(1, err)
 	return err
 }
 

@@ -73,7 +73,9 @@ func TestWriterRefusesLongLine(t *testing.T) {
 	r.flush(5 * time.Second)
 	require.Equal(t, []string{"ok", "after", "next", "exactly-15-byte"}, waitLines(t, r.rcv, 4))
 	require.EqualValues(t, 2, r.em.Stats().WriterRefused)
-	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "line over the event size limit refused"), "rate-limited")
+	require.EqualValues(t, 2, r.em.Stats().Refused, "a loss like any other")
+	require.EqualValues(t, 2, r.em.Stats().Lost())
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "events refused, not spooled"), "rate-limited")
 
 	_, err = io.WriteString(w, strings.Repeat("z", 20))
 	require.NoError(t, err)

@@ -88,6 +88,10 @@ func statsMetrics() []metric {
 			func(s *emitter.Stats) uint64 { return s.Spool.Expired.Events }),
 		counter("preamble_errors_total", "Connections dropped because the connection preamble failed.",
 			func(s *emitter.Stats) uint64 { return s.PreambleErrors }),
+		counter("events_refused_total", "Events refused before the spool (a line over the event size limit, an event that is not a line), so never delivered; includes a killed predecessor's unreported ones.",
+			func(s *emitter.Stats) uint64 { return s.Refused }),
+		counter("events_unreadable_total", "Events lost to a damaged spool file: pending when it was damaged, not recovered by its salvage; kept in the spool file across restarts.",
+			func(s *emitter.Stats) uint64 { return s.Spool.Unreadable }),
 		counter("writer_refused_lines_total", "Lines an emitter Writer refused for being over the event size limit.",
 			func(s *emitter.Stats) uint64 { return s.WriterRefused }),
 	}

@@ -84,7 +84,8 @@ func TestCollectorDelivered(t *testing.T) {
 	require.Equal(t, float64(64<<20), v["evspool_spool_max_bytes"].GetGauge().GetValue())
 	require.Positive(t, v["evspool_spool_file_bytes"].GetGauge().GetValue())
 	require.Equal(t, uint64(250), v["evspool_commit_duration_seconds"].GetHistogram().GetSampleCount())
-	for _, name := range []string{"evspool_events_expired_total", "evspool_preamble_errors_total", "evspool_writer_refused_lines_total"} {
+	for _, name := range []string{"evspool_events_expired_total", "evspool_preamble_errors_total", "evspool_writer_refused_lines_total",
+		"evspool_events_refused_total", "evspool_events_unreadable_total"} {
 		require.Equal(t, 0.0, v[name].GetCounter().GetValue(), name)
 	}
 }
@@ -111,7 +112,7 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 19, n, "17 figures and two drop reasons")
+	require.Equal(t, 21, n, "19 figures and two drop reasons")
 }
 
 // The collector passes Prometheus' naming rules (promlint, as promtool
@@ -124,4 +125,16 @@ func TestCollectorLintsClean(t *testing.T) {
 	problems, err := testutil.CollectAndLint(metrics.NewCollector(em, commits))
 	require.NoError(t, err)
 	require.Empty(t, problems)
+}
+
+// A refused event is a loss the metrics show, whoever refused it: Emit
+// itself, or a producer through Refuse.
+func TestCollectorRefused(t *testing.T) {
+	em, reg := open(t, false)
+	require.ErrorIs(t, em.Emit(context.Background(), []byte("not\na line")), emitter.ErrNewline)
+	em.Refuse(2, &emitter.EventSizeError{Size: 65537, Limit: 65536})
+	v := values(t, reg)
+	require.Equal(t, 3.0, v["evspool_events_refused_total"].GetCounter().GetValue())
+	require.Zero(t, v["evspool_events_unreadable_total"].GetCounter().GetValue())
+	require.Zero(t, v["evspool_writer_refused_lines_total"].GetCounter().GetValue(), "no Writer was involved")
 }

@@ -35,6 +35,9 @@
 //	evspool_write_errors_total              counter   failed writes and consumption waits
 //	evspool_events_expired_total            counter   events older than Options.MaxAge, dropped unsent
 //	evspool_preamble_errors_total           counter   connections dropped because Options.Preamble failed
+//	evspool_events_refused_total            counter   events refused before the spool (over the size
+//	                                                  limit, not a line)
+//	evspool_events_unreadable_total         counter   events lost to a damaged spool file (salvage)
 //	evspool_writer_refused_lines_total      counter   lines a Writer refused, over the event size limit
 //	evspool_commit_duration_seconds         histogram time Emit spent committing to the spool
 //

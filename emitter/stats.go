@@ -1,0 +1,107 @@
+package emitter
+
+import (
+	"time"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// Stats is a snapshot of an Emitter's state.
+type Stats struct {
+	Pending      uint64 // events in the spool
+	PendingBytes uint64 // their bytes
+	Emitted      uint64 // events spooled by this process
+	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
+	EchoErrors   uint64 // failed writes to Stdout
+	Delivered    uint64 // events the receiver handled: read, then out of the replay window
+	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
+	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
+	Connected    bool
+	Reconnects   uint64    // connections made after the first
+	DialErrors   uint64    // failed connection attempts
+	WriteErrors  uint64    // failed writes and consumption waits
+	Stalls       uint64    // times the receiver read nothing for WriteTimeout
+	LastError    string    // the last delivery error, "" if none
+	LastErrorAt  time.Time // when it happened
+	OutageStart  time.Time // when the current outage began; zero when connected
+	Spool        wal.Stats
+
+	// Expired counts the events this process dropped unsent for being older
+	// than Options.MaxAge; Spool.Expired has the count across restarts.
+	Expired uint64
+	// Refused counts the events this process reports refused before the
+	// spool: Emit's invalid ones (over MaxEventSize, not a line), a
+	// Writer's lines over MaxEventSize, those its producer reported through
+	// Refuse, and those a process killed before it logged them recorded.
+	// Spool.Refused has the count across restarts.
+	Refused uint64
+	// Unreadable counts the events this process reports lost to a damaged
+	// spool file: pending when it was damaged, not recovered by the salvage
+	// (at Open, or when delivery or a commit met the damage), and those
+	// a salvage of a process killed before it logged them found.
+	// Spool.Unreadable has the count across restarts.
+	Unreadable uint64
+
+	PreambleErrors uint64 // connections dropped because Options.Preamble failed
+	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize (counted in Refused too)
+
+	reportedAtOpen wal.Losses // the spool's losses reported before Open
+}
+
+// LostEvents is Stats.Lost by kind.
+type LostEvents struct {
+	NotSpooled   uint64 // echoed but not spooled: disk full, I/O error (SpoolErrors)
+	Refused      uint64 // refused before the spool: over the size limit, not a line
+	Dropped      uint64 // dropped by the full-spool policy
+	Expired      uint64 // older than MaxAge when their turn came
+	DeadLettered uint64 // set aside in the dead-letter file
+	Unreadable   uint64 // in a damaged spool file, not recovered by its salvage
+}
+
+// Total is the sum of the kinds.
+func (l LostEvents) Total() uint64 {
+	return l.NotSpooled + l.Refused + l.Dropped + l.Expired + l.DeadLettered + l.Unreadable
+}
+
+// LostByKind is what this emitter lost since Open, by kind: its own losses,
+// and those the spool recorded for a process killed before it logged them
+// (which Open logged: this process is the one that reports them). The losses
+// earlier runs reported are not counted.
+func (s Stats) LostByKind() LostEvents {
+	at := s.reportedAtOpen
+	since := func(now, before uint64) uint64 { return now - min(before, now) }
+	return LostEvents{
+		NotSpooled:   s.SpoolErrors,
+		Refused:      s.Refused,
+		Dropped:      since(s.Dropped, at.DroppedOldest+at.DroppedNewest),
+		Expired:      since(s.Spool.Expired.Events, at.Expired),
+		DeadLettered: s.DeadLettered,
+		Unreadable:   s.Unreadable,
+	}
+}
+
+// Lost is how many events this emitter lost since Open, whatever the cause
+// (see LostByKind). The CLI exits 4 when it is not zero.
+func (s Stats) Lost() uint64 { return s.LostByKind().Total() }
+
+// Stats returns a snapshot of the emitter's counters.
+func (e *Emitter) Stats() Stats {
+	ss := e.spool.Stats()
+	s := Stats{
+		Pending:      ss.PendingEvents,
+		PendingBytes: ss.PendingBytes,
+		Emitted:      e.emitted.Load(),
+		SpoolErrors:  e.spoolErrors.Load(),
+		EchoErrors:   e.echoErrors.Load(),
+		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
+		Spool:        ss,
+		Refused:      e.refusedN.Load() + e.atOpen.Refused - min(e.reportedAtOpen.Refused, e.atOpen.Refused),
+		Unreadable:   ss.Unreadable - min(e.reportedAtOpen.Unreadable, ss.Unreadable),
+
+		reportedAtOpen: e.reportedAtOpen,
+	}
+	e.d.fillStats(&s)
+	s.Expired = e.d.aged.here.Load()
+	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
+	return s
+}
