@@ -90,6 +90,7 @@ func TestDashboard(t *testing.T) {
 	}
 	for _, m := range []string{"evspool_spool_pending_events", "evspool_oldest_pending_age_seconds", "evspool_events_delivered_total",
 		"evspool_events_dropped_total", "evspool_spool_errors_total", "evspool_events_dead_lettered_total", "evspool_events_expired_total",
+		"evspool_events_refused_total", "evspool_events_unreadable_total",
 		"evspool_reconnects_total", "evspool_commit_duration_seconds_bucket"} {
 		require.True(t, named[m], "no panel shows %s", m)
 	}

@@ -119,7 +119,8 @@ func (f *forwarder) startBackground(st status) {
 // still committed, within stopGrace whatever the input does.
 func (f *forwarder) pump(ctx context.Context, r io.Reader) bool {
 	lines := make(chan [][]byte, 4)
-	go readLines(r, int(f.rf.maxEvent), lines, ctx.Done(), f.logger)
+	refuse := func(err error) { f.em.Refuse(1, err) }
+	go readLines(r, int(f.rf.maxEvent), lines, ctx.Done(), refuse, f.logger)
 	return pump(ctx, f.em, lines)
 }
 

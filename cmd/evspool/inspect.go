@@ -15,8 +15,11 @@ const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N] [--d
 
 Shows a spool without changing it: pending events and bytes, the file's size,
 the oldest and newest sequence numbers, how long the oldest event has waited,
-and the events dropped by the full-spool policy. --dump N also prints the
-oldest N pending events, without removing them.
+and the events lost, by kind: dropped by the full-spool policy, expired,
+refused (over --max-event-size), unreadable in a damaged spool file (what a
+salvage could not recover), dead-lettered, and not spooled (disk full: the
+last run's count, from its status). --dump N also prints the oldest N
+pending events, without removing them.
 
 Events the receiver kept failing on (it died, or stopped reading, on them 3
 times in a row) are set aside in DIR/dead-letters so that delivery goes on;
@@ -55,6 +58,12 @@ type report struct {
 	// a running evspool; the figures are from its status file).
 	State string `json:"state"`
 	figures
+	// NotSpooledEvents are the events the running process, or the last
+	// run, echoed but could not spool (disk full, I/O error): from its
+	// status, as the spool could not record them.
+	NotSpooledEvents uint64 `json:"not_spooled_events"`
+	// DeadLetteredEvents are the events in the dead-letter file.
+	DeadLetteredEvents uint64 `json:"dead_lettered_events"`
 	// Status is the running process's status, or the last run's.
 	Status           *status       `json:"status,omitempty"`
 	StatusAgeSeconds *float64      `json:"status_age_seconds,omitempty"`
@@ -99,6 +108,12 @@ func inspectCmd(args []string, e *env) int {
 		return exitFatal
 	}
 	rep.DeadLetters = summarizeDeadLetters(*dir)
+	if rep.DeadLetters != nil {
+		rep.DeadLetteredEvents = uint64(rep.DeadLetters.Events)
+	}
+	if rep.Status != nil {
+		rep.NotSpooledEvents = rep.Status.SpoolErrors
+	}
 	if *asJSON {
 		err = printJSON(e.stdout, rep)
 	} else {

@@ -42,6 +42,11 @@ func printTable(w io.Writer, rep *report, dump int) error {
 	row("oldest age", "%s", seconds(f.OldestAgeSeconds))
 	row("expired events", "%d (older than --max-age, dropped unsent)", f.ExpiredEvents)
 	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
+	row("refused events", "%d (over --max-event-size, or not a line: never spooled)", f.RefusedEvents)
+	row("unreadable events", "%d (in a damaged spool file, not recovered by its salvage)", f.UnreadableEvents)
+	if rep.Status != nil {
+		row("not spooled events", "%d (echoed, not spooled: disk full, I/O error; %s)", rep.NotSpooledEvents, whose(rep))
+	}
 	if dl := rep.DeadLetters; dl != nil {
 		row("dead letters", "%d in %s (list: --dead-letters)%s", dl.Events, dl.File, dl.Error)
 	}
@@ -55,6 +60,14 @@ func printTable(w io.Writer, rep *report, dump int) error {
 		return printEvents(w, rep)
 	}
 	return nil
+}
+
+// whose says which process a figure from the status file is of.
+func whose(rep *report) string {
+	if rep.State == "in_use" {
+		return "this run's"
+	}
+	return "the last run's"
 }
 
 // printLive shows the status of the process that holds the spool.

@@ -19,11 +19,12 @@ const (
 // readLines reads events from r, one per line, and sends them in batches:
 // a batch closes when no more input is buffered, so a slow producer's events
 // go out one by one and a fast one's in groups (one spool commit each). A
-// line over maxEvent (its newline included) is refused with a warning that
-// says how big it was, and skipped without holding it in memory. The channel
+// line over maxEvent (its newline included) is skipped without holding it
+// in memory and handed to refuse, with an error that says how big it was
+// (the emitter counts it lost and logs it). The channel
 // is closed at end of input, and once stop is closed: then the lines read so
 // far are handed over (for at most stopGrace) and no more is read.
-func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struct{}, logger *slog.Logger) {
+func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struct{}, refuse func(error), logger *slog.Logger) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, max(maxEvent, 64<<10))
 	var batch [][]byte
@@ -36,13 +37,12 @@ func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struc
 				line, err = br.ReadSlice('\n')
 				n += len(line)
 			}
-			logger.Warn("event refused: line over the size limit, skipped",
-				"size", n, "limit", maxEvent, "hint", "raise --max-event-size or split the line")
+			refuse(&emitter.EventSizeError{Size: n, Limit: maxEvent})
 			line = nil
 		}
 		if len(line) > 0 {
 			if ev, verr := emitter.Validate(line, maxEvent); verr != nil {
-				logger.Warn("event refused", "error", verr)
+				refuse(verr)
 			} else {
 				batch = append(batch, bytes.Clone(ev))
 				size += len(ev)

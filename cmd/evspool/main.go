@@ -19,7 +19,7 @@ const (
 	exitFatal   = 1 // fatal error
 	exitUsage   = 2 // bad command line
 	exitSpooled = 3 // stopped with events still spooled, nothing lost
-	exitLost    = 4 // events lost: not spooled, dropped, expired, dead-lettered
+	exitLost    = 4 // events lost: not spooled, refused, dropped, expired, dead-lettered, unreadable
 )
 
 // version is set at build time with -ldflags "-X main.version=...";
@@ -101,8 +101,8 @@ Examples:
   evspool sink --socket /tmp/events.sock
 
 Exit status of run: 0 everything delivered, nothing lost; 3 stopped with events
-still spooled, nothing lost; 4 events lost (not spooled, dropped, expired,
-dead-lettered); 1 fatal; 2 bad usage. exec exits with COMMAND's status, 4
+still spooled, nothing lost; 4 events lost (not spooled, refused, dropped,
+expired, dead-lettered, unreadable in a damaged spool); 1 fatal; 2 bad usage. exec exits with COMMAND's status, 4
 instead of 0 if events were lost. A loss never exits 0.
 
 Sizes take KiB/MiB/GiB or KB/MB/GB (64MiB, 1GB); durations 500ms, 5s, 1m30s.

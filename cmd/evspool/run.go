@@ -45,8 +45,11 @@ Exit status:
   3  stopped with events still spooled, nothing lost (the next run on the
      same spool delivers them)
   4  events lost: echoed but not spooled (disk full, file size limit, I/O
-     error), dropped by --on-full, expired, or dead-lettered; whether or not
-     some are still spooled. The final log line gives the counts.
+     error), refused (a line over --max-event-size), dropped by --on-full,
+     expired, dead-lettered, or unreadable in a damaged spool file (what its
+     salvage could not recover); whether or not some are still spooled. The
+     final log line gives the counts by kind; losses a killed run left
+     unreported are reported, and counted, by the next run.
   1  fatal error
   2  bad usage
 A stdout reader that goes away (run ... | head -1) does not change the
@@ -136,14 +139,17 @@ func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 	return exitOK
 }
 
-// lossAttrs are the final log line's figures when events were lost.
+// lossAttrs are the final log line's figures when events were lost: the
+// total and each kind (inspect shows the spool's totals of the same kinds).
 func lossAttrs(st emitter.Stats) []any {
-	lost := st.Lost()
-	return []any{"lost", lost,
-		"not_spooled", st.SpoolErrors,
-		"dropped", lost - st.SpoolErrors - st.Expired - st.DeadLettered,
-		"expired", st.Expired,
-		"dead_lettered", st.DeadLettered,
+	l := st.LostByKind()
+	return []any{"lost", l.Total(),
+		"not_spooled", l.NotSpooled,
+		"dropped", l.Dropped,
+		"expired", l.Expired,
+		"dead_lettered", l.DeadLettered,
+		"refused", l.Refused,
+		"unreadable", l.Unreadable,
 		"pending_events", st.Pending,
 		"delivered", st.Delivered}
 }

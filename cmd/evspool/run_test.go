@@ -38,7 +38,9 @@ func TestRunOversizedLineRefused(t *testing.T) {
 	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Run(), &ee, stderr.String())
+	require.Equal(t, exitLost, ee.ExitCode(), "a refused line is a loss: %s", stderr.String())
 	require.Equal(t, "before\nafter\n", stdout.String())
 	require.Contains(t, stderr.String(), "size=2001")
 	require.Contains(t, stderr.String(), "limit=1024")

@@ -32,7 +32,9 @@ type figures struct {
 	DroppedEvents       uint64  `json:"dropped_events"`
 	DroppedOldestEvents uint64  `json:"dropped_oldest_events"`
 	DroppedNewestEvents uint64  `json:"dropped_newest_events"`
-	ExpiredEvents       uint64  `json:"expired_events"` // older than --max-age, dropped unsent
+	ExpiredEvents       uint64  `json:"expired_events"`    // older than --max-age, dropped unsent
+	UnreadableEvents    uint64  `json:"unreadable_events"` // in a damaged spool file, not recovered by its salvage
+	RefusedEvents       uint64  `json:"refused_events"`    // refused before the spool (over --max-event-size)
 }
 
 func spoolFigures(s wal.Stats, now time.Time) figures {
@@ -47,6 +49,7 @@ func spoolFigures(s wal.Stats, now time.Time) figures {
 	}
 	f.DroppedEvents = f.DroppedOldestEvents + f.DroppedNewestEvents
 	f.ExpiredEvents = s.Expired.Events
+	f.UnreadableEvents, f.RefusedEvents = s.Unreadable, s.Refused
 	if !s.OldestTime.IsZero() && s.PendingEvents > 0 {
 		f.OldestAgeSeconds = max(now.Sub(s.OldestTime).Seconds(), 0)
 	}
