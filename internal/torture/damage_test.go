@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +55,9 @@ var corruptions = []corruption{
 }
 
 // A damaged spool under the CLI: no panic, no crash loop, the damaged file
-// kept aside, what is readable salvaged and delivered, new events flow.
+// kept aside, what is readable salvaged and delivered, new events flow, and
+// every event the salvage could not read counted as lost (exit 4) by the run
+// that salvaged, and only by it.
 func TestDamagedSpoolCLI(t *testing.T) {
 	for _, c := range corruptions {
 		t.Run(c.name, func(t *testing.T) {
@@ -66,14 +70,22 @@ func TestDamagedSpoolCLI(t *testing.T) {
 			rcv, err := testrecv.Start("unix", sock, nil)
 			require.NoError(t, err)
 			defer rcv.Close()
+			unreadable := 0
 			for round := 0; round < 2; round++ { // the second run proves there is no crash loop
 				fresh := fmt.Sprintf("fresh event after damage, round %d", round)
 				// The receiver records lines as it reads them: no need to linger.
 				cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool, "--replay-linger", "20ms")
 				cmd.Stdin = strings.NewReader(fresh + "\n")
 				out, err := cmd.CombinedOutput()
-				require.NoError(t, err, "%s", out)
 				require.NotContains(t, string(out), "panic")
+				if m := lostUnreadable.FindStringSubmatch(string(out)); round == 0 && m != nil {
+					unreadable, _ = strconv.Atoi(m[1])
+					var ee *exec.ExitError
+					require.ErrorAs(t, err, &ee, "%s", out)
+					require.Equal(t, 4, ee.ExitCode(), "unreadable events are lost: %s", out)
+				} else {
+					require.NoError(t, err, "%s", out)
+				}
 				if round == 0 && c.salvage {
 					require.Contains(t, string(out), "spool was damaged and has been salvaged")
 				}
@@ -95,10 +107,14 @@ func TestDamagedSpoolCLI(t *testing.T) {
 				}
 			}
 			require.True(t, isOrderedSubset(recovered, old), "salvaged events in order")
-			t.Logf("%s: %d of %d spooled events recovered", c.name, len(recovered), len(old))
+			require.Equal(t, len(old)-len(recovered), unreadable, "every event not recovered is counted lost, once")
+			t.Logf("%s: %d of %d spooled events recovered, %d counted unreadable", c.name, len(recovered), len(old), unreadable)
 		})
 	}
 }
+
+// lostUnreadable finds the count of unreadable events in the final line.
+var lostUnreadable = regexp.MustCompile(`msg="events were lost" .* unreadable=(\d+)`)
 
 func contains(lines []string, s string) bool {
 	for _, l := range lines {

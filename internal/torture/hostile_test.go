@@ -34,7 +34,10 @@ func TestHostileLines(t *testing.T) {
 	cmd.Stdin = strings.NewReader(input)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	require.NoError(t, cmd.Run(), stderr.String())
+	var ee *exec.ExitError
+	require.ErrorAs(t, cmd.Run(), &ee, stderr.String())
+	require.Equal(t, 4, ee.ExitCode(), "the refused line is lost: %s", stderr.String())
+	require.Contains(t, stderr.String(), "refused=1 ")
 	require.Equal(t, strings.Join(want, "\n")+"\n", stdout.String())
 	require.Contains(t, stderr.String(), "size=70001")
 	require.Contains(t, stderr.String(), "limit=65536")
@@ -64,7 +67,7 @@ func TestEndlessLineMemoryBounded(t *testing.T) {
 	code := c.exitCode(t, 30*time.Second)
 	t.Logf("%d MiB without a newline: peak RSS %d MiB", size>>20, peak>>20)
 	require.Less(t, peak, int64(100<<20), "memory must stay bounded")
-	require.Equal(t, 3, code, "the last line stays spooled: there is no receiver")
+	require.Equal(t, 4, code, "the endless line is lost (refused), the last line stays spooled: there is no receiver")
 	require.Contains(t, c.logs(), "size="+strconv.Itoa(size+1))
 	require.Equal(t, []string{"last line"}, c.lines())
 }
