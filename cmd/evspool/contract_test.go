@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -67,8 +68,11 @@ func TestRunFileSizeLimitIsLoss(t *testing.T) {
 	code, out := exitOf(t, cmd)
 	require.Equal(t, exitLost, code, out)
 	require.Contains(t, out, "events were lost")
-	require.Regexp(t, `not_spooled=[1-9]`, out)
+	m := regexp.MustCompile(`not_spooled=([1-9]\d*)`).FindStringSubmatch(out)
+	require.NotNil(t, m, out)
 	require.NotContains(t, out, "everything delivered")
+	rep := inspectJSON(t, "--spool", spool)
+	require.Equal(t, m[1], strconv.FormatUint(rep.NotSpooledEvents, 10), "inspect shows the run's not spooled events")
 	require.Less(t, rcv.Count(), len(in), "the limit really kept events out of the spool")
 }
 

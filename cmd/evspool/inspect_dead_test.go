@@ -28,6 +28,7 @@ func TestInspectDeadLetters(t *testing.T) {
 	rep = inspectJSON(t, "--spool", spool)
 	require.NotNil(t, rep.DeadLetters)
 	assert.Equal(t, 2, rep.DeadLetters.Events)
+	assert.EqualValues(t, 2, rep.DeadLetteredEvents, "a field per loss kind")
 
 	out, err := exec.Command(binary, "inspect", "--spool", spool, "--dead-letters").Output()
 	require.NoError(t, err)
