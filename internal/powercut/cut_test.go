@@ -360,11 +360,13 @@ func waitStopped(pid int) {
 }
 
 // drain runs evspool with no input until the spool is empty: it must exit 0
-// (everything delivered). With --fsync=false one more exception: a salvage
+// (everything delivered), or 4 when it reports losses (a salvage's
+// unreadable events, drops a run cut off before it logged them) with its
+// final line saying so. With --fsync=false one more exception: a salvage
 // during the drain can find events in stale pages of a torn file, numbered
 // above what the run set out to deliver; the run then exits 3 (events still
-// spooled) and the next run delivers them. Anything else, or a run that never
-// gets there, is a crash loop.
+// spooled; 4 if it also reports losses) and the next run delivers them.
+// Anything else, or a run that never gets there, is a crash loop.
 func (p *powercut) drain(when string) {
 	for attempt := 1; ; attempt++ {
 		r := p.start(false)
@@ -381,7 +383,17 @@ func (p *powercut) drain(when string) {
 		if err == nil {
 			return
 		}
-		if ee, ok := err.(*exec.ExitError); ok && ee.ExitCode() == 3 && !p.fsync && attempt < 5 && !strings.Contains(log, "SIGQUIT") {
+		ee, ok := err.(*exec.ExitError)
+		if lost := drainLost.FindStringSubmatch(log); ok && ee.ExitCode() == 4 && lost != nil && !strings.Contains(log, "SIGQUIT") {
+			if lost[1] == "0" {
+				return // drained; the losses are in check's count
+			}
+			if !p.fsync && attempt < 5 {
+				p.drains3++
+				continue
+			}
+		}
+		if ok && ee.ExitCode() == 3 && !p.fsync && attempt < 5 && !strings.Contains(log, "SIGQUIT") {
 			p.drains3++
 			continue
 		}
@@ -403,6 +415,10 @@ func (p *powercut) checkLog(log, what string) {
 		p.dropped += n
 	}
 }
+
+// drainLost matches the final line of a run that lost events: it gives
+// the events still spooled.
+var drainLost = regexp.MustCompile(`msg="events were lost" .* pending_events=(\d+)`)
 
 // dropReport matches the log lines in which evspool reports events dropped
 // for room (emitter/drops.go, emitter/losses.go).
