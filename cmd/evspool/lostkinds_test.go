@@ -152,3 +152,34 @@ func TestRunReportsAKilledRunsSalvage(t *testing.T) {
 	defer cancel()
 	require.NoError(t, rcv.WaitCount(ctx, 2000-int(unreadable)+1))
 }
+
+// A run SIGKILLed with a refusal recorded but not logged yet (the warnings
+// are rate-limited): the next run reports it, counts it and exits 4; the
+// lines of the two runs add up to inspect's total.
+func TestRunReportsAKilledRunsRefusals(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0", "--max-event-size", "1KiB")
+	addr := waitMetricsAddr(t, p)
+	long := strings.Repeat("z", 2000)
+	_, err := p.stdin.Write([]byte("a\n" + long + "\nb\n" + long + "\nc\n"))
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		return value(t, scrape(t, addr), "evspool_events_refused_total") == 2
+	}, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return len(p.echoed()) == 3 }, 5*time.Second, 5*time.Millisecond)
+	logged := regexp.MustCompile(`msg="events refused, not spooled" events=(\d+)`).FindAllStringSubmatch(p.logs(), -1)
+	require.Len(t, logged, 1, "the second refusal waits for the next line (rate-limited): %s", p.logs())
+	require.Equal(t, "1", logged[0][1])
+	require.NoError(t, p.cmd.Process.Kill())
+	p.wait(t, 5*time.Second)
+
+	startSink(t, sock)
+	cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool, "--replay-linger", "20ms")
+	cmd.Stdin = strings.NewReader("d\n")
+	code, out := exitOf(t, cmd)
+	require.Equal(t, exitLost, code, out)
+	require.Contains(t, out, "the previous run refused 1 lines (over the size limit, or not a line) and did not report it")
+	require.Contains(t, out, " refused=1 ")
+	require.EqualValues(t, 2, inspectJSON(t, "--spool", spool).RefusedEvents, "1 logged by each run")
+}
