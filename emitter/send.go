@@ -285,7 +285,7 @@ func (d *drainer) repair(cause error) {
 	}
 	d.dv.rewind()
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
-		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "cause", cause,
+		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", cause,
 		"removed_damaged_copies", r.RemovedCopies)
 	d.unreadableLogged()
 }

@@ -357,6 +357,8 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, uint64(49), r.Recovered)
 	require.Equal(t, uint64(1), r.Missing)
+	require.Equal(t, []wal.SeqRange{{First: 25, Last: 25}}, r.Unreadable, "the unreadable event's number")
+	require.Equal(t, "25", r.UnreadableSeqs())
 	require.Equal(t, uint64(1), r.FirstSeq)
 	require.Equal(t, uint64(50), r.LastSeq)
 	require.FileExists(t, r.CorruptPath)

@@ -26,14 +26,40 @@ type SalvageReport struct {
 	// not recovered. If every copy of the meta bucket is lost, the numbers
 	// past the last recovered one are not known and not counted.
 	Missing uint64
+	// Unreadable lists the sequence numbers of the Missing events, as
+	// ranges, oldest first: at most maxGaps of them, the last one then
+	// running to the newest missing number.
+	Unreadable []SeqRange
 	// RemovedCopies lists older damaged copies removed to keep their number
 	// and size bounded (see the package documentation).
 	RemovedCopies []string
 }
 
+// SeqRange is the sequence numbers First to Last, both included.
+type SeqRange struct{ First, Last uint64 }
+
+func (g SeqRange) String() string {
+	if g.First == g.Last {
+		return fmt.Sprint(g.First)
+	}
+	return fmt.Sprintf("%d-%d", g.First, g.Last)
+}
+
+// UnreadableSeqs is Unreadable as text, "25 40-59", for a log line.
+func (r *SalvageReport) UnreadableSeqs() string {
+	s := make([]string, len(r.Unreadable))
+	for i, g := range r.Unreadable {
+		s[i] = g.String()
+	}
+	return strings.Join(s, " ")
+}
+
 func (r *SalvageReport) String() string {
 	s := fmt.Sprintf("damaged spool file kept as %s; %d pending events recovered (sequences %d to %d, %d unreadable); cause: %v",
 		r.CorruptPath, r.Recovered, r.FirstSeq, r.LastSeq, r.Missing, r.Cause)
+	if len(r.Unreadable) > 0 {
+		s += fmt.Sprintf("; unreadable sequences: %s", r.UnreadableSeqs())
+	}
 	if len(r.RemovedCopies) > 0 {
 		s += fmt.Sprintf("; older damaged copies removed: %s", strings.Join(r.RemovedCopies, ", "))
 	}
@@ -258,6 +284,7 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	}
 	if handedOut > m.removedSeq+1 {
 		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered
+		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
 	}
 	// The events lost are counted in the file that replaces the damaged
 	// one: the count is in place exactly when the salvage is.
@@ -267,6 +294,26 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 		return err
 	}
 	return w.syncFresh(db)
+}
+
+// maxGaps bounds SalvageReport.Unreadable.
+const maxGaps = 16
+
+// gaps returns the numbers from lo to below hi that are not in seen, as
+// ranges (see SalvageReport.Unreadable).
+func gaps(seen map[uint64]struct{}, lo, hi uint64) []SeqRange {
+	var out []SeqRange
+	for seq := lo; seq < hi; seq++ {
+		if _, ok := seen[seq]; ok {
+			continue
+		}
+		if n := len(out); n > 0 && (out[n-1].Last == seq-1 || n == maxGaps) {
+			out[n-1].Last = seq
+			continue
+		}
+		out = append(out, SeqRange{seq, seq})
+	}
+	return out
 }
 
 func mustSeq(k []byte) uint64 {
