@@ -233,9 +233,18 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// onDeadline steps delivery at its deadline.
+// onDeadline steps delivery at its deadline. Where the socket can be
+// probed, it is probed first: a line read ReplayLinger ago counts as
+// handled only if the receiver's end is still open now, not at the last
+// idle check.
 func (d *drainer) onDeadline() {
-	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
+	var err error
+	if d.w.conn != nil && d.w.waiter.Supported() {
+		err = d.check()
+	} else {
+		err = d.apply(d.dv.tick(d.clk.Now()))
+	}
+	if err != nil {
 		d.fail(err)
 	}
 }
@@ -297,7 +306,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written, d.peer.noted = false, 0, 0, 0, false
+	d.resetPeer()
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
