@@ -147,8 +147,14 @@ func (d *drainer) notePeer(through uint64) {
 // written on the connection is resent if evspool dies, and the log says so,
 // once.
 func (d *drainer) seekReader() {
-	if d.peer.notes == nil || d.peer.sought || d.peer.ino == 0 || !d.dv.readSome() {
+	if d.peer.notes == nil || d.peer.sought || !d.dv.readSome() {
 		return
+	}
+	if d.peer.ino == 0 {
+		d.retryPeer() // it read, so it accepted: its end can be found now
+		if d.peer.ino == 0 {
+			return
+		}
 	}
 	d.peer.sought = true
 	id, why := readerOf(d.peer.ino)

@@ -25,9 +25,10 @@ type peerIdent struct {
 }
 
 // peerEnd returns the inode of the receiver's end of c, 0 when it cannot be
-// told: not a Unix socket, or sock_diag failing. retry is true when the
-// only thing missing is that end, which has no inode until the receiver
-// accepts the connection: ask again later.
+// told: not a Unix socket, sock_diag failing, or an end sock_diag cannot
+// see (its close could not be seen either). retry is true when the only thing missing is that end,
+// which has no inode until the receiver accepts the connection: ask again
+// later.
 func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -49,8 +50,13 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	}
 	// Not accepted yet: sock_diag names a peer of inode 0. An error
 	// (ENOENT from a kernel without unix_diag, say) will not pass.
-	ino, err = unixPeerIno(own)
-	return ino, err == nil && ino == 0
+	if ino, err = unixPeerIno(own); err != nil || ino == 0 {
+		return 0, err == nil
+	}
+	if gone, err := unixSocketGone(ino); err != nil || gone {
+		return 0, false
+	}
+	return ino, false
 }
 
 // readerOf returns the process that reads the receiver's end ino: the one

@@ -10,12 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/wal"
@@ -91,6 +93,49 @@ func TestReaderIsTheWorkerNotTheListener(t *testing.T) {
 	require.Len(t, workers, 1)
 	assert.EqualValues(t, workers[0], id.pid, "the worker reads")
 	assert.NotEqualValues(t, p.Master(), id.pid, "not the listener")
+}
+
+// sock_diag sees the Unix sockets of its own network namespace only; the
+// kernel creates a connection's accepted end in the connecting side's, so
+// a receiver listening in another namespace (a socket path shared between
+// them) still has its end seen, and its close.
+func TestPeerEndOfAListenerInAnotherNetworkNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("unsharing a network namespace takes root")
+	}
+	sock := filepath.Join(t.TempDir(), "s")
+	type result struct {
+		ln  net.Listener
+		err error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with its namespace
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			res <- result{err: err}
+			return
+		}
+		ln, err := net.Listen("unix", sock)
+		res <- result{ln, err}
+	}()
+	r := <-res
+	require.NoError(t, r.err)
+	defer r.ln.Close()
+	c, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	defer c.Close()
+	s, err := r.ln.Accept()
+	require.NoError(t, err)
+	defer s.Close()
+	ino, _ := peerEnd(c)
+	require.NotZero(t, ino, "the receiver's end is seen")
+	gone, err := unixSocketGone(ino)
+	require.NoError(t, err)
+	assert.False(t, gone)
+	require.NoError(t, s.Close())
+	gone, err = unixSocketGone(ino)
+	require.NoError(t, err)
+	assert.True(t, gone, "its close is seen")
 }
 
 // BenchmarkReaderScan is what finding a connection's reader costs, once a
