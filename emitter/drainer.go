@@ -58,6 +58,8 @@ type drainer struct {
 	preGen uint64        // the gate's generation at this connection's last preamble
 	// regroupT times awaitRegroup's wait (send.go), reused.
 	regroupT *time.Timer
+	// scans are the reader scans in flight (peer.go), waited for at stop.
+	scans sync.WaitGroup
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
@@ -177,6 +179,7 @@ func (d *drainer) stop() { d.cancel() }
 
 func (d *drainer) run() {
 	defer close(d.done)
+	defer d.scans.Wait()
 	defer d.disconnect()
 	defer d.dial.resume.close()
 	defer d.closeNotes()
@@ -186,6 +189,7 @@ func (d *drainer) run() {
 	for d.ctx.Err() == nil {
 		d.health.beat()
 		d.checkDrops(false)
+		d.takeReader(false)
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
@@ -354,7 +358,8 @@ func (d *drainer) fail(err error) {
 
 func (d *drainer) closeNotes() {
 	if d.peer.notes != nil {
-		d.retryPeer() // the connection is still open: run's deferred disconnect comes after
+		d.takeReader(true) // a scan in flight takes milliseconds
+		d.retryPeer()      // the connection is still open: run's deferred disconnect comes after
 		d.peer.notes.Close()
 	}
 }

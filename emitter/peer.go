@@ -29,14 +29,15 @@ import (
 // peerNote is what the drainer notes of the current connection's receiver.
 type peerNote struct {
 	notes   *wal.PeerNotes
-	ino     uint64    // the receiver's end of this connection; 0: not known yet
-	reader  peerIdent // the process that reads it; pid 0: not known
-	sought  bool      // the reader was looked for on this connection
-	told    bool      // a connection without a known reader was logged
-	tries   int       // attempts to find the receiver's end on this connection
-	through uint64    // the last sequence noted
-	written uint64    // the last sequence written on this connection
-	noted   bool      // the file names this connection's receiver end
+	ino     uint64          // the receiver's end of this connection; 0: not known yet
+	reader  peerIdent       // the process that reads it; pid 0: not known
+	sought  bool            // the reader was looked for on this connection
+	told    bool            // a connection without a known reader was logged
+	tries   int             // attempts to find the receiver's end on this connection
+	through uint64          // the last sequence noted
+	written uint64          // the last sequence written on this connection
+	noted   bool            // the file names this connection's receiver end
+	scan    chan readerScan // the reader scan in flight on this connection
 }
 
 // peerPoll is how often the start-up check looks whether the receiver has
@@ -141,12 +142,15 @@ func (d *drainer) notePeer(through uint64) {
 	d.writePeerNote(through)
 }
 
-// seekReader looks, once a connection, after the receiver's first read on
-// it, for the process that reads it: the one process holding its end
-// (readerOf; a scan of /proc, see BenchmarkReaderScan). Without one, what is
+// seekReader starts looking, once a connection, after the receiver's first
+// read on it, for the process that reads it: the one process holding its
+// end (readerOf: a scan of /proc, milliseconds to a tenth of a second, see
+// BenchmarkReaderScan), in a goroutine of its own, so that delivery does not
+// wait for it; takeReader takes its answer. Without a reader, what is
 // written on the connection is resent if evspool dies, and the log says so,
 // once.
 func (d *drainer) seekReader() {
+	d.takeReader(false)
 	if d.peer.notes == nil || d.peer.sought || !d.dv.readSome() {
 		return
 	}
@@ -157,16 +161,49 @@ func (d *drainer) seekReader() {
 		}
 	}
 	d.peer.sought = true
-	id, why := readerOf(d.peer.ino)
-	if why != "" {
+	ch, ino := make(chan readerScan, 1), d.peer.ino
+	d.peer.scan = ch
+	d.scans.Add(1)
+	go func() {
+		defer d.scans.Done()
+		id, why := readerOf(ino)
+		ch <- readerScan{id: id, why: why}
+		d.notify() // an idle drainer takes it at once
+	}()
+}
+
+// readerScan is the answer of a look for a connection's reader.
+type readerScan struct {
+	id  peerIdent
+	why string // why no single reader, if none
+}
+
+// takeReader notes the reader the current connection's scan found, if it
+// has answered (wait: once it has).
+func (d *drainer) takeReader(wait bool) {
+	if d.peer.scan == nil {
+		return
+	}
+	var r readerScan
+	if wait {
+		r = <-d.peer.scan
+	} else {
+		select {
+		case r = <-d.peer.scan:
+		default:
+			return
+		}
+	}
+	d.peer.scan = nil
+	if r.why != "" {
 		if !d.peer.told {
 			d.peer.told = true
 			d.opts.Logger.Info("cannot tell which process reads the connection; if evspool dies, what it wrote there is resent",
-				"addr", d.addr, "reason", why)
+				"addr", d.addr, "reason", r.why)
 		}
 		return
 	}
-	d.peer.reader = id
+	d.peer.reader = r.id
 	if d.peer.noted {
 		d.writePeerNote(d.peer.through)
 	}
