@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -86,7 +85,7 @@ func runMaster(cfg PreForkConfig, raw string) error {
 	for {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env, cmd.Stderr, cmd.ExtraFiles = env, os.Stderr, []*os.File{lf}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = workerAttr()
 		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
 			return fmt.Errorf("start worker: %w", err)
 		}
