@@ -249,6 +249,10 @@ func (d *delivery) lastUnread() int {
 	return d.conn.unread
 }
 
+// readSome reports whether the receiver has read anything on the current
+// connection.
+func (d *delivery) readSome() bool { return d.conn != nil && d.conn.read > 0 }
+
 // crashing reports whether the last connection handled nothing.
 func (d *delivery) crashing() bool { return d.empty > 0 }
 

@@ -57,10 +57,12 @@
 // window. Stats.Delivered counts events that left it.
 //
 // When evspool dies and the receiver lives, the receiver handles what its
-// socket held. The drainer notes the receiver process and the last event
-// written to it (wal.PeerFile); the next Open acknowledges those events if
-// the receiver is the same process and has closed its end of the old
-// connection (see peer.go).
+// socket held. The drainer notes the receiver's end of the connection, the
+// process that reads it (the one process holding that end, not the listener
+// SO_PEERCRED names) and the last event written (wal.PeerFile); the next
+// Open acknowledges those events if that reader is the same process and has
+// closed its end, up to the first line longer than the receiver reads (see
+// peer.go and docs/delivery.md, "Handled means proven").
 //
 // # Poison events
 //

@@ -58,6 +58,8 @@ type drainer struct {
 	preGen uint64        // the gate's generation at this connection's last preamble
 	// regroupT times awaitRegroup's wait (send.go), reused.
 	regroupT *time.Timer
+	// scans are the reader scans in flight (peer.go), waited for at stop.
+	scans sync.WaitGroup
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
@@ -177,6 +179,7 @@ func (d *drainer) stop() { d.cancel() }
 
 func (d *drainer) run() {
 	defer close(d.done)
+	defer d.scans.Wait()
 	defer d.disconnect()
 	defer d.dial.resume.close()
 	defer d.closeNotes()
@@ -186,6 +189,7 @@ func (d *drainer) run() {
 	for d.ctx.Err() == nil {
 		d.health.beat()
 		d.checkDrops(false)
+		d.takeReader(false)
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
@@ -233,9 +237,18 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// onDeadline steps delivery at its deadline.
+// onDeadline steps delivery at its deadline. Where the socket can be
+// probed, it is probed first: a line read ReplayLinger ago counts as
+// handled only if the receiver's end is still open now, not at the last
+// idle check.
 func (d *drainer) onDeadline() {
-	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
+	var err error
+	if d.w.conn != nil && d.w.waiter.Supported() {
+		err = d.check()
+	} else {
+		err = d.apply(d.dv.tick(d.clk.Now()))
+	}
+	if err != nil {
 		d.fail(err)
 	}
 }
@@ -297,7 +310,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.peer.ok, d.peer.tries, d.peer.through, d.peer.written, d.peer.noted = false, 0, 0, 0, false
+	d.resetPeer()
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
@@ -345,7 +358,8 @@ func (d *drainer) fail(err error) {
 
 func (d *drainer) closeNotes() {
 	if d.peer.notes != nil {
-		d.retryPeer() // the connection is still open: run's deferred disconnect comes after
+		d.takeReader(true) // a scan in flight takes milliseconds
+		d.retryPeer()      // the connection is still open: run's deferred disconnect comes after
 		d.peer.notes.Close()
 	}
 }

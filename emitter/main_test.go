@@ -19,7 +19,8 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	testrecv.MaybeRunCEP() // a receiver child of the poison tests
+	testrecv.MaybeRunCEP()     // a receiver child of the poison tests
+	testrecv.MaybeRunPreFork() // a pre-fork receiver's master and workers
 	goleak.VerifyTestMain(m)
 }
 

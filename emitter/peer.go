@@ -9,35 +9,36 @@ import (
 
 // Evspool's own crash, the receiver alive. A receiver still reads and
 // handles what its socket holds after evspool dies, then sees EOF and closes
-// its end. So the drainer notes, at each write, which receiver process it
-// writes to (SO_PEERCRED's pid, with its start time and stack address from
-// /proc, so that another process with the same pid, or the same one
-// re-executed, is not taken for it) and the last event written
-// (wal.PeerFile), and notes the receiver before the connection's first
-// write (identifyPeer). At the next start, if that receiver is still the same
-// process and has closed its end of the old connection (it read that
-// connection to the end), everything written there was handled: it is
-// acknowledged, not resent. Waiting for the close also keeps the order: the
-// old connection's last lines are handled before the new one's first.
-// Where it cannot tell (TCP, another pid namespace, a window of a fixed
-// size, whose receiver may not have handled what it read, a receiver that
-// keeps the old connection open), the replay window decides as after any
-// other failure.
+// its end. So the drainer notes (wal.PeerFile) the receiver's end of the
+// connection (its inode, before the first write: identifyPeer), the process
+// that reads it (the one process holding that end, looked for once, after
+// its first read: seekReader), and the last event written. At the next
+// start it waits until that end is closed, which keeps the order (the old
+// connection's last lines are handled before the new one's first), and
+// acknowledges what was written there only on evidence (adoptPeerMark): the
+// reader is still the same process (pid, start time, stack address, which
+// re-executing changes), so it did not die with lines unread, and it closed
+// its end, so it stopped reading there: at the end, or at a line longer
+// than it reads (cloud-event-proxy's scanner fails on it, and a garbage
+// collection closes the connection later). Adoption stops before the first
+// such line. Where it cannot tell (TCP, a window of a fixed size, whose
+// receiver may not have handled what it read, no single reader, a reader in
+// another pid namespace, an end still open after StallTimeout), what was
+// written is resent, as after any other failure.
 
-// peerNote is what the drainer notes of the current receiver.
+// peerNote is what the drainer notes of the current connection's receiver.
 type peerNote struct {
 	notes   *wal.PeerNotes
-	id      peerIdent
-	ok      bool   // id is known
-	tries   int    // attempts to identify it on this connection
-	through uint64 // the last sequence noted
-	written uint64 // the last sequence written on this connection
-	noted   bool   // the file names this connection's receiver
+	ino     uint64          // the receiver's end of this connection; 0: not known yet
+	reader  peerIdent       // the process that reads it; pid 0: not known
+	sought  bool            // the reader was looked for on this connection
+	told    bool            // a connection without a known reader was logged
+	tries   int             // attempts to find the receiver's end on this connection
+	through uint64          // the last sequence noted
+	written uint64          // the last sequence written on this connection
+	noted   bool            // the file names this connection's receiver end
+	scan    chan readerScan // the reader scan in flight on this connection
 }
-
-// peerPoll is how often the start-up check looks whether the receiver has
-// closed its end of the old connection.
-const peerPoll = 10 * time.Millisecond
 
 // openPeerNotes opens the notes, where they can be used.
 func (d *drainer) openPeerNotes() {
@@ -61,19 +62,16 @@ const peerTriesMax = 100
 // accept it before anything is written on it (see identifyPeer).
 const peerAcceptWait = 2 * time.Second
 
-// identifyPeer identifies the receiver of the connection just made, before
+// identifyPeer finds the receiver's end of the connection just made, before
 // anything is written on it, and notes it with nothing of this connection
-// written (Through: the last event acknowledged). Without that note, an
-// evspool killed after its first write but before its receiver could be
-// identified left none, so the next start neither knew what was handled
-// nor waited for the old connection's close: it resent while the receiver,
-// which handles each connection in its own goroutine, still handled the
-// old one's lines, and they interleaved (out of order; TestPrecisionEvspoolKills
-// in make torture, about 1 run in 6, where the receiver took up to a second
-// to accept). Until the receiver accepts, its end of the connection has no
-// inode; it cannot read before then either, so waiting costs no delivery.
-// A receiver that has not accepted after peerAcceptWait is written to as
-// before (notePeer identifies it at a later write).
+// written (Through: the last event acknowledged): an evspool killed after its
+// first write then leaves a note, and the next start waits for the old
+// connection's close before resending, instead of interleaving its resend
+// with the old connection's last lines (a receiver that reads connections
+// side by side). Until the receiver accepts, its end has no inode; it
+// cannot read before then either, so waiting costs no delivery. A receiver
+// that has not accepted after peerAcceptWait is written to as before
+// (notePeer finds its end at a later write).
 func (d *drainer) identifyPeer() {
 	if d.peer.notes == nil {
 		return
@@ -82,9 +80,9 @@ func (d *drainer) identifyPeer() {
 	interval := time.Millisecond
 	for {
 		d.health.beat() // waiting, by design: not wedged
-		id, ok, retry := identify(d.w.conn)
-		if ok {
-			d.peer.id, d.peer.ok = id, true
+		ino, retry := peerEnd(d.w.conn)
+		if ino != 0 {
+			d.peer.ino = ino
 			d.writePeerNote(d.dv.acked)
 			return
 		}
@@ -112,16 +110,17 @@ func (d *drainer) identifyPeer() {
 // one core, once a connection.
 const peerSpin = time.Millisecond
 
-// writePeerNote notes that the current receiver has been written through
-// seq (or, from identifyPeer, nothing beyond what is acknowledged).
+// writePeerNote notes that the current receiver end has been written
+// through seq (or, from identifyPeer, nothing beyond what is acknowledged),
+// with its reader if it is known.
 func (d *drainer) writePeerNote(through uint64) {
 	d.peer.through, d.peer.noted = through, true
-	p := d.peer.id
-	_ = d.peer.notes.Write(wal.PeerMark{Pid: p.pid, Start: p.start, Stack: p.stack, Ino: p.ino, Through: through})
+	r := d.peer.reader
+	_ = d.peer.notes.Write(wal.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.peer.ino, Through: through})
 }
 
 // notePeer notes the last event written to the current receiver. Until the
-// receiver has accepted the connection it cannot be identified; the idle
+// receiver has accepted the connection its end cannot be found; the idle
 // check and the drainer's stop try again (retryPeer), so that a burst
 // written in one or two writes before the accept is still noted.
 func (d *drainer) notePeer(through uint64) {
@@ -129,18 +128,85 @@ func (d *drainer) notePeer(through uint64) {
 		return
 	}
 	d.peer.written = max(d.peer.written, through)
-	if !d.peer.ok && d.peer.tries < peerTriesMax {
+	if d.peer.ino == 0 && d.peer.tries < peerTriesMax {
 		d.peer.tries++
-		d.peer.id, d.peer.ok, _ = identify(d.w.conn)
+		d.peer.ino, _ = peerEnd(d.w.conn)
 	}
-	if !d.peer.ok {
+	if d.peer.ino == 0 {
 		return
 	}
 	d.writePeerNote(through)
 }
 
-// retryPeer notes what was written to a receiver that could not be
-// identified at the write.
+// seekReader starts looking, once a connection, after the receiver's first
+// read on it, for the process that reads it: the one process holding its
+// end (readerOf: a scan of /proc, milliseconds to a tenth of a second, see
+// BenchmarkReaderScan), in a goroutine of its own, so that delivery does not
+// wait for it; takeReader takes its answer. Without a reader, what is
+// written on the connection is resent if evspool dies, and the log says so,
+// once.
+func (d *drainer) seekReader() {
+	d.takeReader(false)
+	if d.peer.notes == nil || d.peer.sought || !d.dv.readSome() {
+		return
+	}
+	if d.peer.ino == 0 {
+		d.retryPeer() // it read, so it accepted: its end can be found now
+		if d.peer.ino == 0 {
+			return
+		}
+	}
+	d.peer.sought = true
+	ch, ino := make(chan readerScan, 1), d.peer.ino
+	d.peer.scan = ch
+	d.scans.Add(1)
+	go func() {
+		defer d.scans.Done()
+		id, why := readerOf(ino)
+		ch <- readerScan{id: id, why: why}
+		d.notify() // an idle drainer takes it at once
+	}()
+}
+
+// readerScan is the answer of a look for a connection's reader.
+type readerScan struct {
+	id  peerIdent
+	why string // why no single reader, if none
+}
+
+// takeReader notes the reader the current connection's scan found, if it
+// has answered (wait: once it has).
+func (d *drainer) takeReader(wait bool) {
+	if d.peer.scan == nil {
+		return
+	}
+	var r readerScan
+	if wait {
+		r = <-d.peer.scan
+	} else {
+		select {
+		case r = <-d.peer.scan:
+		default:
+			return
+		}
+	}
+	d.peer.scan = nil
+	if r.why != "" {
+		if !d.peer.told {
+			d.peer.told = true
+			d.opts.Logger.Info("cannot tell which process reads the connection; if evspool dies, what it wrote there is resent",
+				"addr", d.addr, "reason", r.why)
+		}
+		return
+	}
+	d.peer.reader = r.id
+	if d.peer.noted {
+		d.writePeerNote(d.peer.through)
+	}
+}
+
+// retryPeer notes what was written to a receiver whose end could not be
+// found at the write.
 func (d *drainer) retryPeer() {
 	if d.w.conn != nil && d.peer.written > d.peer.through {
 		d.notePeer(d.peer.written)
@@ -153,53 +219,11 @@ func (d *drainer) forgetPeer() {
 	if d.peer.notes != nil && d.peer.noted {
 		_ = d.peer.notes.Clear()
 	}
-	d.peer.ok, d.peer.through, d.peer.written, d.peer.noted = false, 0, 0, false
+	d.resetPeer()
 }
 
-// adoptPeerMark acknowledges what an earlier process wrote to a receiver that
-// is still the same process and has read that connection to its end.
-func (d *drainer) adoptPeerMark() {
-	if d.peer.notes == nil {
-		return
-	}
-	m, err := wal.ReadPeerMark(d.spool.Dir())
-	if err != nil {
-		return
-	}
-	defer d.peer.notes.Clear()
-	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
-	if !id.alive() || !d.peerClosed(id) || !id.alive() {
-		return
-	}
-	first := d.spool.FirstSeq()
-	if first == 0 || m.Through < first || m.Through > d.spool.LastSeq() {
-		return
-	}
-	if err := d.spool.Ack(m.Through); err != nil {
-		return // resent: duplicates
-	}
-	n := m.Through - first + 1
-	// Logged before Flush can see the progress: one that returns has it.
-	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
-		"receiver_pid", m.Pid, "events", n, "through_seq", m.Through)
-	d.mu.Lock()
-	d.link.delivered += n
-	d.signalProgress()
-	d.mu.Unlock()
-}
-
-// peerClosed waits until the receiver has closed its end of the old
-// connection, at most StallTimeout.
-func (d *drainer) peerClosed(id peerIdent) bool {
-	deadline := d.clk.Now().Add(d.opts.StallTimeout)
-	for {
-		d.health.beat() // waiting, by design: not wedged
-		gone, err := unixSocketGone(id.ino)
-		if err != nil || gone {
-			return err == nil
-		}
-		if d.clk.Now().After(deadline) || !d.sleep(peerPoll) {
-			return false
-		}
-	}
+// resetPeer forgets the connection's receiver (a new connection, or none).
+func (d *drainer) resetPeer() {
+	told := d.peer.told
+	d.peer = peerNote{notes: d.peer.notes, told: told}
 }

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerIdent names the receiver process at the other end of a Unix socket,
-// and its end of the connection.
+// peerIdent names the receiver process that reads a Unix connection, and
+// its end of the connection.
 type peerIdent struct {
 	pid   int32
 	start uint64 // clock ticks after boot: with pid, one process
@@ -24,45 +24,131 @@ type peerIdent struct {
 	ino   uint64 // the inode of its end of the connection
 }
 
-// identify returns the receiver's identity, ok false when it cannot be
-// told: not a Unix socket, a receiver in another pid namespace (pid 0),
-// /proc unreadable, or a stack address hidden from us. retry is true when
-// the only thing missing is the receiver's end of the connection, which has
-// no inode until it accepts the connection: identify again later.
-func identify(c net.Conn) (id peerIdent, ok, retry bool) {
+// peerEnd returns the inode of the receiver's end of c, 0 when it cannot be
+// told: not a Unix socket, sock_diag failing, or an end sock_diag cannot
+// see (its close could not be seen either). retry is true when the only thing missing is that end,
+// which has no inode until the receiver accepts the connection: ask again
+// later.
+func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
-		return peerIdent{}, false, false
+		return 0, false
 	}
 	rc, err := uc.SyscallConn()
 	if err != nil {
-		return peerIdent{}, false, false
+		return 0, false
 	}
-	var ino uint64
+	var own uint64
 	cerr := rc.Control(func(fd uintptr) {
-		cred, e := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if e != nil {
-			err = e
-			return
-		}
-		id.pid = cred.Pid
 		var st unix.Stat_t
 		if err = unix.Fstat(int(fd), &st); err == nil {
-			ino = st.Ino
+			own = st.Ino
 		}
 	})
-	if cerr != nil || err != nil || id.pid <= 0 {
-		return peerIdent{}, false, false
+	if cerr != nil || err != nil {
+		return 0, false
 	}
+	// Not accepted yet: sock_diag names a peer of inode 0. An error
+	// (ENOENT from a kernel without unix_diag, say) will not pass.
+	if ino, err = unixPeerIno(own); err != nil || ino == 0 {
+		return 0, err == nil
+	}
+	if gone, err := unixSocketGone(ino); err != nil || gone {
+		return 0, false
+	}
+	return ino, false
+}
+
+// readerOf returns the process that reads the receiver's end ino: the one
+// process in this pid namespace holding it in its file descriptor table.
+// SO_PEERCRED names the process that called listen(), which is not always
+// the one that accepts and reads (pre-fork workers, systemd socket
+// activation, socat fork). why, when not empty, says why no single reader
+// could be named: several holders, none (another pid namespace, /proc
+// hidden), a table that cannot be read (not root), or its stack address
+// hidden.
+func readerOf(ino uint64) (id peerIdent, why string) {
+	pids, complete, err := socketHolders(ino)
+	switch {
+	case err != nil:
+		return id, "cannot scan /proc: " + err.Error()
+	case !complete:
+		return id, "the file descriptors of some processes cannot be read"
+	case len(pids) == 0:
+		return id, "no process in this pid namespace holds it"
+	case len(pids) > 1:
+		return id, fmt.Sprintf("%d processes hold it", len(pids))
+	}
+	id.pid, id.ino = pids[0], ino
 	if id.start, id.stack, err = procStart(id.pid); err != nil || id.stack == 0 {
-		return peerIdent{}, false, false
+		return peerIdent{}, "its start cannot be read from /proc"
 	}
-	if id.ino, err = unixPeerIno(ino); err != nil || id.ino == 0 {
-		// Not accepted yet: sock_diag names a peer of inode 0. An error
-		// (ENOENT from a kernel without unix_diag, say) will not pass.
-		return peerIdent{}, false, err == nil
+	return id, ""
+}
+
+// socketHolders returns the processes that hold the socket ino, from a
+// scan of /proc/*/fd (as ss -p and lsof do: there is no other way from a
+// socket to its holders). complete is false when some process's table could
+// not be read: it may hold the socket too.
+func socketHolders(ino uint64) (pids []int32, complete bool, err error) {
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return nil, false, err
 	}
-	return id, true, false
+	names, err := proc.Readdirnames(-1)
+	proc.Close()
+	if err != nil {
+		return nil, false, err
+	}
+	target := []byte("socket:[" + strconv.FormatUint(ino, 10) + "]")
+	scan := fdScan{target: target, link: make([]byte, len(target)+1), dirents: make([]byte, 8<<10)}
+	complete = true
+	for _, name := range names {
+		pid, err := strconv.ParseInt(name, 10, 32)
+		if err != nil {
+			continue // not a process
+		}
+		held, ok := scan.holds("/proc/" + name + "/fd")
+		complete = complete && ok
+		if held {
+			pids = append(pids, int32(pid))
+		}
+	}
+	return pids, complete, nil
+}
+
+// fdScan looks for one link target in /proc/PID/fd directories, reusing
+// its buffers.
+type fdScan struct {
+	target, link, dirents []byte
+	names                 []string
+}
+
+// holds reports whether the fd directory dir has a link to the target; ok
+// is false when it could not be read (a process that exited meanwhile
+// holds nothing: ok).
+func (s *fdScan) holds(dir string) (held, ok bool) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false, errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)
+	}
+	defer unix.Close(fd)
+	for {
+		n, err := unix.Getdents(fd, s.dirents)
+		if err != nil {
+			return false, errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH)
+		}
+		if n <= 0 {
+			return false, true
+		}
+		_, _, s.names = unix.ParseDirent(s.dirents[:n], -1, s.names[:0])
+		for _, name := range s.names {
+			m, err := unix.Readlinkat(fd, name, s.link)
+			if err == nil && m == len(s.target) && string(s.link[:m]) == string(s.target) {
+				return true, true
+			}
+		}
+	}
 }
 
 // procStart reads a process's start time and stack start from

@@ -14,8 +14,9 @@ type peerIdent struct {
 	ino   uint64
 }
 
-func identify(net.Conn) (peerIdent, bool, bool) { return peerIdent{}, false, false }
-func (peerIdent) alive() bool                   { return false }
-func unixSocketGone(uint64) (bool, error)       { return false, errNoSocket }
+func peerEnd(net.Conn) (uint64, bool)     { return 0, false }
+func readerOf(uint64) (peerIdent, string) { return peerIdent{}, "not Linux" }
+func (peerIdent) alive() bool             { return false }
+func unixSocketGone(uint64) (bool, error) { return false, errNoSocket }
 
 var errNoSocket = errors.New("emitter: no such socket")

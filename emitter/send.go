@@ -223,7 +223,9 @@ func (d *drainer) check() error {
 			gone, max(last, unread))
 	}
 	now := d.clk.Now()
-	return errors.Join(d.apply(d.dv.observed(now, unread)), d.apply(d.dv.tick(now)))
+	err = errors.Join(d.apply(d.dv.observed(now, unread)), d.apply(d.dv.tick(now)))
+	d.seekReader() // once a connection, after its first read: see peer.go
+	return err
 }
 
 // chunkEnd returns how much of buf the next write takes: up to writeChunk

@@ -20,14 +20,18 @@ const PeerFile = "receiver"
 
 // PeerMark is one note in the PeerFile.
 type PeerMark struct {
-	Pid     int32  // the receiver's process id (SO_PEERCRED)
+	Pid     int32  // the process that reads the connection (the one holding Ino); 0: not known
 	Start   uint64 // its start time, in clock ticks since boot (/proc/PID/stat)
 	Stack   uint64 // its stack's start address: changes when it re-executes itself
 	Ino     uint64 // the inode of its end of the connection
 	Through uint64 // the last sequence written on that connection (before the first write: the last acknowledged, maybe 0)
 }
 
-const peerMarkSize = 4 + 8*4 + 4 // fields, then a CRC-32C
+// peerMarkVersion leads a note. Version 1 (no leading byte) named the
+// listener (SO_PEERCRED), not the reader: it is not used.
+const peerMarkVersion = 2
+
+const peerMarkSize = 1 + 4 + 8*4 + 4 // version, fields, then a CRC-32C
 
 // PeerNotes writes PeerMarks. It is not safe for concurrent use.
 type PeerNotes struct {
@@ -46,7 +50,7 @@ func OpenPeerNotes(dir string) (*PeerNotes, error) {
 
 // Write replaces the note with m.
 func (p *PeerNotes) Write(m PeerMark) error {
-	b := p.buf[:0]
+	b := append(p.buf[:0], peerMarkVersion)
 	b = binary.BigEndian.AppendUint32(b, uint32(m.Pid))
 	for _, v := range []uint64{m.Start, m.Stack, m.Ino, m.Through} {
 		b = binary.BigEndian.AppendUint64(b, v)
@@ -72,14 +76,17 @@ func ReadPeerMark(dir string) (PeerMark, error) {
 	if err != nil {
 		return PeerMark{}, err
 	}
-	if len(b) < peerMarkSize || crc32.Checksum(b[:peerMarkSize-4], castagnoli) != binary.BigEndian.Uint32(b[peerMarkSize-4:]) {
+	if len(b) < peerMarkSize || b[0] != peerMarkVersion ||
+		crc32.Checksum(b[:peerMarkSize-4], castagnoli) != binary.BigEndian.Uint32(b[peerMarkSize-4:]) {
 		return PeerMark{}, errPeerMark
 	}
+	b = b[1:]
 	m := PeerMark{Pid: int32(binary.BigEndian.Uint32(b))}
 	for i, v := range []*uint64{&m.Start, &m.Stack, &m.Ino, &m.Through} {
 		*v = binary.BigEndian.Uint64(b[4+8*i:])
 	}
-	if m.Pid <= 0 { // Through 0: the receiver is known, nothing written to it yet
+	// Through 0: the receiver end is known, nothing written to it yet.
+	if m.Pid < 0 || m.Ino == 0 {
 		return PeerMark{}, errPeerMark
 	}
 	return m, nil

@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"encoding/binary"
+	"hash/crc32"
 	"os"
 	"path/filepath"
 	"testing"
@@ -40,5 +42,25 @@ func TestPeerMark(t *testing.T) {
 	got, err = ReadPeerMark(dir)
 	require.NoError(t, err)
 	assert.Equal(t, known, got)
+
+	// The receiver's end known, not its reader: a note (the next start
+	// waits for that end's close), naming no process.
+	unknown := PeerMark{Ino: 99, Through: 5}
+	require.NoError(t, p.Write(unknown))
+	got, err = ReadPeerMark(dir)
+	require.NoError(t, err)
+	assert.Equal(t, unknown, got)
 	require.NoError(t, p.Close())
+
+	// A note of the first format named the listener, not the reader: not
+	// used.
+	old := make([]byte, 0, 44)
+	old = append(old, 0, 0, 0, 42)
+	for range 4 {
+		old = append(old, 0, 0, 0, 0, 0, 0, 0, 9)
+	}
+	old = binary.BigEndian.AppendUint32(old, crc32.Checksum(old, castagnoli))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, PeerFile), old, 0o600))
+	_, err = ReadPeerMark(dir)
+	assert.ErrorIs(t, err, errPeerMark, "first format")
 }

@@ -22,6 +22,7 @@ var binary string
 
 func TestMain(m *testing.M) {
 	testrecv.MaybeRunCEP()
+	testrecv.MaybeRunPreFork()
 	if os.Getenv(receiverEnv) != "" {
 		if err := runReceiver(os.Args[1], os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "receiver:", err)
