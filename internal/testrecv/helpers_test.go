@@ -15,7 +15,10 @@ import (
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	testrecv.MaybeRunCEP()
+	goleak.VerifyTestMain(m)
+}
 
 // sockPath returns a Unix socket path short enough for the 108-byte limit,
 // which t.TempDir's long names can exceed.
