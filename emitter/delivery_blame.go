@@ -34,10 +34,14 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	}
 	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
 	if k, last, ok := c.oldest(); ok {
-		// k read alone, in a read that began where the line before it on
-		// this connection ended: the receiver handled that one (a read
-		// after it), then died on k.
-		if d.isolating() && k.start > 0 && c.lastFrom == k.start && c.read == k.end {
+		// k read alone, or begun and stopped inside, in a read that began
+		// where the line before it on this connection ended: the receiver
+		// handled that one (a read after it), then died on k, or closed
+		// the connection inside it (cloud-event-proxy's scanner fails on a
+		// line over 64 KiB and the garbage collector closes the connection).
+		// A read into the write after k is not k read alone.
+		alone, inside := c.read == k.end && !c.partial, c.partial && c.read == k.start
+		if d.isolating() && k.start > 0 && c.lastFrom == k.start && (alone || inside) {
 			r = d.strike(r, k.seq)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)

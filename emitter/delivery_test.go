@@ -273,6 +273,47 @@ func TestDeliveryStall(t *testing.T) {
 		assert.True(t, d.isolating())
 		assert.Nil(t, d.conn)
 	})
+	t.Run("stopped inside a long line, then closed at a GC: strike on it, not on the line before", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		for attempt := 1; attempt <= 3; attempt++ {
+			ms := 100 * attempt
+			d.connected(at(ms))
+			p, _ := d.next()
+			require.Equal(t, sendPlan{resendWitness: d.acked}, p, "the witness alone first")
+			writeRead(d, ms, []line{{seq: d.acked, size: 100}})
+			for seq := d.acked + 1; seq < 10; seq++ {
+				p, ok := d.next()
+				require.True(t, ok)
+				require.Equal(t, 1, p.max)
+				writeRead(d, ms, lines(seq, 1, 100))
+			}
+			d.wrote(at(ms+1), lines(10, 1, 70<<10), 72<<10) // 2 kernel buffers
+			r := d.observed(at(ms+2), 34<<10)               // the first is read: its scanner failed
+			if attempt == 1 {
+				assert.EqualValues(t, 9, r.ackThrough, "a read began after 9: handled")
+			}
+			require.EqualValues(t, 9, d.acked)
+			r = d.hungUp(at(ms+50), true) // closed with the rest unread
+			assert.Equal(t, attempt, d.strikes.n)
+			assert.EqualValues(t, 10, d.strikes.seq)
+			if attempt == 3 {
+				assert.EqualValues(t, 10, r.setAside)
+			}
+		}
+	})
+	t.Run("closed inside a line it began in the same read as the one before: no strike", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		d.connected(at(10))
+		writeRead(d, 10, []line{{seq: 5, size: 100}})
+		d.wrote(at(11), lines(6, 1, 100), 0)
+		d.wrote(at(11), lines(7, 1, 70<<10), 72<<10) // written before 6 was seen read
+		d.observed(at(12), 34<<10)
+		r := d.hungUp(at(13), true)
+		assert.False(t, r.saveStrike, "6 and the start of 7 may be one read: nothing proves 6 handled")
+		assert.EqualValues(t, 5, d.acked)
+	})
 	t.Run("slow but reading: no stall", func(t *testing.T) {
 		d := newDelivery(testConfig(lastRead))
 		d.connected(at(0))

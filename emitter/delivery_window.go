@@ -39,6 +39,7 @@ type sentWrite struct {
 	end     uint64
 	mem     int
 	payload int
+	alone   bool // written when everything before it was read
 }
 
 // oneBuffer is the largest write a Unix socket surely keeps in one buffer
@@ -56,7 +57,8 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
 	}
 	mem = max(mem, payload)
-	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload})
+	alone := c.read == c.written-uint64(payload)
+	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload, alone: alone})
 	c.memHeld += mem
 	c.unread += mem
 }
@@ -83,6 +85,11 @@ func (c *connState) observe(now time.Time, unread int) bool {
 				c.lines[i].readAt = now
 			}
 		}
+	}
+	if c.partial && c.writes[0].alone {
+		// Written after everything before it was read, it was begun by a
+		// read of its own: the receiver read again after the lines before.
+		c.lastFrom = c.read
 	}
 	if moved {
 		c.lastMove, c.frozen, c.slow = now, false, false
