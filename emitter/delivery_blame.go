@@ -33,6 +33,9 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		c.readAll(now)
 	}
 	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
+	if d.kernelReads() {
+		r = d.hungUpTCP(r, c)
+	}
 	if k, last, ok := c.oldest(); ok {
 		// k read alone, or begun and stopped inside, in a read that began
 		// where the line before it on this connection ended: the receiver
@@ -41,7 +44,7 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		// line over 64 KiB and the garbage collector closes the connection).
 		// A read into the write after k is not k read alone.
 		alone, inside := c.read == k.end && !c.partial, c.partial && c.read == k.start
-		if d.isolating() && k.start > 0 && c.lastFrom == k.start && (alone || inside) {
+		if !d.kernelReads() && d.isolating() && k.start > 0 && c.lastFrom == k.start && (alone || inside) {
 			r = d.strike(r, k.seq)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)
@@ -151,12 +154,17 @@ func (d *delivery) wakeAt() (time.Time, bool) {
 		}
 		return c.lastMove.Add(slices.Min(next)), true
 	}
+	hold, held := d.tcpHold()
 	for _, l := range c.lines {
 		if !l.witness && !l.readAt.IsZero() && d.cfg.linger > 0 {
-			return l.readAt.Add(d.cfg.linger), true
+			at := l.readAt.Add(d.cfg.linger)
+			if held && hold.Before(at) {
+				at = hold
+			}
+			return at, true
 		}
 	}
-	return time.Time{}, false
+	return hold, held
 }
 
 // strike counts a strike against seq and sets it aside after maxAttempts

@@ -118,11 +118,11 @@ func TestDeliveryBlame(t *testing.T) {
 		isolate(t, d)
 		for attempt := 1; attempt <= 3; attempt++ {
 			d.connected(at(10 * attempt))
-			p, ok := d.next()
+			p, ok := d.next(at(0))
 			require.True(t, ok)
 			assert.Equal(t, sendPlan{resendWitness: 5}, p)
 			writeRead(d, 10*attempt, []line{{seq: 5, size: 100}})
-			p, ok = d.next()
+			p, ok = d.next(at(0))
 			require.True(t, ok)
 			assert.Equal(t, sendPlan{from: 0, max: 1}, p)
 			writeRead(d, 10*attempt, lines(6, 1, 100))
@@ -153,7 +153,7 @@ func TestDeliveryBlame(t *testing.T) {
 		d.restore(6, strikeRecord{seq: 6, n: 2, witness: 5})
 		require.True(t, d.isolating())
 		d.connected(at(0))
-		p, _ := d.next()
+		p, _ := d.next(at(0))
 		assert.EqualValues(t, 5, p.resendWitness, "the witness comes back from the spool")
 		writeRead(d, 0, []line{{seq: 5, size: 100}})
 		writeRead(d, 1, lines(6, 1, 100))
@@ -195,7 +195,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	for i := range 9 {
 		now := at(1000 * i)
 		d.connected(now)
-		p, ok := d.next()
+		p, ok := d.next(at(0))
 		require.True(t, ok)
 		d.wrote(now, lines(max(p.from, 1), 1, 100), 0)
 		d.observed(now, 0)
@@ -242,10 +242,10 @@ func TestDeliveryStall(t *testing.T) {
 				assert.Empty(t, r2.notes, "noted once")
 			}
 		}
-		_, ok := d.next()
+		_, ok := d.next(at(0))
 		assert.False(t, ok, "nothing new while frozen")
 		r = d.observed(at(100001), 0) // thawed
-		_, ok = d.next()
+		_, ok = d.next(at(0))
 		assert.True(t, ok)
 		assert.NotNil(t, d.conn, "the same connection")
 	})
@@ -279,11 +279,11 @@ func TestDeliveryStall(t *testing.T) {
 		for attempt := 1; attempt <= 3; attempt++ {
 			ms := 100 * attempt
 			d.connected(at(ms))
-			p, _ := d.next()
+			p, _ := d.next(at(0))
 			require.Equal(t, sendPlan{resendWitness: d.acked}, p, "the witness alone first")
 			writeRead(d, ms, []line{{seq: d.acked, size: 100}})
 			for seq := d.acked + 1; seq < 10; seq++ {
-				p, ok := d.next()
+				p, ok := d.next(at(0))
 				require.True(t, ok)
 				require.Equal(t, 1, p.max)
 				writeRead(d, ms, lines(seq, 1, 100))
@@ -330,7 +330,7 @@ func TestDeliveryIsolationOverTCP(t *testing.T) {
 	d.isolateTo = 3
 	d.connected(at(0))
 	writeRead(d, 0, lines(1, 1, 100))
-	p, ok := d.next()
+	p, ok := d.next(at(0))
 	require.True(t, ok, "the next isolated event goes once the kernel took this one")
 	assert.Equal(t, 1, p.max)
 	r := writeRead(d, 1, lines(2, 1, 100))

@@ -13,19 +13,21 @@ import "time"
 // A write is read once the writes after it account for all the memory still
 // held. Offsets are payload bytes from the connection's start.
 type connState struct {
-	start    time.Time
-	lastMove time.Time // when the receiver was last seen reading
-	lines    []sentLine
-	writes   []sentWrite
-	memHeld  int    // sum of writes' mem
-	unread   int    // the last SIOCOUTQ reading, plus what was written since
-	written  uint64 // payload bytes written
-	read     uint64 // payload bytes known read: whole writes
-	lastFrom uint64 // read before its last increase: the last read began at or after it
-	partial  bool   // the oldest unread write is partly read
-	handled  bool   // an event was shown handled on this connection
-	slow     bool   // read nothing for warnAfter (noted)
-	frozen   bool   // read nothing for stallAfter (noted): write nothing new
+	start     time.Time
+	lastMove  time.Time // when the receiver was last seen reading
+	lines     []sentLine
+	writes    []sentWrite
+	memHeld   int    // sum of writes' mem
+	unread    int    // the last SIOCOUTQ reading, plus what was written since
+	written   uint64 // payload bytes written
+	read      uint64 // payload bytes known read: whole writes
+	lastFrom  uint64 // read before its last increase: the last read began at or after it
+	partial   bool   // the oldest unread write is partly read
+	handled   bool   // an event was shown handled on this connection
+	slow      bool   // read nothing for warnAfter (noted)
+	frozen    bool   // read nothing for stallAfter (noted): write nothing new
+	lastWrite time.Time
+	fin       finState // kernelTook only: see delivery_tcp.go
 }
 
 type sentLine struct {
@@ -33,6 +35,7 @@ type sentLine struct {
 	start, end uint64
 	readAt     time.Time // zero until read whole
 	witness    bool      // resent, already acknowledged: proof only
+	proven     bool      // written alone once all before it here were handled
 }
 
 type sentWrite struct {
@@ -119,6 +122,8 @@ func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bo
 		return l.end <= c.lastFrom // a later read began after it was read whole
 	case fixedBytes:
 		return l.end+cfg.windowBytes <= c.read
+	case kernelTook:
+		return false
 	}
 	return true
 }

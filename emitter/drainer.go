@@ -233,8 +233,13 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	return t.C, func() { t.Stop() }
 }
 
-// onDeadline steps delivery at its deadline.
+// onDeadline steps delivery at its deadline; where it looks for a FIN,
+// the socket is checked first (see check).
 func (d *drainer) onDeadline() {
+	if d.dv.wantsFin() && d.w.waiter.Supported() {
+		d.checkIdle()
+		return
+	}
 	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
 		d.fail(err)
 	}
@@ -331,7 +336,8 @@ func (d *drainer) fail(err error) {
 	switch {
 	case errors.As(err, &gone):
 		r = d.dv.hungUp(now, errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0)
-	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, errPeerClosed),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
 		r = d.dv.hungUp(now, true)
 	default:
 		r = d.dv.lost()

@@ -1,0 +1,68 @@
+package torture
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
+)
+
+// TestCEPPoisonLineTCP: the line that makes the receiver re-execute itself,
+// over TCP, where "read" only means its kernel took the bytes. It must be
+// set aside on evidence (the receiver died right after it, alone, every
+// time, having handled the event before it), nothing else, and the events
+// after it delivered before the drain timeout.
+func TestCEPPoisonLineTCP(t *testing.T) {
+	t.Parallel()
+	r := newCEPRig(t, testrecv.CEPConfig{Network: "tcp", PerLine: 100 * time.Microsecond})
+	evs := precisionEvents(1800)
+	const at = 300 // the poison line comes before evs[at]
+	c := r.run("tcp", "--drain-timeout", "60s")
+	var in strings.Builder
+	for i, ev := range evs {
+		if i == at {
+			fmt.Fprintln(&in, testrecv.DefaultRestartLine)
+		}
+		fmt.Fprintln(&in, ev)
+	}
+	_, err := c.stdin.Write([]byte(in.String()))
+	require.NoError(t, err)
+	c.stdin.Close()
+	begin := time.Now()
+	waited := time.Duration(-1)
+	for waited < 0 {
+		if slices.Contains(r.rcv.Lines(), evs[len(evs)-1]) {
+			waited = time.Since(begin)
+			break
+		}
+		select {
+		case <-c.done:
+			waited = time.Since(begin) // exited: the events after it are in or never will be
+		case <-time.After(10 * time.Millisecond): // polling the receiver's record
+		}
+	}
+	code := c.exitCode(t, 2*time.Minute)
+	r.rcv.Kill()
+	res := verify.Check(evs, r.rcv.Lines())
+	pending := spooledEvents(t, r.spool)
+	dl, _ := os.ReadFile(filepath.Join(r.spool, "dead-letters"))
+	t.Logf("tcp poison: exit %d, the events after it waited %v, receiver restarts %d, dead letters %d, still spooled %d, %v",
+		code, waited.Round(10*time.Millisecond), r.rcv.Starts()-1, deadLetters(r.spool), pending, res)
+	assert.True(t, res.OK(), "%v\nlogs:\n%s", res, c.logs())
+	assert.Equal(t, 4, code, "the poison line is a loss, and nothing is left spooled: %s", c.logs())
+	assert.Equal(t, 1, deadLetters(r.spool), "only the poison line is set aside: %s", c.logs())
+	assert.Contains(t, string(dl), testrecv.DefaultRestartLine)
+	assert.LessOrEqual(t, r.rcv.Starts()-1, 6, "receiver restarts")
+	if os.Getenv("EVSPOOL_TEST_LOGS") != "" {
+		t.Log(c.logs())
+	}
+}
