@@ -5,17 +5,19 @@ import "time"
 // Isolating where a read is the receiver's kernel's (TCP). Its kernel taking
 // an event proves nothing handled, and a receiver that dies takes what its
 // kernel held with it: an event is handled only once the receiver stayed
-// connected ReplayLinger after taking it. So after a failure the suspects go
+// connected ReplayLinger after taking it. So after a failure the events go
 // one at a time, tcpPace apart (doubled after each isolating failure that
 // names nothing: the receiver lagged behind), so that the receiver dies
 // right after reading the line that kills it. Its FIN (it closed, or died,
-// with nothing unread) then names the last event it read: the suspect. The
-// suspect is written alone only once every event before it on the
-// connection, the witness first, is shown handled (linger), and nothing
-// follows it until it is handled too. The receiver dying on it so written,
-// FIN and all, is a strike: it handled the event before it and read this
-// one, and nothing after it. A FIN before it took any event is a
-// receive-only peer (shutdown(SHUT_WR) at accept), not a death.
+// with nothing unread) then names the last event it read: the suspect.
+// Then the events before the suspect go unpaced, and the suspect alone once
+// every event before it on the connection, the witness first, is shown
+// handled (linger); nothing follows it until it is handled too. The
+// receiver dying on it so written, FIN and all, is a strike: it handled
+// the event before it and read this one, and nothing after it. Dying before
+// the suspect is reached starts the search again, slower. A FIN before any
+// event was taken is a receive-only peer (shutdown(SHUT_WR) at accept), not
+// a death.
 
 // tcpPace is the first pause between two isolated events over TCP.
 const tcpPace = 10 * time.Millisecond
@@ -51,15 +53,18 @@ func (d *delivery) tcpHold() (time.Time, bool) {
 	if !d.kernelReads() || !d.isolating() || c == nil || c.written == 0 {
 		return time.Time{}, false
 	}
-	at := c.lastWrite.Add(d.pace())
 	next := d.oldestPending()
 	if d.cursor != 0 {
 		next = d.cursor
 	}
-	if s := d.tcp.stopAt; s != 0 && (next == s || c.has(s)) {
-		at = later(at, c.lingered(d.cfg.linger))
+	s := d.tcp.stopAt
+	switch {
+	case s == 0:
+		return c.lastWrite.Add(d.pace()), true
+	case next == s || c.has(s):
+		return c.lingered(d.cfg.linger), true
 	}
-	return at, true
+	return time.Time{}, false
 }
 
 // provenBefore reports whether a write of n events at now is one event
@@ -95,30 +100,33 @@ func (d *delivery) peerFin(now time.Time, unread int) bool {
 }
 
 // hungUpTCP blames on a hang-up while isolating over TCP: a strike for the
-// suspect written as evidence needs, and read last; else the last event
+// suspect written as evidence needs, and read last (FIN); the search again,
+// slower, if it died before the suspect; while searching, the last event
 // read becomes the suspect (FIN), or the pace doubles (died with events
-// unread: it lagged).
+// unread: it lagged). A connection whose receiver took no event (a dying
+// listener's backlog) changes nothing.
 func (d *delivery) hungUpTCP(r ready, c *connState) ready {
-	if !d.isolating() {
-		return r
-	}
 	k, last, ok := c.oldest()
-	if !ok {
+	if !d.isolating() || !ok || !c.tookEvent() {
+		return r // it took nothing: it says nothing of any event
+	}
+	switch s := d.tcp.stopAt; {
+	case s != 0 && c.has(s):
+		if c.fin.seen && k.seq == s && last.seq == s && k.proven && k.end == c.fin.read {
+			r = d.strike(r, s)
+		}
 		return r
-	}
-	if !c.fin.seen {
-		d.tcp.pace = min(2*d.pace(), max(d.cfg.linger, tcpPace))
-		return r
-	}
-	if k.seq == last.seq && k.proven && k.end == c.fin.read {
-		return d.strike(r, k.seq)
-	}
-	for i := len(c.lines) - 1; i >= 0; i-- {
-		if l := c.lines[i]; !l.witness && l.end <= c.fin.read {
-			d.tcp.stopAt = l.seq
-			break
+	case s != 0:
+		d.tcp.stopAt = 0
+	case c.fin.seen:
+		for i := len(c.lines) - 1; i >= 0; i-- {
+			if l := c.lines[i]; !l.witness && l.end <= c.fin.read {
+				d.tcp.stopAt = l.seq
+				return r
+			}
 		}
 	}
+	d.tcp.pace = min(2*d.pace(), max(d.cfg.linger, tcpPace))
 	return r
 }
 

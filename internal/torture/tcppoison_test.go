@@ -66,3 +66,40 @@ func TestCEPPoisonLineTCP(t *testing.T) {
 		t.Log(c.logs())
 	}
 }
+
+// TestCEPCrashLoopTCP: over TCP, a receiver that handled events, then dies
+// handling the first line it reads, whatever it is, for its next 5 starts
+// (restarted 200 ms later each time), then is healthy again: nothing is set
+// aside, nothing lost.
+func TestCEPCrashLoopTCP(t *testing.T) {
+	t.Parallel()
+	const crashes = 5
+	cfg := testrecv.CEPConfig{Network: "tcp", PerLine: 100 * time.Microsecond}
+	r := newCEPRig(t, cfg)
+	evs := precisionEvents(800)
+	c := r.run("tcp", "--drain-timeout", "60s")
+	go produce(c, evs, 200)
+	require.Eventually(t, func() bool { return len(r.rcv.Lines()) >= 100 }, 30*time.Second, 5*time.Millisecond)
+	r.rcv.Kill()
+	cfg.Addr, cfg.Out = r.sock, filepath.Join(r.dir, "handled")
+	cfg.CrashFirst = r.rcv.Starts() + crashes
+	rcv, err := testrecv.StartCEP(cfg)
+	require.NoError(t, err)
+	t.Cleanup(rcv.Kill)
+	for rcv.Starts() <= cfg.CrashFirst {
+		select {
+		case <-rcv.Exited():
+		case <-time.After(30 * time.Second):
+			t.Fatalf("the receiver did not crash; starts %d", rcv.Starts())
+		}
+		time.Sleep(200 * time.Millisecond) // its supervisor's restart delay
+		require.NoError(t, rcv.Restart())
+	}
+	code := c.exitCode(t, 2*time.Minute)
+	rcv.Kill()
+	res := verify.Check(evs, rcv.Lines())
+	t.Logf("tcp crash loop (%d crashes after 100 events): exit %d, dead letters %d, %v", crashes, code, deadLetters(r.spool), res)
+	assert.Zero(t, deadLetters(r.spool), "dead letters: %s", c.logs())
+	assert.Equal(t, 0, code, c.logs())
+	assert.True(t, res.OK(), res.String())
+}
