@@ -20,7 +20,7 @@ type delivery struct {
 	witness   uint64 // newest acknowledged sequence the shell can resend, 0: none
 	strikes   strikeRecord
 	tcp       tcpIsolation // see delivery_tcp.go
-	empty     int // connections in a row that failed before handling anything
+	empty     int          // connections in a row that failed before handling anything
 	conn      *connState
 }
 

@@ -326,18 +326,38 @@ func TestDeliveryStall(t *testing.T) {
 }
 
 func TestDeliveryIsolationOverTCP(t *testing.T) {
-	d := newDelivery(testConfig(fixedBytes))
+	d := newDelivery(testConfig(kernelTook))
 	d.isolateTo = 3
 	d.connected(at(0))
 	writeRead(d, 0, lines(1, 1, 100))
-	p, ok := d.next(at(0))
-	require.True(t, ok, "the next isolated event goes once the kernel took this one")
+	_, ok := d.next(at(0))
+	require.False(t, ok, "paced")
+	p, ok := d.next(at(int(tcpPace.Milliseconds())))
+	require.True(t, ok, "the next isolated event goes once the kernel took this one, a pace later")
 	assert.Equal(t, 1, p.max)
-	r := writeRead(d, 1, lines(2, 1, 100))
-	assert.Zero(t, r.ackThrough, "a later event read by the kernel proves nothing handled")
+	r := writeRead(d, 10, lines(2, 1, 100<<10))
+	assert.Zero(t, r.ackThrough, "an event its kernel took, 100 KiB after, proves nothing handled")
 	assert.Zero(t, d.acked)
-	d.tick(at(2001))
+	d.tick(at(2010))
 	assert.EqualValues(t, 2, d.acked, "linger does")
+}
+
+func TestDeliveryConfigOf(t *testing.T) {
+	tests := map[string]struct {
+		opts Options
+		mode windowMode
+	}{
+		"unix":                 {Options{Network: "unix"}, lastRead},
+		"unix, a size":         {Options{Network: "unix", ReplayWindow: 4096}, fixedBytes},
+		"tcp: linger only":     {Options{Network: "tcp"}, kernelTook},
+		"tcp, a size is taken": {Options{Network: "tcp", ReplayWindow: 4096}, fixedBytes},
+		"tcp, no window":       {Options{Network: "tcp", ReplayWindow: -1}, noWindow},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.mode, deliveryConfigOf(&tc.opts).mode)
+		})
+	}
 }
 
 func TestDeliverySkipTo(t *testing.T) {
