@@ -142,7 +142,7 @@ func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	if !c.allRead() {
 		return sendPlan{}, false
 	}
-	if at, hold := d.tcpHold(); hold && now.Before(at) {
+	if _, hold := d.tcpHold(now); hold {
 		return sendPlan{}, false
 	}
 	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {

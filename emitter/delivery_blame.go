@@ -154,7 +154,7 @@ func (d *delivery) wakeAt() (time.Time, bool) {
 		}
 		return c.lastMove.Add(slices.Min(next)), true
 	}
-	hold, held := d.tcpHold()
+	hold, held := d.tcpHold(time.Time{}) // the time only
 	for _, l := range c.lines {
 		if !l.witness && !l.readAt.IsZero() && d.cfg.linger > 0 {
 			at := l.readAt.Add(d.cfg.linger)

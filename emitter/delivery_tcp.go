@@ -45,10 +45,11 @@ func (d *delivery) pace() time.Duration {
 	return d.tcp.pace
 }
 
-// tcpHold says until when the next isolated event over TCP must wait: the
-// pace after the last write, and around the suspect until everything
-// written on this connection lingered. hold false: no wait.
-func (d *delivery) tcpHold() (time.Time, bool) {
+// tcpHold says whether the next isolated event over TCP must wait at now,
+// and the time to look again: the pace after the last write; before the
+// suspect, until everything written on this connection is handled (the
+// witness lingered); after it, until it is handled too.
+func (d *delivery) tcpHold(now time.Time) (time.Time, bool) {
 	c := d.conn
 	if !d.kernelReads() || !d.isolating() || c == nil || c.written == 0 {
 		return time.Time{}, false
@@ -57,12 +58,14 @@ func (d *delivery) tcpHold() (time.Time, bool) {
 	if d.cursor != 0 {
 		next = d.cursor
 	}
-	s := d.tcp.stopAt
-	switch {
+	switch s := d.tcp.stopAt; {
 	case s == 0:
-		return c.lastWrite.Add(d.pace()), true
-	case next == s || c.has(s):
+		at := c.lastWrite.Add(d.pace())
+		return at, now.Before(at)
+	case c.has(s):
 		return c.lingered(d.cfg.linger), true
+	case next == s:
+		return c.lingered(d.cfg.linger), !c.settled(now, d.cfg.linger)
 	}
 	return time.Time{}, false
 }
@@ -71,10 +74,7 @@ func (d *delivery) tcpHold() (time.Time, bool) {
 // after every event on this connection was handled: evidence for a strike.
 func (d *delivery) provenBefore(now time.Time, n int) bool {
 	c := d.conn
-	if !d.kernelReads() || !d.isolating() || n != 1 || c.written == 0 {
-		return false
-	}
-	return !now.Before(c.lingered(d.cfg.linger))
+	return d.kernelReads() && d.isolating() && n == 1 && c.settled(now, d.cfg.linger)
 }
 
 // wantsFin reports whether the shell should look for the receiver's FIN.
@@ -147,6 +147,17 @@ func (c *connState) has(seq uint64) bool {
 		}
 	}
 	return false
+}
+
+// settled reports whether the receiver handled everything written here,
+// which is something: every event acknowledged, the witness lingered.
+func (c *connState) settled(now time.Time, linger time.Duration) bool {
+	for _, l := range c.lines {
+		if !l.witness || l.readAt.IsZero() || now.Before(l.readAt.Add(linger)) {
+			return false
+		}
+	}
+	return c.written > 0
 }
 
 // lingered is when every line written here will have been taken linger ago.

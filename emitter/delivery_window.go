@@ -17,17 +17,17 @@ type connState struct {
 	lastMove  time.Time // when the receiver was last seen reading
 	lines     []sentLine
 	writes    []sentWrite
-	memHeld   int    // sum of writes' mem
-	unread    int    // the last SIOCOUTQ reading, plus what was written since
-	written   uint64 // payload bytes written
-	read      uint64 // payload bytes known read: whole writes
-	lastFrom  uint64 // read before its last increase: the last read began at or after it
-	partial   bool   // the oldest unread write is partly read
-	handled   bool   // an event was shown handled on this connection
-	slow      bool   // read nothing for warnAfter (noted)
-	frozen    bool   // read nothing for stallAfter (noted): write nothing new
-	lastWrite time.Time
-	fin       finState // kernelTook only: see delivery_tcp.go
+	memHeld   int       // sum of writes' mem
+	unread    int       // the last SIOCOUTQ reading, plus what was written since
+	written   uint64    // payload bytes written
+	read      uint64    // payload bytes known read: whole writes
+	lastFrom  uint64    // read before its last increase: the last read began at or after it
+	partial   bool      // the oldest unread write is partly read
+	handled   bool      // an event was shown handled on this connection
+	slow      bool      // read nothing for warnAfter (noted)
+	frozen    bool      // read nothing for stallAfter (noted): write nothing new
+	lastWrite time.Time // when the last write was made
+	fin       finState  // kernelTook only: see delivery_tcp.go
 }
 
 type sentLine struct {

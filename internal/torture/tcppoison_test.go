@@ -1,7 +1,6 @@
 package torture
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,20 +22,29 @@ import (
 // after it delivered before the drain timeout.
 func TestCEPPoisonLineTCP(t *testing.T) {
 	t.Parallel()
+	for name, rate := range map[string]float64{"backlog": 0, "live 500/s": 500} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			tcpPoisonRun(t, rate)
+		})
+	}
+}
+
+// tcpPoisonRun writes 300 events, the poison line, and 1,500 events, at
+// rate a second (0: all at once).
+func tcpPoisonRun(t *testing.T, rate float64) {
 	r := newCEPRig(t, testrecv.CEPConfig{Network: "tcp", PerLine: 100 * time.Microsecond})
 	evs := precisionEvents(1800)
 	const at = 300 // the poison line comes before evs[at]
 	c := r.run("tcp", "--drain-timeout", "60s")
-	var in strings.Builder
-	for i, ev := range evs {
-		if i == at {
-			fmt.Fprintln(&in, testrecv.DefaultRestartLine)
-		}
-		fmt.Fprintln(&in, ev)
+	lines := append(append(append([]string{}, evs[:at]...), testrecv.DefaultRestartLine), evs[at:]...)
+	if rate == 0 {
+		_, err := c.stdin.Write([]byte(strings.Join(lines, "\n") + "\n"))
+		require.NoError(t, err)
+		c.stdin.Close()
+	} else {
+		produce(c, lines, rate)
 	}
-	_, err := c.stdin.Write([]byte(in.String()))
-	require.NoError(t, err)
-	c.stdin.Close()
 	begin := time.Now()
 	waited := time.Duration(-1)
 	for waited < 0 {
@@ -55,13 +63,13 @@ func TestCEPPoisonLineTCP(t *testing.T) {
 	res := verify.Check(evs, r.rcv.Lines())
 	pending := spooledEvents(t, r.spool)
 	dl, _ := os.ReadFile(filepath.Join(r.spool, "dead-letters"))
-	t.Logf("tcp poison: exit %d, the events after it waited %v, receiver restarts %d, dead letters %d, still spooled %d, %v",
-		code, waited.Round(10*time.Millisecond), r.rcv.Starts()-1, deadLetters(r.spool), pending, res)
+	t.Logf("tcp poison, rate %v: exit %d, the events after the input ended waited %v, receiver restarts %d, dead letters %d, still spooled %d, %v",
+		rate, code, waited.Round(10*time.Millisecond), r.rcv.Starts()-1, deadLetters(r.spool), pending, res)
 	assert.True(t, res.OK(), "%v\nlogs:\n%s", res, c.logs())
 	assert.Equal(t, 4, code, "the poison line is a loss, and nothing is left spooled: %s", c.logs())
 	assert.Equal(t, 1, deadLetters(r.spool), "only the poison line is set aside: %s", c.logs())
 	assert.Contains(t, string(dl), testrecv.DefaultRestartLine)
-	assert.LessOrEqual(t, r.rcv.Starts()-1, 6, "receiver restarts")
+	assert.LessOrEqual(t, r.rcv.Starts()-1, 7, "receiver restarts")
 	if os.Getenv("EVSPOOL_TEST_LOGS") != "" {
 		t.Log(c.logs())
 	}
