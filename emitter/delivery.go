@@ -19,7 +19,8 @@ type delivery struct {
 	isolateTo uint64 // while anything up to it is unhandled, one event a write
 	witness   uint64 // newest acknowledged sequence the shell can resend, 0: none
 	strikes   strikeRecord
-	empty     int // connections in a row that failed before handling anything
+	tcp       tcpIsolation // see delivery_tcp.go
+	empty     int          // connections in a row that failed before handling anything
 	conn      *connState
 }
 
@@ -36,6 +37,9 @@ const (
 	fixedBytes
 	// noWindow: a line is handled once read.
 	noWindow
+	// kernelTook: a "read" is the receiver's kernel taking the bytes (TCP):
+	// it proves nothing handled; only ReplayLinger does. See delivery_tcp.go.
+	kernelTook
 )
 
 // deliveryConfig is what delivery needs of Options.
@@ -109,6 +113,7 @@ func (d *delivery) restore(oldest uint64, s strikeRecord) {
 	if s.seq >= oldest && s.n > 0 {
 		d.strikes = s
 		d.isolateTo = max(d.isolateTo, s.seq)
+		d.tcp.stopAt = s.seq
 		if s.witness != 0 && s.witness+1 == oldest {
 			d.witness = s.witness
 		}
@@ -121,21 +126,23 @@ func (d *delivery) connected(now time.Time) {
 	d.cursor = 0
 }
 
-// next says what to write now; ok false means nothing: not connected, the
-// receiver has not read what was written (isolating), or it is frozen.
-// Over TCP "read" means its kernel took it: the next isolated event goes
-// then all the same (waiting for each to be handled, ReplayLinger, would
-// take hours after a failure), but nothing is acknowledged by it: the window
-// stays in bytes.
-func (d *delivery) next() (sendPlan, bool) {
+// next says what to write at now; ok false means nothing: not connected,
+// the receiver has not read what was written (isolating), or it is frozen.
+// Over TCP "read" means its kernel took it: isolated events are paced, and
+// held around a suspect (delivery_tcp.go).
+func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	c := d.conn
 	if c == nil || c.frozen {
 		return sendPlan{}, false
 	}
 	if !d.isolating() {
+		d.tcp.pace = 0
 		return sendPlan{from: d.cursor, max: d.cfg.batch}, true
 	}
 	if !c.allRead() {
+		return sendPlan{}, false
+	}
+	if _, hold := d.tcpHold(now); hold {
 		return sendPlan{}, false
 	}
 	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
@@ -166,7 +173,10 @@ func (d *delivery) wrote(now time.Time, lines []line, mem int) {
 	if c == nil || len(lines) == 0 {
 		return
 	}
+	proven := d.provenBefore(now, len(lines))
 	c.add(lines, mem, d.acked)
+	c.lastWrite = now
+	c.lines[len(c.lines)-1].proven = proven
 	if last := lines[len(lines)-1].seq; last > d.acked {
 		d.cursor = last + 1
 	}
@@ -179,6 +189,7 @@ func (d *delivery) setAsideDone(seq uint64) ready {
 	if seq == d.acked+1 {
 		d.acked = seq
 		r.saveStrike = d.clearStrikes(seq)
+		d.tcpSetAside(seq)
 		if d.conn != nil {
 			d.conn.dropThrough(seq)
 		}
@@ -195,6 +206,9 @@ func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	d.acked = seq
 	if witness {
 		d.witness = seq
+	}
+	if d.tcp.stopAt <= seq {
+		d.tcp.stopAt = 0
 	}
 	if d.conn != nil {
 		d.conn.dropThrough(seq)
@@ -227,7 +241,7 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	case o.ReplayWindow > 0:
 		c.mode, c.windowBytes = fixedBytes, uint64(o.ReplayWindow)
 	case o.Network == "tcp":
-		c.mode, c.windowBytes = fixedBytes, DefaultReplayWindow
+		c.mode = kernelTook
 	}
 	return c
 }

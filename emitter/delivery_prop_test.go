@@ -134,7 +134,7 @@ func TestDeliveryProperties(t *testing.T) {
 			var r ready
 			switch [...]int{0, 0, 0, 1, 1, 1, 2, 3, 4, 4}[rapid.IntRange(0, 9).Draw(rt, "action")] {
 			case 0: // write what delivery asks for
-				p, ok := d.next()
+				p, ok := d.next(now)
 				if !ok {
 					continue
 				}

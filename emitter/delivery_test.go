@@ -118,11 +118,11 @@ func TestDeliveryBlame(t *testing.T) {
 		isolate(t, d)
 		for attempt := 1; attempt <= 3; attempt++ {
 			d.connected(at(10 * attempt))
-			p, ok := d.next()
+			p, ok := d.next(at(0))
 			require.True(t, ok)
 			assert.Equal(t, sendPlan{resendWitness: 5}, p)
 			writeRead(d, 10*attempt, []line{{seq: 5, size: 100}})
-			p, ok = d.next()
+			p, ok = d.next(at(0))
 			require.True(t, ok)
 			assert.Equal(t, sendPlan{from: 0, max: 1}, p)
 			writeRead(d, 10*attempt, lines(6, 1, 100))
@@ -153,7 +153,7 @@ func TestDeliveryBlame(t *testing.T) {
 		d.restore(6, strikeRecord{seq: 6, n: 2, witness: 5})
 		require.True(t, d.isolating())
 		d.connected(at(0))
-		p, _ := d.next()
+		p, _ := d.next(at(0))
 		assert.EqualValues(t, 5, p.resendWitness, "the witness comes back from the spool")
 		writeRead(d, 0, []line{{seq: 5, size: 100}})
 		writeRead(d, 1, lines(6, 1, 100))
@@ -195,7 +195,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	for i := range 9 {
 		now := at(1000 * i)
 		d.connected(now)
-		p, ok := d.next()
+		p, ok := d.next(at(0))
 		require.True(t, ok)
 		d.wrote(now, lines(max(p.from, 1), 1, 100), 0)
 		d.observed(now, 0)
@@ -242,10 +242,10 @@ func TestDeliveryStall(t *testing.T) {
 				assert.Empty(t, r2.notes, "noted once")
 			}
 		}
-		_, ok := d.next()
+		_, ok := d.next(at(0))
 		assert.False(t, ok, "nothing new while frozen")
 		r = d.observed(at(100001), 0) // thawed
-		_, ok = d.next()
+		_, ok = d.next(at(0))
 		assert.True(t, ok)
 		assert.NotNil(t, d.conn, "the same connection")
 	})
@@ -273,6 +273,47 @@ func TestDeliveryStall(t *testing.T) {
 		assert.True(t, d.isolating())
 		assert.Nil(t, d.conn)
 	})
+	t.Run("stopped inside a long line, then closed at a GC: strike on it, not on the line before", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		for attempt := 1; attempt <= 3; attempt++ {
+			ms := 100 * attempt
+			d.connected(at(ms))
+			p, _ := d.next(at(0))
+			require.Equal(t, sendPlan{resendWitness: d.acked}, p, "the witness alone first")
+			writeRead(d, ms, []line{{seq: d.acked, size: 100}})
+			for seq := d.acked + 1; seq < 10; seq++ {
+				p, ok := d.next(at(0))
+				require.True(t, ok)
+				require.Equal(t, 1, p.max)
+				writeRead(d, ms, lines(seq, 1, 100))
+			}
+			d.wrote(at(ms+1), lines(10, 1, 70<<10), 72<<10) // 2 kernel buffers
+			r := d.observed(at(ms+2), 34<<10)               // the first is read: its scanner failed
+			if attempt == 1 {
+				assert.EqualValues(t, 9, r.ackThrough, "a read began after 9: handled")
+			}
+			require.EqualValues(t, 9, d.acked)
+			r = d.hungUp(at(ms+50), true) // closed with the rest unread
+			assert.Equal(t, attempt, d.strikes.n)
+			assert.EqualValues(t, 10, d.strikes.seq)
+			if attempt == 3 {
+				assert.EqualValues(t, 10, r.setAside)
+			}
+		}
+	})
+	t.Run("closed inside a line it began in the same read as the one before: no strike", func(t *testing.T) {
+		d := newDelivery(testConfig(lastRead))
+		isolate(t, d)
+		d.connected(at(10))
+		writeRead(d, 10, []line{{seq: 5, size: 100}})
+		d.wrote(at(11), lines(6, 1, 100), 0)
+		d.wrote(at(11), lines(7, 1, 70<<10), 72<<10) // written before 6 was seen read
+		d.observed(at(12), 34<<10)
+		r := d.hungUp(at(13), true)
+		assert.False(t, r.saveStrike, "6 and the start of 7 may be one read: nothing proves 6 handled")
+		assert.EqualValues(t, 5, d.acked)
+	})
 	t.Run("slow but reading: no stall", func(t *testing.T) {
 		d := newDelivery(testConfig(lastRead))
 		d.connected(at(0))
@@ -285,18 +326,38 @@ func TestDeliveryStall(t *testing.T) {
 }
 
 func TestDeliveryIsolationOverTCP(t *testing.T) {
-	d := newDelivery(testConfig(fixedBytes))
+	d := newDelivery(testConfig(kernelTook))
 	d.isolateTo = 3
 	d.connected(at(0))
 	writeRead(d, 0, lines(1, 1, 100))
-	p, ok := d.next()
-	require.True(t, ok, "the next isolated event goes once the kernel took this one")
+	_, ok := d.next(at(0))
+	require.False(t, ok, "paced")
+	p, ok := d.next(at(int(tcpPace.Milliseconds())))
+	require.True(t, ok, "the next isolated event goes once the kernel took this one, a pace later")
 	assert.Equal(t, 1, p.max)
-	r := writeRead(d, 1, lines(2, 1, 100))
-	assert.Zero(t, r.ackThrough, "a later event read by the kernel proves nothing handled")
+	r := writeRead(d, 10, lines(2, 1, 100<<10))
+	assert.Zero(t, r.ackThrough, "an event its kernel took, 100 KiB after, proves nothing handled")
 	assert.Zero(t, d.acked)
-	d.tick(at(2001))
+	d.tick(at(2010))
 	assert.EqualValues(t, 2, d.acked, "linger does")
+}
+
+func TestDeliveryConfigOf(t *testing.T) {
+	tests := map[string]struct {
+		opts Options
+		mode windowMode
+	}{
+		"unix":                 {Options{Network: "unix"}, lastRead},
+		"unix, a size":         {Options{Network: "unix", ReplayWindow: 4096}, fixedBytes},
+		"tcp: linger only":     {Options{Network: "tcp"}, kernelTook},
+		"tcp, a size is taken": {Options{Network: "tcp", ReplayWindow: 4096}, fixedBytes},
+		"tcp, no window":       {Options{Network: "tcp", ReplayWindow: -1}, noWindow},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			assert.Equal(t, tc.mode, deliveryConfigOf(&tc.opts).mode)
+		})
+	}
 }
 
 func TestDeliverySkipTo(t *testing.T) {

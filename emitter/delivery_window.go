@@ -13,19 +13,21 @@ import "time"
 // A write is read once the writes after it account for all the memory still
 // held. Offsets are payload bytes from the connection's start.
 type connState struct {
-	start    time.Time
-	lastMove time.Time // when the receiver was last seen reading
-	lines    []sentLine
-	writes   []sentWrite
-	memHeld  int    // sum of writes' mem
-	unread   int    // the last SIOCOUTQ reading, plus what was written since
-	written  uint64 // payload bytes written
-	read     uint64 // payload bytes known read: whole writes
-	lastFrom uint64 // read before its last increase: the last read began at or after it
-	partial  bool   // the oldest unread write is partly read
-	handled  bool   // an event was shown handled on this connection
-	slow     bool   // read nothing for warnAfter (noted)
-	frozen   bool   // read nothing for stallAfter (noted): write nothing new
+	start     time.Time
+	lastMove  time.Time // when the receiver was last seen reading
+	lines     []sentLine
+	writes    []sentWrite
+	memHeld   int       // sum of writes' mem
+	unread    int       // the last SIOCOUTQ reading, plus what was written since
+	written   uint64    // payload bytes written
+	read      uint64    // payload bytes known read: whole writes
+	lastFrom  uint64    // read before its last increase: the last read began at or after it
+	partial   bool      // the oldest unread write is partly read
+	handled   bool      // an event was shown handled on this connection
+	slow      bool      // read nothing for warnAfter (noted)
+	frozen    bool      // read nothing for stallAfter (noted): write nothing new
+	lastWrite time.Time // when the last write was made
+	fin       finState  // kernelTook only: see delivery_tcp.go
 }
 
 type sentLine struct {
@@ -33,12 +35,14 @@ type sentLine struct {
 	start, end uint64
 	readAt     time.Time // zero until read whole
 	witness    bool      // resent, already acknowledged: proof only
+	proven     bool      // written alone once all before it here were handled
 }
 
 type sentWrite struct {
 	end     uint64
 	mem     int
 	payload int
+	alone   bool // written when everything before it was read
 }
 
 // oneBuffer is the largest write a Unix socket surely keeps in one buffer
@@ -56,7 +60,8 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
 	}
 	mem = max(mem, payload)
-	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload})
+	alone := c.read == c.written-uint64(payload)
+	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload, alone: alone})
 	c.memHeld += mem
 	c.unread += mem
 }
@@ -83,6 +88,11 @@ func (c *connState) observe(now time.Time, unread int) bool {
 				c.lines[i].readAt = now
 			}
 		}
+	}
+	if c.partial && c.writes[0].alone {
+		// Written after everything before it was read, it was begun by a
+		// read of its own: the receiver read again after the lines before.
+		c.lastFrom = c.read
 	}
 	if moved {
 		c.lastMove, c.frozen, c.slow = now, false, false
@@ -112,6 +122,8 @@ func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bo
 		return l.end <= c.lastFrom // a later read began after it was read whole
 	case fixedBytes:
 		return l.end+cfg.windowBytes <= c.read
+	case kernelTook:
+		return false
 	}
 	return true
 }

@@ -50,9 +50,10 @@
 // write's buffer once read whole, so SIOCOUTQ shows its reads a write at a
 // time (writes are at most 2 KiB). A positive ReplayWindow keeps that many
 // bytes after an event instead (a receiver that hands lines to another
-// goroutine; over TCP always a size). An event read Options.ReplayLinger ago
-// by a receiver still connected is handled. If it hangs up before, the
-// events from the oldest one not known handled on are resent in order: a
+// goroutine). Over TCP, where a read is the receiver's kernel's, only this
+// holds: an event read Options.ReplayLinger ago by a receiver still
+// connected is handled. If it hangs up before, the events from the oldest
+// one not known handled on are resent in order: a
 // duplicate, never a loss. Flush returns once its events have left the
 // window. Stats.Delivered counts events that left it.
 //
@@ -72,7 +73,9 @@
 // evidence from the failed connection: the receiver handled the event before
 // it (after a failure, the next connection resends the newest handled event,
 // the witness, then the suspects one at a time) and died on this one; or it
-// read part of this one and stopped inside it. After Options.MaxAttempts (3)
+// read part of this one and stopped inside it, or closed the connection
+// inside it. Over TCP the suspects go paced, and the receiver's FIN names
+// the last one it read (delivery_tcp.go). After Options.MaxAttempts (3)
 // strikes, counted across restarts (wal.Strikes), it is appended to the
 // dead-letter file in the spool directory (wal.AppendDeadLetter, bytes exact,
 // fsync'd), then removed from the spool, counted in Stats.DeadLettered and

@@ -238,17 +238,15 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 }
 
 // onDeadline steps delivery at its deadline. Where the socket can be
-// probed, it is probed first: a line read ReplayLinger ago counts as
-// handled only if the receiver's end is still open now, not at the last
-// idle check.
+// probed, it is probed first (see check): a line read ReplayLinger ago
+// counts as handled only if the receiver's end is still open now, and a FIN
+// is looked for where delivery wants one.
 func (d *drainer) onDeadline() {
-	var err error
 	if d.w.conn != nil && d.w.waiter.Supported() {
-		err = d.check()
-	} else {
-		err = d.apply(d.dv.tick(d.clk.Now()))
+		d.checkIdle()
+		return
 	}
-	if err != nil {
+	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
 		d.fail(err)
 	}
 }
@@ -344,7 +342,8 @@ func (d *drainer) fail(err error) {
 	switch {
 	case errors.As(err, &gone):
 		r = d.dv.hungUp(now, errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0)
-	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, errPeerClosed),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
 		r = d.dv.hungUp(now, true)
 	default:
 		r = d.dv.lost()

@@ -25,7 +25,7 @@ const (
 	DefaultMinBackoff   = 10 * time.Millisecond
 	DefaultMaxBackoff   = 100 * time.Millisecond
 	DefaultWarnInterval = 30 * time.Second
-	DefaultReplayWindow = 64 << 10
+	DefaultReplayWindow = 64 << 10 // a size for Options.ReplayWindow; no default uses it
 	DefaultReplayLinger = 2 * time.Second
 	DefaultMaxAttempts  = 3
 )
@@ -133,10 +133,11 @@ type Options struct {
 	// arrives again. A positive ReplayWindow is a fixed size instead: an
 	// event is handled once the receiver has read ReplayWindow bytes after
 	// it, for a receiver that hands lines to another goroutine (then reads
-	// prove nothing of handling). Over TCP the window is always a size in
-	// bytes (DefaultReplayWindow when 0): a TCP "read" means the receiver's
-	// kernel took the bytes. A negative ReplayWindow turns the window off:
-	// events are acknowledged once read.
+	// prove nothing of handling). Over TCP a "read" means the receiver's
+	// kernel took the bytes, and that kernel can hold megabytes the
+	// receiver never reads if it dies: with ReplayWindow 0 an event is
+	// handled only by ReplayLinger. A negative ReplayWindow turns the
+	// window off: events are acknowledged once read.
 	//
 	// In every mode, an event read at least ReplayLinger ago by a receiver
 	// still connected is handled; Flush, and so `evspool run` at the end of

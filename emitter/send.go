@@ -19,6 +19,10 @@ const avgEventGuess = 256
 // read again (it stopped inside a line).
 var errAbandoned = errors.New("receiver stopped reading inside an event; connection abandoned")
 
+// errPeerClosed is a TCP receiver's FIN after it took an event: it closed,
+// or died, with nothing unread.
+var errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
+
 // sendBatch writes what delivery asks for next (a batch, one event while
 // isolating, or the witness), then waits until the receiver has read it,
 // telling delivery what it sees. It returns how many events were written.
@@ -26,7 +30,7 @@ func (d *drainer) sendBatch() (int, error) {
 	if first := d.spool.FirstSeq(); first != 0 {
 		d.dv.skipTo(first)
 	}
-	p, ok := d.dv.next()
+	p, ok := d.dv.next(d.clk.Now())
 	if !ok {
 		return 0, nil
 	}
@@ -223,6 +227,13 @@ func (d *drainer) check() error {
 			gone, max(last, unread))
 	}
 	now := d.clk.Now()
+	if d.dv.wantsFin() {
+		// Before anything lingers: a FIN means it stopped reading.
+		fin, err := d.w.waiter.PeerClosedWrite()
+		if err == nil && fin && d.dv.peerFin(now, unread) {
+			return errPeerClosed
+		}
+	}
 	err = errors.Join(d.apply(d.dv.observed(now, unread)), d.apply(d.dv.tick(now)))
 	d.seekReader() // once a connection, after its first read: see peer.go
 	return err

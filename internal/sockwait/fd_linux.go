@@ -72,6 +72,22 @@ func hungUp(fd uintptr) (bool, error) {
 	}
 }
 
+// closedWrite polls fd for POLLRDHUP with a zero timeout: the peer will
+// send nothing more.
+func closedWrite(fd uintptr) (bool, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: pollRDHUP}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("sockwait: poll: %w", err)
+		}
+		return fds[0].Revents&(pollRDHUP|unix.POLLHUP|unix.POLLNVAL) != 0, nil
+	}
+}
+
 // pendingError returns the socket's pending error (ECONNRESET when a Unix
 // peer closed with unread data, or a TCP reset), or io.EOF if there is none.
 // Reading SO_ERROR clears it; the connection is dead by then anyway.

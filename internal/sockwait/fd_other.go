@@ -14,4 +14,6 @@ func outq(uintptr) (int, error) { return 0, ErrUnsupported }
 
 func hungUp(uintptr) (bool, error) { return false, ErrUnsupported }
 
+func closedWrite(uintptr) (bool, error) { return false, ErrUnsupported }
+
 func pendingError(uintptr) error { return ErrUnsupported }

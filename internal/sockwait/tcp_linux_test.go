@@ -121,3 +121,27 @@ func TestTCPHungUpWhileQueued(t *testing.T) {
 	t.Logf("tcp: reset with data queued: %v", err)
 	require.NoError(t, client.Close())
 }
+
+// TestTCPPeerClosedAfterReading: a TCP peer that read everything and closed
+// sends a FIN only, which HungUp does not see but PeerClosedWrite does.
+func TestTCPPeerClosedAfterReading(t *testing.T) {
+	t.Parallel()
+	client, server := tcpPair(t)
+	w := sockwait.New(client)
+	fin, err := w.PeerClosedWrite()
+	require.NoError(t, err)
+	require.False(t, fin, "open")
+	_, err = client.Write([]byte("line\n"))
+	require.NoError(t, err)
+	_, err = io.ReadFull(server, make([]byte, 5))
+	require.NoError(t, err)
+	require.NoError(t, server.Close())
+	require.Eventually(t, func() bool {
+		fin, err := w.PeerClosedWrite()
+		require.NoError(t, err)
+		return fin
+	}, 5*time.Second, time.Millisecond)
+	gone, err := w.HungUp()
+	require.NoError(t, err)
+	require.False(t, gone, "a FIN alone is not a hang-up until a write draws the reset")
+}

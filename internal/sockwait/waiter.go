@@ -101,6 +101,25 @@ func (w *Waiter) HungUp() (bool, error) {
 	return gone, err
 }
 
+// PeerClosedWrite polls the socket without waiting and without consuming
+// data, and reports whether the peer shut down its writing side
+// (POLLRDHUP). On TCP that is its FIN: a peer that closed, or died, with
+// nothing unread in its receive queue sends a FIN and no reset, which
+// HungUp does not report until the next write draws the reset; a
+// receive-only peer (shutdown(SHUT_WR)) sends one too and still reads.
+func (w *Waiter) PeerClosedWrite() (bool, error) {
+	if !w.ok {
+		return false, ErrUnsupported
+	}
+	var fin bool
+	err := w.control(func(fd uintptr) error {
+		var err error
+		fin, err = closedWrite(fd)
+		return err
+	})
+	return fin, err
+}
+
 // Closed is HungUp under the name a caller watching an idle connection on a
 // ticker looks for: true once the receiver went away.
 func (w *Waiter) Closed() (bool, error) { return w.HungUp() }

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"sync"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -46,7 +46,17 @@ type CEPConfig struct {
 	// connection (busy, or a loaded node), to which a burst is written in
 	// full before it has accepted.
 	AcceptDelay time.Duration
+	// GCInterval is how often the child collects garbage, closing the
+	// connections whose scanner failed (their goroutine returned, nothing
+	// refers to them: Go's finalizer closes them). cloud-event-proxy
+	// collects at least every 2 minutes and whenever its heap grows.
+	// Default DefaultGCInterval; negative: only when the runtime decides.
+	GCInterval time.Duration
 }
+
+// DefaultGCInterval is CEPConfig.GCInterval's default: short, so that tests
+// see a failed connection closed as they would in production after a while.
+const DefaultGCInterval = time.Second
 
 // Starts is the file a CEP receiver appends one line to each time it starts
 // listening, re-executions included: Out with ".starts" added.
@@ -68,13 +78,6 @@ func MaybeRunCEP() {
 	err := runCEP(cfg)
 	fmt.Fprintln(os.Stderr, "testrecv cep:", err)
 	os.Exit(1)
-}
-
-// leaked holds connections whose scanner failed: cloud-event-proxy never
-// closes them, and neither may the garbage collector.
-var leaked struct {
-	sync.Mutex
-	conns []net.Conn
 }
 
 func runCEP(cfg CEPConfig) error {
@@ -99,6 +102,7 @@ func runCEP(cfg CEPConfig) error {
 		return err
 	}
 	crash := crashing(cfg)
+	go collect(cfg.GCInterval)
 	for {
 		time.Sleep(cfg.AcceptDelay)
 		c, err := ln.Accept()
@@ -136,14 +140,27 @@ func cepServe(cfg CEPConfig, c net.Conn, out *os.File, crash bool) {
 		}
 	}
 	if sc.Err() != nil {
-		// Like cloud-event-proxy: the goroutine ends, the connection stays
-		// open and is never read again.
-		leaked.Lock()
-		leaked.conns = append(leaked.conns, c)
-		leaked.Unlock()
+		// Like cloud-event-proxy: the goroutine ends without closing the
+		// connection, which is never read again and is closed by Go's
+		// finalizer at the next garbage collection (see collect).
 		return
 	}
 	_ = c.Close()
+}
+
+// collect runs the garbage collector every interval (DefaultGCInterval when
+// 0, never when negative), as cloud-event-proxy's runtime does at least every
+// 2 minutes: a connection whose scanner failed is closed then.
+func collect(interval time.Duration) {
+	if interval < 0 {
+		return
+	}
+	if interval == 0 {
+		interval = DefaultGCInterval
+	}
+	for range time.Tick(interval) {
+		runtime.GC()
+	}
 }
 
 // reexec replaces the process with a fresh copy of itself, closing every

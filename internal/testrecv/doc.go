@@ -39,8 +39,8 @@
 // (the test binary itself: its TestMain calls MaybeRunCEP): cloud-event-proxy's
 // receive loop as it is, an accept loop, a goroutine per connection, a default
 // bufio.Scanner, a per-line handling time (CEPConfig.PerLine) after which the
-// line is appended to a file, a connection left open and unread when its
-// scanner fails, the line "CMD RESTART" removing the socket and re-executing
+// line is appended to a file, a connection left unread when its scanner fails
+// and closed at the next garbage collection (every CEPConfig.GCInterval), the line "CMD RESTART" removing the socket and re-executing
 // the process, and optionally shutdown(SHUT_WR) on every connection. CEP.Kill
 // SIGKILLs it: what it had read but not handled is gone, as in production.
 //

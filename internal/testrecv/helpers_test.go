@@ -17,6 +17,7 @@ import (
 
 func TestMain(m *testing.M) {
 	testrecv.MaybeRunPreFork() // the pre-fork receiver's master and workers
+	testrecv.MaybeRunCEP()
 	goleak.VerifyTestMain(m)
 }
 
