@@ -262,7 +262,13 @@ func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 	return cost, nil
 }
 
-func (w *WAL) fileSize() int64 { return w.sd.size(fileName) }
+// fileSize is spool.db's size. The caller holds wmu.
+func (w *WAL) fileSize() int64 {
+	if w.closedSize >= 0 {
+		return w.closedSize
+	}
+	return w.sd.size(fileName)
+}
 
 // syncFresh makes a file written by openFresh durable, unless the spool
 // runs without fsync: then a power loss may lose it, as it may lose any

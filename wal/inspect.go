@@ -40,7 +40,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 		return Stats{}, nil, err
 	}
 	reader := func() *WAL {
-		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
+		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), closedSize: -1, yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
 			Clock: clock.System(), Logger: slog.New(slog.DiscardHandler)}}
 	}
 	var w *WAL

@@ -59,6 +59,9 @@ type WAL struct {
 	budget atomic.Int64
 	// compactedSize is the file's size after the last compaction (wmu).
 	compactedSize int64
+	// closedSize is the file's size when Close released the directory
+	// (wmu; -1 while open): Stats still tells it.
+	closedSize int64
 
 	// yield, if set, is asked during the start-up scan whether to stop:
 	// Inspect gives way to a writer that takes the spool (see cancel.go).
@@ -98,7 +101,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 		sd.close()
 		return nil, err
 	}
-	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, lock: lock, marks: marks}
+	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, lock: lock, marks: marks, closedSize: -1}
 	if marks.damaged {
 		o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
 			"path", sd.join(marksFileName))
@@ -301,6 +304,7 @@ func (w *WAL) Close() error {
 	if uerr := w.lock.unlock(); err == nil {
 		err = uerr
 	}
+	w.closedSize = w.sd.size(fileName)
 	if derr := w.sd.close(); err == nil {
 		err = derr
 	}
