@@ -1,8 +1,8 @@
 package main
 
 import (
-	"errors"
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
