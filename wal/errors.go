@@ -23,7 +23,8 @@ var (
 	ErrLocked = errors.New("wal: spool is in use by another process")
 
 	// ErrUnsafeDir is returned by Open when the spool directory can be written
-	// by other users: a symlink planted there could redirect the spool's writes.
+	// by other users (a symlink planted there could redirect the spool's
+	// writes), or the spool path is itself a symlink.
 	ErrUnsafeDir = errors.New("wal: spool directory is writable by other users")
 
 	// ErrDirOwner is returned by Open when the spool directory belongs to
