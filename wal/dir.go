@@ -69,7 +69,7 @@ func (d *spoolDir) checkOwned() error {
 			ErrDirOwner, d.path, userName(st.Uid), userName(uint32(euid)), d.path, euid, d.path)
 	}
 	if perm := os.FileMode(st.Mode) & 0o777; perm&0o022 != 0 {
-		return fmt.Errorf("%w: %s has mode %v; run chmod 700 %s or pick a directory only this user can write (on a mount such as a Kubernetes emptyDir, give a subdirectory of it: it is created 0700)",
+		return fmt.Errorf("%w: %s is writable by other users (mode %v); run chmod 700 %s or pick a directory only this user can write (on a mount such as a Kubernetes emptyDir, give a subdirectory of it: it is created 0700)",
 			ErrUnsafeDir, d.path, perm, d.path)
 	}
 	return nil

@@ -25,7 +25,7 @@ var (
 	// ErrUnsafeDir is returned by Open when the spool directory can be written
 	// by other users (a symlink planted there could redirect the spool's
 	// writes), or the spool path is itself a symlink.
-	ErrUnsafeDir = errors.New("wal: spool directory is writable by other users")
+	ErrUnsafeDir = errors.New("wal: unsafe spool directory")
 
 	// ErrDirOwner is returned by Open when the spool directory belongs to
 	// another user than the process's effective one: its owner could plant
