@@ -91,7 +91,9 @@
 // class (broken_pipe, connection_refused, no_such_socket, timeout,
 // permission...), at most one more every 30 s, and one info line when it
 // ends with its length and the events held back. A stalled receiver's outage
-// starts when it last read, not when its connection was dropped.
+// starts when it last read, not when its connection was dropped. Something
+// other than a socket at a Unix socket's path is a wrong path, not an
+// outage: one error line (not_a_socket), however long it lasts.
 //
 // # Slow and frozen receivers
 //

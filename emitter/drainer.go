@@ -288,6 +288,7 @@ func (d *drainer) connect() bool {
 		if d.ctx.Err() != nil {
 			return false
 		}
+		err = sockwait.ExplainDial(d.opts.Network, d.addr, err)
 		d.record(func(l *linkStats) { l.dialErrors++ }, err)
 		d.out.down(err, d.spool.Len, time.Time{})
 	}

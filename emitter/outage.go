@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,15 +11,18 @@ import (
 
 // outage keeps the logs of a receiver outage quiet: one warning when it
 // starts, then at most one per interval, and one info line when it ends.
+// Something other than a socket at the socket's path is not an outage but
+// a wrong path: one error line says so, however long it lasts.
 type outage struct {
 	addr     string
 	interval time.Duration
 	log      *slog.Logger
 
-	mu       sync.Mutex // guards start, read by Stats
-	start    time.Time
-	lastWarn time.Time
-	failures int
+	mu        sync.Mutex // guards start, read by Stats
+	start     time.Time
+	lastWarn  time.Time // zero: no warning yet in this outage
+	failures  int
+	notSocket bool // the wrong path was reported
 }
 
 // down records a failure. since, when not zero, is when delivery really
@@ -28,12 +32,24 @@ func (o *outage) down(err error, pending func() uint64, since time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
-	switch {
-	case o.start.IsZero():
-		o.start, o.lastWarn = now, now
+	if o.start.IsZero() {
+		o.start = now
 		if !since.IsZero() && since.Before(now) {
 			o.start = since
 		}
+	}
+	if errors.Is(err, sockwait.ErrNotSocket) {
+		if !o.notSocket {
+			o.notSocket = true
+			o.log.Error("the socket path is not a socket; spooling events until a receiver listens there",
+				"addr", o.addr, "error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
+		}
+		return
+	}
+	o.notSocket = false
+	switch {
+	case o.lastWarn.IsZero():
+		o.lastWarn = now
 		o.log.Warn("receiver unreachable; spooling events until it is back",
 			"addr", o.addr, "error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
 	case now.Sub(o.lastWarn) >= o.interval:
@@ -53,7 +69,7 @@ func (o *outage) up(pending func() uint64) {
 	o.log.Info("receiver reachable again",
 		"addr", o.addr, "outage", time.Since(o.start).Round(time.Millisecond).String(),
 		"failures", o.failures, "events_held_back", pending())
-	o.start, o.failures = time.Time{}, 0
+	o.start, o.lastWarn, o.failures, o.notSocket = time.Time{}, time.Time{}, 0, false
 }
 
 func (o *outage) started() time.Time {

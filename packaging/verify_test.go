@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -38,6 +40,37 @@ func verify(t *testing.T, root string) {
 	require.NoError(t, os.WriteFile(broken, []byte(strings.Replace(string(raw), "WatchdogSec=", "WatchdogSecs=", 1)), 0o644))
 	out, _ = analyze(root, broken)
 	require.Contains(t, out, "Unknown key 'WatchdogSecs'", "verify notices a typo")
+
+	// The sandbox: evspool.service scores 2.0 or lower; the ptp4l example,
+	// which must grant what ptp4l needs, is scored for the record. A unit
+	// with the sandbox taken out scores above the bar, so that a check that
+	// cannot fail would be noticed.
+	score := security(t, root, filepath.Join(units, "evspool.service"))
+	t.Logf("systemd-analyze security --offline=yes evspool.service: %.1f", score)
+	require.LessOrEqual(t, score, maxExposure, "evspool.service's sandbox: systemd-analyze security --offline=yes packaging/evspool.service")
+	t.Logf("systemd-analyze security --offline=yes evspool-ptp4l.service: %.1f", security(t, root, example))
+	unit, err := os.ReadFile(filepath.Join(units, "evspool.service"))
+	require.NoError(t, err)
+	bare := filepath.Join(root, "etc/systemd/system/bare.service")
+	cut, _, _ := strings.Cut(string(unit), "NoNewPrivileges=")
+	require.NoError(t, os.WriteFile(bare, []byte(cut+"\n[Install]\nWantedBy=multi-user.target\n"), 0o644))
+	require.Greater(t, security(t, root, bare), maxExposure, "without its sandbox the unit fails the bar")
+}
+
+// maxExposure is the highest systemd-analyze security score (0 to 10,
+// lower is safer) evspool.service may have.
+const maxExposure = 2.0
+
+// security returns systemd-analyze security's overall exposure of unit.
+func security(t *testing.T, root, unit string) float64 {
+	t.Helper()
+	out, err := exec.Command("systemd-analyze", "security", "--offline=yes", "--root="+root, unit).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	m := regexp.MustCompile(`Overall exposure level for \S+: ([0-9.]+)`).FindSubmatch(out)
+	require.NotNil(t, m, "no overall exposure in:\n%s", out)
+	score, err := strconv.ParseFloat(string(m[1]), 64)
+	require.NoError(t, err)
+	return score
 }
 
 func analyze(root string, units ...string) (string, error) {

@@ -354,10 +354,12 @@ func copyBenchFile(b *testing.B, from, to string) {
 // BenchmarkCheckFile measures checkFile on BenchmarkReopen's backlog: the
 // meta, freelist and tree checks Open makes before bbolt maps the file.
 func BenchmarkCheckFile(b *testing.B) {
-	path := filepath.Join(buildBenchBacklog(b), fileName)
+	d, err := openSpoolDir(buildBenchBacklog(b), true)
+	require.NoError(b, err)
+	defer d.close()
 	b.ResetTimer()
 	for range b.N {
-		if err := checkFile(path, nil, true); err != nil {
+		if err := checkFile(d, fileName, nil, true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,18 +32,11 @@ func (w *WAL) scanCancelled() error {
 // writerProbe tells Inspect whether a process holds the spool's lock,
 // without holding it: a shared flock taken and at once released. A writer
 // that tries its exclusive lock in that instant retries 10 ms later.
-type writerProbe struct {
-	dir  string
-	path string
-}
-
-func newWriterProbe(dir string) *writerProbe {
-	return &writerProbe{dir: dir, path: filepath.Join(dir, lockFileName)}
-}
+type writerProbe struct{ d *spoolDir }
 
 // held reports whether a process holds the lock now.
 func (p *writerProbe) held() (bool, error) {
-	f, err := os.Open(p.path)
+	f, err := p.d.open(lockFileName, os.O_RDONLY)
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil // no process ever opened this spool for writing
 	}
@@ -57,7 +49,7 @@ func (p *writerProbe) held() (bool, error) {
 		return true, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("wal: lock %s: %w", p.path, err)
+		return false, fmt.Errorf("wal: lock %s: %w", p.d.join(lockFileName), err)
 	}
 	return false, nil
 }
@@ -74,7 +66,7 @@ func (p *writerProbe) yield() error {
 		return err
 	}
 	if held {
-		return fmt.Errorf("%w (%s)", ErrGaveWay, p.dir)
+		return fmt.Errorf("%w (%s)", ErrGaveWay, p.d.path)
 	}
 	return nil
 }

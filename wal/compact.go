@@ -83,13 +83,13 @@ func (w *WAL) compactLocked() error {
 	if err := w.flushAcksLocked(); err != nil {
 		return fmt.Errorf("wal: compact %s: %w", w.path, err)
 	}
-	tmp := w.path + ".compact"
-	_ = os.Remove(tmp)
+	tmp := fileName + compactSuffix
+	_ = w.sd.remove(tmp)
 	w.dbmu.RLock()
 	costDelta, err := w.copyTo(tmp)
 	w.dbmu.RUnlock()
 	if err != nil {
-		_ = os.Remove(tmp)
+		_ = w.sd.remove(tmp)
 		return fmt.Errorf("wal: compact %s: %w", w.path, err)
 	}
 	w.dbmu.Lock()
@@ -97,11 +97,11 @@ func (w *WAL) compactLocked() error {
 	if err := w.db.Close(); err != nil {
 		return fmt.Errorf("wal: compact: close %s: %w", w.path, err)
 	}
-	renameErr := os.Rename(tmp, w.path)
+	renameErr := w.sd.rename(tmp, fileName)
 	if renameErr == nil {
 		renameErr = w.syncDir()
 	}
-	db, err := w.openBolt(w.path)
+	db, err := w.openBolt()
 	if err != nil {
 		// The old file is still in place if the rename failed; either way
 		// the spool cannot go on without a database.
@@ -111,7 +111,7 @@ func (w *WAL) compactLocked() error {
 	}
 	w.db = db
 	if renameErr != nil {
-		_ = os.Remove(tmp)
+		_ = w.sd.remove(tmp)
 		return fmt.Errorf("wal: compact: %w", renameErr)
 	}
 	w.cost.Add(costDelta)
@@ -120,12 +120,12 @@ func (w *WAL) compactLocked() error {
 	return nil
 }
 
-// copyTo writes the meta and the pending entries into a new file at path and
-// syncs it. Entries are copied in chunks so memory stays bounded. It
+// copyTo writes the meta and the pending entries into a new file, name in
+// the spool directory, and syncs it. Entries are copied in chunks so memory stays bounded. It
 // returns how the pending entries' cost changes (a frame stored anew with
 // only its pending events costs less).
-func (w *WAL) copyTo(path string) (costDelta int64, err error) {
-	dst, err := openFresh(path, w.opts)
+func (w *WAL) copyTo(name string) (costDelta int64, err error) {
+	dst, err := w.openFresh(name)
 	if err != nil {
 		return 0, err
 	}
@@ -194,14 +194,18 @@ func (w *WAL) copyTo(path string) (costDelta int64, err error) {
 	return restored - reframed, w.syncFresh(dst)
 }
 
-// openFresh opens a new file to copy entries into, for compaction and
-// salvage. It is synced once, by the caller, when complete, so bbolt need
-// not sync at each commit nor at each growth step (NoGrowSync also lets the
-// file end where its data ends, with no growth step past it); it is mapped
-// at the size the cap allows, not remapped at each doubling.
-func openFresh(path string, o Options) (*bolt.DB, error) {
-	return bolt.Open(path, 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
-		Timeout: o.LockTimeout, InitialMmapSize: mmapSize(o.MaxBytes)})
+// openFresh creates a new file, name in the spool directory (which must
+// not exist), to copy entries into, for compaction and salvage. It is
+// synced once, by the caller, when complete, so bbolt need not sync at each
+// commit nor at each growth step (NoGrowSync also lets the file end where
+// its data ends, with no growth step past it); it is mapped at the size the
+// cap allows, not remapped at each doubling.
+func (w *WAL) openFresh(name string) (*bolt.DB, error) {
+	return bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
+		Timeout: w.opts.LockTimeout, InitialMmapSize: mmapSize(w.opts.MaxBytes),
+		OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) {
+			return w.sd.open(name, flag|os.O_EXCL)
+		}})
 }
 
 // createBuckets makes the buckets of a fresh spool file and stores m.
@@ -258,12 +262,12 @@ func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 	return cost, nil
 }
 
+// fileSize is spool.db's size. The caller holds wmu.
 func (w *WAL) fileSize() int64 {
-	fi, err := os.Stat(w.path)
-	if err != nil {
-		return 0
+	if w.closedSize >= 0 {
+		return w.closedSize
 	}
-	return fi.Size()
+	return w.sd.size(fileName)
 }
 
 // syncFresh makes a file written by openFresh durable, unless the spool

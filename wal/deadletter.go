@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -47,21 +46,31 @@ type DeadLetter struct {
 // newline inside is impossible). A crash before the caller removes the event
 // from the spool makes it a duplicate here later, never a loss.
 func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
+	return withSpoolDir(dir, true, func(d *spoolDir) error { return appendDeadLetter(d, dl, maxBytes) })
+}
+
+func appendDeadLetter(d *spoolDir, dl DeadLetter, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxDeadLetterBytes
 	}
-	path := filepath.Join(dir, DeadLetterFile)
+	path := d.join(DeadLetterFile)
 	rec := fmt.Appendf(nil, "%s seq=%d appended=%s at=%s attempts=%d len=%d\n", deadLetterMagic, dl.Seq,
 		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
 	rec = append(append(rec, dl.Data...), '\n')
-	if fi, err := os.Stat(path); err == nil && fi.Size() > 0 && fi.Size()+int64(len(rec)) > maxBytes {
-		if err := os.Rename(path, path+".1"); err != nil {
-			return fmt.Errorf("wal: rotate dead-letter file %s: %w", path, err)
-		}
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := d.open(DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("wal: open dead-letter file: %w", err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size()+int64(len(rec)) > maxBytes {
+		f.Close()
+		// The rotated generation is replaced (a link there too: the link,
+		// never its target).
+		if err := d.rename(DeadLetterFile, DeadLetterFile+".1"); err != nil {
+			return fmt.Errorf("wal: rotate dead-letter file %s: %w", path, err)
+		}
+		if f, err = d.open(DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL); err != nil {
+			return fmt.Errorf("wal: open dead-letter file: %w", err)
+		}
 	}
 	_, err = f.Write(rec)
 	if err == nil {
@@ -80,11 +89,19 @@ func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
 // rotated generation, then the current file). No file means none. A record
 // cut short at the end of a file (a crash while writing it) is skipped: its
 // event was still in the spool, so it was delivered or set aside again.
-func ReadDeadLetters(dir string) ([]DeadLetter, error) {
+func ReadDeadLetters(dir string) (out []DeadLetter, err error) {
+	err = withSpoolDir(dir, false, func(d *spoolDir) error {
+		out, err = readDeadLetters(d)
+		return err
+	})
+	return out, err
+}
+
+func readDeadLetters(d *spoolDir) ([]DeadLetter, error) {
 	var out []DeadLetter
 	for _, name := range []string{DeadLetterFile + ".1", DeadLetterFile} {
-		path := filepath.Join(dir, name)
-		f, err := os.Open(path)
+		path := d.join(name)
+		f, err := d.open(name, os.O_RDONLY)
 		if errors.Is(err, os.ErrNotExist) {
 			continue
 		}

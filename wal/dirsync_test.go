@@ -2,6 +2,7 @@ package wal
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -20,11 +21,11 @@ func TestDirectorySyncs(t *testing.T) {
 	var mu sync.Mutex
 	var synced []string
 	old := fsyncDir
-	fsyncDir = func(dir string) error {
+	fsyncDir = func(dir string, d *os.File) error {
 		mu.Lock()
 		synced = append(synced, dir)
 		mu.Unlock()
-		return old(dir)
+		return old(dir, d)
 	}
 	defer func() { fsyncDir = old }()
 

@@ -8,7 +8,9 @@
 //
 // # On-disk layout
 //
-// A spool is a directory (created 0700) holding:
+// A spool is a directory (created 0700; Open refuses one that another user
+// owns, others can write to, or that is a symlink) holding, each opened
+// relative to the directory held open, never through a symlink (dir.go):
 //
 //	spool.db                    the bbolt file (0600)
 //	lock                        flock(2)ed while a process has the spool open

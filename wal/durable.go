@@ -21,16 +21,10 @@ const (
 	maxCorruptCopies = 2
 )
 
-// fsyncDir makes the entries of dir (files created, renamed or removed in
-// it) durable. A variable so that tests can see which directories are synced.
-var fsyncDir = func(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// fsyncDir makes the entries of the directory open as d, at path (files
+// created, renamed or removed in it) durable. A variable so that tests can
+// see which directories are synced.
+var fsyncDir = func(path string, d *os.File) error { return d.Sync() }
 
 // syncDir makes a change to the spool directory's entries durable, unless the
 // spool runs without fsync.
@@ -38,7 +32,7 @@ func (w *WAL) syncDir() error {
 	if w.opts.NoSync {
 		return nil
 	}
-	if err := fsyncDir(w.dir); err != nil {
+	if err := w.sd.sync(); err != nil {
 		return fmt.Errorf("wal: sync spool directory %s: %w", w.dir, err)
 	}
 	return nil
@@ -66,11 +60,22 @@ func mkdirDurable(dir string, noSync bool) error {
 	}
 	// Deepest first: each parent sync makes its child's entry durable.
 	for _, d := range created {
-		if err := fsyncDir(filepath.Dir(d)); err != nil {
+		if err := syncParent(filepath.Dir(d)); err != nil {
 			return fmt.Errorf("sync %s: %w", filepath.Dir(d), err)
 		}
 	}
 	return nil
+}
+
+// syncParent fsyncs a directory above the spool, which mkdirDurable created
+// a directory in.
+func syncParent(path string) error {
+	d, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return fsyncDir(path, d)
 }
 
 // removeLeftovers removes what an interrupted compaction or salvage left:
@@ -79,12 +84,12 @@ func mkdirDurable(dir string, noSync bool) error {
 func (w *WAL) removeLeftovers() error {
 	removed := false
 	for _, suffix := range []string{compactSuffix, salvageSuffix} {
-		err := os.Remove(w.path + suffix)
+		err := w.sd.remove(fileName + suffix)
 		switch {
 		case err == nil:
 			removed = true
 		case !errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("wal: remove leftover %s: %w", w.path+suffix, err)
+			return fmt.Errorf("wal: remove leftover: %w", err)
 		}
 	}
 	if removed {
@@ -93,29 +98,30 @@ func (w *WAL) removeLeftovers() error {
 	return nil
 }
 
-// keepCopy keeps the damaged spool file at w.path under a new name: a hard
-// link (no copy, and the same bytes), or a copy where the filesystem has no
-// links. A copy already kept of this very file (a salvage interrupted before
-// its rename) is reused. The caller syncs the directory.
+// keepCopy keeps the damaged spool file under a new name in the spool
+// directory: a hard link (no copy, and the same bytes), or a copy where the
+// filesystem has no links. A copy already kept of this very file (a salvage
+// interrupted before its rename) is reused. It returns the copy's path; the
+// caller syncs the directory.
 func (w *WAL) keepCopy(name string) (string, error) {
-	fi, err := os.Stat(w.path)
+	fi, err := w.sd.stat(fileName)
 	if err != nil {
 		return "", err
 	}
 	for _, c := range w.corruptCopies() {
-		if ci, err := os.Stat(c); err == nil && os.SameFile(fi, ci) {
-			return c, nil
+		if ci, err := w.sd.stat(c); err == nil && ci.Dev == fi.Dev && ci.Ino == fi.Ino {
+			return w.sd.join(c), nil
 		}
 	}
-	if err := os.Link(w.path, name); err == nil {
-		return name, nil
+	if err := w.sd.link(fileName, name); err == nil {
+		return w.sd.join(name), nil
 	}
-	src, err := os.Open(w.path)
+	src, err := w.sd.open(fileName, os.O_RDONLY)
 	if err != nil {
 		return "", err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	dst, err := w.sd.open(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 	if err != nil {
 		return "", err
 	}
@@ -127,16 +133,16 @@ func (w *WAL) keepCopy(name string) (string, error) {
 		err = cerr
 	}
 	if err != nil {
-		_ = os.Remove(name)
+		_ = w.sd.remove(name)
 		return "", err
 	}
-	return name, nil
+	return w.sd.join(name), nil
 }
 
-// corruptCopies lists the damaged copies kept beside spool.db, oldest first
-// (their names carry the UTC time of the salvage).
+// corruptCopies lists the names of the damaged copies kept beside spool.db,
+// oldest first (their names carry the UTC time of the salvage).
 func (w *WAL) corruptCopies() []string {
-	matches, _ := filepath.Glob(w.path + corruptInfix + "*")
+	matches, _ := w.sd.names(fileName + corruptInfix)
 	var out []string
 	for _, m := range matches {
 		if !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
@@ -156,17 +162,14 @@ func (w *WAL) pruneCopies() []string {
 	var removed []string
 	var total int64
 	for i := len(copies) - 1; i >= 0; i-- {
-		var size int64
-		if fi, err := os.Stat(copies[i]); err == nil {
-			size = fi.Size()
-		}
+		size := w.sd.size(copies[i])
 		newest := i == len(copies)-1
 		if newest || (len(copies)-i <= maxCorruptCopies && total+size <= w.opts.MaxBytes) {
 			total += size
 			continue
 		}
-		if err := os.Remove(copies[i]); err == nil {
-			removed = append(removed, copies[i])
+		if err := w.sd.remove(copies[i]); err == nil {
+			removed = append(removed, w.sd.join(copies[i]))
 		}
 	}
 	if len(removed) > 0 {

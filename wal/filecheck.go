@@ -19,16 +19,17 @@ import (
 // *CorruptionError for damage, nil for a sound file or none at all, and the
 // OS's error otherwise. What it does not catch (a bad record, a garbled key),
 // scan and guard catch later: this keeps bbolt from crashing or looping.
-func checkFile(path string, seam faultSeam, clean bool) error {
+func checkFile(d *spoolDir, name string, seam faultSeam, clean bool) error {
+	path := d.join(name)
 	if err := injectPreadFault(seam); err != nil {
 		return fmt.Errorf("wal: spool file %s: %w", path, err)
 	}
-	f, err := os.Open(path)
+	f, err := d.open(name, os.O_RDONLY)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("wal: open spool file %s: %w", path, err)
+		return fmt.Errorf("wal: open spool file: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()

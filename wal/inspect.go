@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,21 +27,25 @@ import (
 // error, which does not match ErrCorrupt (Open would fail without a
 // salvage).
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
-	path := filepath.Join(dir, fileName)
-	if _, err := os.Stat(path); err != nil {
+	sd, err := openSpoolDir(dir, false)
+	if err != nil {
 		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
 	}
-	probe := newWriterProbe(dir)
+	defer sd.close()
+	if _, err := sd.stat(fileName); err != nil {
+		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
+	}
+	probe := &writerProbe{d: sd}
 	if err := probe.notHeld(dir); err != nil {
 		return Stats{}, nil, err
 	}
 	reader := func() *WAL {
-		return &WAL{dir: dir, path: path, yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
+		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), closedSize: -1, yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
 			Clock: clock.System(), Logger: slog.New(slog.DiscardHandler)}}
 	}
 	var w *WAL
 	var entries []Entry
-	err := reader().openRetrying(func() error {
+	err = reader().openRetrying(func() error {
 		if err := probe.notHeld(dir); err != nil {
 			return err // a process took the spool while Inspect waited to try again
 		}
@@ -65,13 +68,14 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 // the oldest dump pending entries.
 func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 	var entries []Entry
-	if err := checkFile(w.path, nil, readMarksFile(w.dir).exact); err != nil {
+	if err := checkFile(w.sd, fileName, nil, readMarksFile(w.sd).exact); err != nil {
 		return nil, err
 	}
 	err := guard(w.path, func() error {
 		// bbolt takes a shared flock on the file for as long as it is
 		// open: the scan gives way (w.yield) so a writer gets it in time.
-		db, err := bolt.Open(w.path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout})
+		db, err := bolt.Open(w.path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout,
+			OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) { return w.sd.open(fileName, flag) }})
 		if err != nil {
 			return classifyOpenErr(w.path, err)
 		}
@@ -86,7 +90,7 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 			// A process that died holding the spool may have left
 			// acknowledged entries in the file: the marks file says which
 			// (Open deletes them); they are not pending.
-			removed := readRemovedMark(w.dir)
+			removed := readMarksFile(w.sd).removed
 			if w.firstSeq != 0 && removed >= w.firstSeq {
 				h, err := w.hideTx(tx, removed)
 				if err != nil {
@@ -112,17 +116,11 @@ func (p *writerProbe) notHeld(dir string) error {
 	return err
 }
 
-// readRemovedMark reads the marks file's removed_through without creating or
-// changing anything: 0 when it is missing or damaged.
-func readRemovedMark(dir string) uint64 {
-	return readMarksFile(dir).removed
-}
-
 // readMarksFile reads the marks file without creating or changing it: zeros
-// when it is missing or damaged.
-func readMarksFile(dir string) marks {
+// when it is missing or damaged (or not a regular file).
+func readMarksFile(d *spoolDir) marks {
 	var m marks
-	if buf, err := os.ReadFile(filepath.Join(dir, marksFileName)); err == nil {
+	if buf, err := d.readFile(marksFileName); err == nil {
 		m.parse(buf)
 	}
 	return m

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,9 +14,9 @@ import (
 // the spool.
 type dirLock struct{ f *os.File }
 
-func lockDir(dir string, timeout time.Duration) (*dirLock, error) {
-	path := filepath.Join(dir, lockFileName)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func lockDir(d *spoolDir, timeout time.Duration) (*dirLock, error) {
+	path := d.join(lockFileName)
+	f, err := d.open(lockFileName, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open lock file: %w", err)
 	}
@@ -31,7 +30,7 @@ func lockDir(dir string, timeout time.Duration) (*dirLock, error) {
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, fmt.Errorf("%w: the spool at %s is locked (waited %v for %s); stop the other evspool or use another --spool directory",
-					ErrLocked, dir, timeout, path)
+					ErrLocked, d.path, timeout, path)
 			}
 			return nil, fmt.Errorf("wal: lock %s: %w", path, err)
 		}

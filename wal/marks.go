@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 	"slices"
 )
 
@@ -55,19 +54,18 @@ type marks struct {
 // keyMarks is the marks file's key in the meta codec (metacodec.go).
 var keyMarks = []byte("marks")
 
-func openMarks(dir string, sync bool) (*marks, error) {
-	path := filepath.Join(dir, marksFileName)
-	_, statErr := os.Stat(path)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+func openMarks(d *spoolDir, sync bool) (*marks, error) {
+	created := !d.exists(marksFileName)
+	f, err := d.open(marksFileName, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open marks file: %w", err)
 	}
-	if statErr != nil && sync {
+	if created && sync {
 		// Created: make its name durable, or a power loss could take the
 		// file (and what it says) away after its contents were synced.
-		if err := fsyncDir(dir); err != nil {
+		if err := d.sync(); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("wal: sync spool directory %s: %w", dir, err)
+			return nil, fmt.Errorf("wal: sync spool directory %s: %w", d.path, err)
 		}
 	}
 	m := &marks{f: f, sync: sync}

@@ -26,13 +26,8 @@ const (
 )
 
 // scanPages calls fn for every key/value pair found in leaf pages of the file
-// at path, inline buckets included. Pairs may repeat (old copies of pages).
-func scanPages(path string, fn func(key, val []byte)) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
+// f, inline buckets included. Pairs may repeat (old copies of pages).
+func scanPages(f *os.File, fn func(key, val []byte)) error {
 	fi, err := f.Stat()
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
-	"path/filepath"
 )
 
 // PeerFile is the file in a spool directory where the emitter notes, as it
@@ -39,13 +38,18 @@ type PeerNotes struct {
 	buf [peerMarkSize]byte
 }
 
-// OpenPeerNotes opens (or creates) the PeerFile in dir.
-func OpenPeerNotes(dir string) (*PeerNotes, error) {
-	f, err := os.OpenFile(filepath.Join(dir, PeerFile), os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("wal: open %s: %w", PeerFile, err)
-	}
-	return &PeerNotes{f: f}, nil
+// OpenPeerNotes opens (or creates, 0600) the PeerFile in the spool
+// directory dir, never through a link (ErrUnsafeFile).
+func OpenPeerNotes(dir string) (n *PeerNotes, err error) {
+	err = withSpoolDir(dir, true, func(d *spoolDir) error {
+		f, err := d.open(PeerFile, os.O_RDWR|os.O_CREATE)
+		if err != nil {
+			return fmt.Errorf("wal: open %s: %w", PeerFile, err)
+		}
+		n = &PeerNotes{f: f}
+		return nil
+	})
+	return n, err
 }
 
 // Write replaces the note with m.
@@ -72,7 +76,7 @@ var errPeerMark = errors.New("wal: no usable receiver note")
 // ReadPeerMark returns the note in dir; an error when there is none, or it is
 // damaged.
 func ReadPeerMark(dir string) (PeerMark, error) {
-	b, err := os.ReadFile(filepath.Join(dir, PeerFile))
+	b, err := ReadFile(dir, PeerFile)
 	if err != nil {
 		return PeerMark{}, err
 	}

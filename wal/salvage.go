@@ -63,10 +63,10 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 // verifying scan that would fail on the damage. The in-memory state still
 // describes it: the failed salvage did not change it.
 func (w *WAL) reopenDamaged() error {
-	if _, err := os.Stat(w.path); err != nil {
+	if _, err := w.sd.stat(fileName); err != nil {
 		return err
 	}
-	db, err := w.openBolt(w.path)
+	db, err := w.openBolt()
 	if err != nil {
 		return err
 	}
@@ -99,21 +99,21 @@ func (w *WAL) reopenDamaged() error {
 // spool.db.salvage is removed first). A crash after 3 leaves the salvaged
 // file. If any step fails, spool.db is left as it was.
 func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
-	tmp := w.path + salvageSuffix
-	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("wal: salvage of damaged spool %s: remove %s: %w (cause: %v)", w.path, tmp, err, cause)
+	tmp := fileName + salvageSuffix
+	if err := w.sd.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("wal: salvage of damaged spool %s: %w (cause: %v)", w.path, err, cause)
 	}
 	r := &SalvageReport{Cause: cause}
 	fail := func(step string, err error) (*SalvageReport, error) {
-		_ = os.Remove(tmp)
+		_ = w.sd.remove(tmp)
 		return nil, fmt.Errorf("wal: salvage of damaged spool %s failed (%s: %w); the file is left as it was (cause: %v)",
 			w.path, step, err, cause)
 	}
-	if err := w.rebuild(w.path, tmp, r); err != nil {
+	if err := w.rebuild(tmp, r); err != nil {
 		return fail("rebuild", err)
 	}
 	crashPoint("salvage-rebuilt")
-	corrupt, err := w.keepCopy(fmt.Sprintf("%s%s%s", w.path, corruptInfix, time.Now().UTC().Format("20060102T150405.000000000Z")))
+	corrupt, err := w.keepCopy(fileName + corruptInfix + time.Now().UTC().Format("20060102T150405.000000000Z"))
 	if err != nil {
 		return fail("keep the damaged copy", err)
 	}
@@ -121,7 +121,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 		return fail("keep the damaged copy", err)
 	}
 	crashPoint("salvage-kept")
-	if err := os.Rename(tmp, w.path); err != nil {
+	if err := w.sd.rename(tmp, fileName); err != nil {
 		return fail("replace", err)
 	}
 	if err := w.syncDir(); err != nil {
@@ -132,7 +132,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	crashPoint("salvage-renamed")
 	r.CorruptPath = corrupt
 	r.RemovedCopies = w.pruneCopies()
-	db, err := w.openBolt(w.path)
+	db, err := w.openBolt()
 	if err == nil {
 		if err = w.load(db); err == nil {
 			w.db = db
@@ -143,11 +143,16 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)
 }
 
-// rebuild writes the salvage of the file at src into a new file at dst and
-// fsyncs it. Two passes: the first finds the meta values (see
-// salvagemeta.go) and the newest sound record, the second copies entries
-// past the removal mark, a chunk per transaction.
-func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
+// rebuild writes the salvage of spool.db into a new file, dst in the spool
+// directory, and fsyncs it. Two passes: the first finds the meta values
+// (see salvagemeta.go) and the newest sound record, the second copies
+// entries past the removal mark, a chunk per transaction.
+func (w *WAL) rebuild(dst string, r *SalvageReport) error {
+	src, err := w.sd.open(fileName, os.O_RDONLY)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
 	var copies metaCopies
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
@@ -175,7 +180,7 @@ func (w *WAL) rebuild(src, dst string, r *SalvageReport) error {
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	db, err := openFresh(dst, w.opts)
+	db, err := w.openFresh(dst)
 	if err != nil {
 		return err
 	}

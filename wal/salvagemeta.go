@@ -33,16 +33,11 @@ func (c *metaCopies) add(key, v []byte) {
 	}
 }
 
-// inForceMeta reads the meta bucket in force in the file at path, without
-// bbolt. ok is false if it cannot be found or any value in it fails its
-// check (a format 1 file's bare values are taken as they are: they have no
+// inForceMeta reads the meta bucket in force in the file f, without bbolt.
+// ok is false if it cannot be found or any value in it fails its check (a
+// format 1 file's bare values are taken as they are: they have no
 // checksum).
-func inForceMeta(path string) (m meta, ok bool) {
-	f, err := os.Open(path)
-	if err != nil {
-		return m, false
-	}
-	defer f.Close()
+func inForceMeta(f *os.File) (m meta, ok bool) {
 	bm, found := bestMeta(f)
 	if !found {
 		return m, false

@@ -98,7 +98,7 @@ func (w *WAL) preadFile() error {
 	if err := injectPreadFault(w.opts.faults); err != nil {
 		return err
 	}
-	f, err := os.Open(w.path)
+	f, err := w.sd.open(fileName, os.O_RDONLY)
 	if err != nil {
 		return &ioError{err}
 	}

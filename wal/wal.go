@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +20,7 @@ const (
 // All methods are safe for concurrent use. It starts no goroutines.
 type WAL struct {
 	dir   string
+	sd    *spoolDir // dir, held open: every file of the spool is opened in it
 	path  string
 	opts  Options
 	lock  *dirLock
@@ -59,6 +59,9 @@ type WAL struct {
 	budget atomic.Int64
 	// compactedSize is the file's size after the last compaction (wmu).
 	compactedSize int64
+	// closedSize is the file's size when Close released the directory
+	// (wmu; -1 while open): Stats still tells it.
+	closedSize int64
 
 	// yield, if set, is asked during the start-up scan whether to stop:
 	// Inspect gives way to a writer that takes the spool (see cancel.go).
@@ -83,53 +86,44 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := prepareDir(dir, o.NoSync); err != nil {
-		return nil, err
-	}
-	lock, err := lockDir(dir, o.LockTimeout)
+	sd, err := prepareDir(dir, o.NoSync)
 	if err != nil {
 		return nil, err
 	}
-	marks, err := openMarks(dir, !o.NoSync)
+	lock, err := lockDir(sd, o.LockTimeout)
+	if err != nil {
+		sd.close()
+		return nil, err
+	}
+	marks, err := openMarks(sd, !o.NoSync)
 	if err != nil {
 		lock.unlock()
+		sd.close()
 		return nil, err
 	}
-	w := &WAL{dir: dir, path: filepath.Join(dir, fileName), opts: o, lock: lock, marks: marks}
+	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, lock: lock, marks: marks, closedSize: -1}
 	if marks.damaged {
 		o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
-			"path", filepath.Join(dir, marksFileName))
+			"path", sd.join(marksFileName))
 	}
 	w.group.init()
 	if err := w.open(); err != nil {
 		marks.close()
 		lock.unlock()
+		sd.close()
 		return nil, err
 	}
 	return w, nil
 }
 
 // prepareDir creates dir 0700 whatever the umask (durably: see
-// mkdirDurable), and refuses a directory other users can write to.
-func prepareDir(dir string, noSync bool) error {
+// mkdirDurable) and opens it, refusing a directory that is a link, is
+// another user's or that other users can write to (see openSpoolDir).
+func prepareDir(dir string, noSync bool) (*spoolDir, error) {
 	if err := mkdirDurable(dir, noSync); err != nil {
-		return fmt.Errorf("wal: create spool directory: %w", err)
+		return nil, fmt.Errorf("wal: create spool directory: %w", err)
 	}
-	fi, err := os.Stat(dir)
-	if err != nil {
-		return fmt.Errorf("wal: spool directory: %w", err)
-	}
-	if !fi.IsDir() {
-		return fmt.Errorf("wal: spool path %s is not a directory: give --spool a directory", dir)
-	}
-	// The sticky bit (/tmp) does not help: others may still create the
-	// names the spool has yet to create (lock, marks, spool.db.compact) as
-	// symlinks to files of their choosing.
-	if fi.Mode().Perm()&0o022 != 0 {
-		return fmt.Errorf("%w: %s has mode %v; run chmod 700 %s or pick a directory only this user can write (on a mount such as a Kubernetes emptyDir, give a subdirectory of it: it is created 0700)",
-			ErrUnsafeDir, dir, fi.Mode().Perm(), dir)
-	}
-	return nil
+	return openSpoolDir(dir, true)
 }
 
 // open opens (or salvages) the bbolt file and loads the state. It removes
@@ -140,10 +134,10 @@ func (w *WAL) open() error {
 	if err := w.removeLeftovers(); err != nil {
 		return err
 	}
-	_, statErr := os.Stat(w.path)
+	created := !w.sd.exists(fileName)
 	var db *bolt.DB
 	err := w.openRetrying(func() error {
-		d, err := w.openBolt(w.path)
+		d, err := w.openBolt()
 		if err == nil {
 			if err = w.load(d); err != nil {
 				d.Close()
@@ -155,7 +149,7 @@ func (w *WAL) open() error {
 	})
 	if err == nil {
 		w.db = db
-		if statErr != nil {
+		if created {
 			// bbolt created spool.db (and fsync'd it): make its name durable.
 			if err := w.syncDir(); err != nil {
 				db.Close()
@@ -214,18 +208,19 @@ func (w *WAL) settle() error {
 	return nil
 }
 
-// openBolt opens a bbolt file with the spool's settings. Damage is reported
+// openBolt opens spool.db with the spool's settings. Damage is reported
 // as a *CorruptionError: what checkFile finds before bbolt maps the file, and
 // any panic of bbolt.Open.
-func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
-	if err := checkFile(path, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
+func (w *WAL) openBolt() (db *bolt.DB, err error) {
+	path := w.path
+	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
 		return nil, err
 	}
 	// If bbolt.Open panics, it never returns its DB to close: close the file
 	// it opened, so its descriptor and lock do not outlive the attempt.
 	var file *os.File
-	openFile := func(name string, flag int, perm os.FileMode) (*os.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
+	openFile := func(_ string, flag int, _ os.FileMode) (*os.File, error) {
+		f, err := w.sd.open(fileName, flag)
 		file = f
 		return f, err
 	}
@@ -257,7 +252,7 @@ func (w *WAL) openBolt(path string) (db *bolt.DB, err error) {
 		return nil, classifyOpenErr(path, err)
 	}
 	db.AllocSize = allocSize(w.opts.MaxBytes)
-	if err := os.Chmod(path, 0o600); err != nil {
+	if err := file.Chmod(0o600); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("wal: chmod spool file: %w", err)
 	}
@@ -308,6 +303,10 @@ func (w *WAL) Close() error {
 	}
 	if uerr := w.lock.unlock(); err == nil {
 		err = uerr
+	}
+	w.closedSize = w.sd.size(fileName)
+	if derr := w.sd.close(); err == nil {
+		err = derr
 	}
 	return err
 }

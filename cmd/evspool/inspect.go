@@ -158,6 +158,8 @@ func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 		return inspectLive(dir, now)
 	case errors.Is(err, wal.ErrCorrupt):
 		return nil, fmt.Errorf("the spool at %s is damaged: %w; the next 'evspool run' on it moves the damaged file aside and salvages what is readable", dir, err)
+	case errors.Is(err, wal.ErrUnsafeFile):
+		return nil, fmt.Errorf("%w; the next 'evspool run' on %s stops with this error, and salvages nothing", err, dir)
 	case errors.Is(err, os.ErrNotExist):
 		return nil, fmt.Errorf("no spool in %s (no spool.db; an 'evspool run' with this --spool would start an empty one): check --spool", dir)
 	case readFailed(err):

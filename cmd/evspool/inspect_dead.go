@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -40,6 +41,9 @@ func summarizeDeadLetters(dir string) *deadLetterSummary {
 // one event a line, ready to be piped back into 'evspool run'.
 func printDeadLetters(w io.Writer, dir string, raw bool) error {
 	dls, err := wal.ReadDeadLetters(dir)
+	if errors.Is(err, wal.ErrUnsafeFile) {
+		return err // not a file of evspool's: never read
+	}
 	if err != nil {
 		return fmt.Errorf("%w; the records before the damage are still in the file, each after a '#evspool-dead-letter' line", err)
 	}

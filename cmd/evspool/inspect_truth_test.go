@@ -14,9 +14,10 @@ import (
 )
 
 // TestInspectSaysWhatRunWillDo: for a spool that is damaged and for one
-// whose file cannot be read, inspect says what the next run will do, and
+// whose spool.db is not a file, inspect says what the next run will do, and
 // wal.Open (what run calls) does it: salvages the first, leaves the second
-// alone and fails.
+// alone and fails. (A read that fails, which is not damage either, is
+// injected in package wal: TestIntegrityTransientReadError.)
 func TestInspectSaysWhatRunWillDo(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
@@ -31,15 +32,14 @@ func TestInspectSaysWhatRunWillDo(t *testing.T) {
 			not:      "could not be read",
 			salvages: true,
 		},
-		"the file cannot be read": {
-			// A directory where spool.db should be: every read of it fails
-			// (EISDIR), as a disk's I/O error would, and it is not damage.
+		"a directory where the file should be": {
+			// Not damage, and never opened: refused as it is.
 			spoil: func(t *testing.T, dir string) {
 				require.NoError(t, os.Remove(filepath.Join(dir, "spool.db")))
 				require.NoError(t, os.Mkdir(filepath.Join(dir, "spool.db"), 0o700))
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "spool.db", "x"), []byte("x"), 0o600))
 			},
-			says:       "could not be read",
+			says:       "spool.db is a directory",
 			not:        "is damaged",
 			openFailed: true,
 		},
@@ -75,7 +75,7 @@ func TestInspectSaysWhatRunWillDo(t *testing.T) {
 			if tc.openFailed {
 				require.Error(t, err)
 				require.NotErrorIs(t, err, wal.ErrCorrupt)
-				require.Contains(t, err.Error(), "not salvaged")
+				require.ErrorIs(t, err, wal.ErrUnsafeFile)
 				require.Empty(t, copies, "salvaged")
 				return
 			}

@@ -38,7 +38,7 @@ func sinkCmd(args []string, e *env) int {
 	}
 	var out io.Writer = e.stdout
 	if *outPath != "" {
-		f, err := os.OpenFile(*outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		f, err := os.OpenFile(*outPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 		if err != nil {
 			fmt.Fprintf(e.stderr, "evspool sink: %v\n", err)
 			return exitFatal

@@ -154,21 +154,19 @@ func (w *statusWriter) write(s emitter.Stats, running bool) {
 	}
 }
 
+// writeFileAtomic replaces the file at path, in a spool directory, with v
+// as JSON: through the spool's own file handling, never through a link.
 func writeFileAtomic(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(b, '\n'), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return wal.WriteFile(filepath.Dir(path), filepath.Base(path), append(b, '\n'))
 }
 
 // readStatus reads the status file of the spool in dir.
 func readStatus(dir string) (*status, error) {
-	b, err := os.ReadFile(filepath.Join(dir, statusFile))
+	b, err := wal.ReadFile(dir, statusFile)
 	if err != nil {
 		return nil, err
 	}

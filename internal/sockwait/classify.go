@@ -12,6 +12,7 @@ import (
 const (
 	ClassBrokenPipe        = "broken_pipe"
 	ClassConnectionRefused = "connection_refused"
+	ClassNotSocket         = "not_a_socket"
 	ClassNoSuchSocket      = "no_such_socket"
 	ClassTimeout           = "timeout"
 	ClassPermission        = "permission"
@@ -31,6 +32,8 @@ func Classify(err error) string {
 		return ""
 	case errors.Is(err, syscall.EPIPE):
 		return ClassBrokenPipe
+	case errors.Is(err, ErrNotSocket):
+		return ClassNotSocket
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return ClassConnectionRefused
 	case errors.Is(err, syscall.ENOENT):

@@ -100,28 +100,48 @@ func TestStdinClosedAtOnce(t *testing.T) {
 
 // Socket paths that can never work: evspool keeps running and spooling,
 // says what is wrong, and exits 3 at the drain timeout with the events kept.
+// Something other than a socket at the path is said so, once, and not
+// reported as a receiver outage (Linux refuses the dial as it refuses a
+// socket nobody listens on).
 func TestBadSocketPaths(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	regular := filepath.Join(dir, "regular-file")
 	require.NoError(t, os.WriteFile(regular, []byte("not a socket"), 0o600))
+	fifo := filepath.Join(dir, "fifo")
+	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
+	stale := filepath.Join(dir, "stale.sock")
+	ln, err := net.Listen("unix", stale)
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	require.NoError(t, ln.Close()) // the socket file stays, nobody listens
 	tests := []struct {
-		name, path, class string
+		name, path, class, says string
+		outage                  int // "receiver unreachable" lines
 	}{
-		{"regular file", regular, "connection_refused"},
-		{"directory", dir, "connection_refused"},
-		{"missing", filepath.Join(dir, "absent.sock"), "no_such_socket"},
+		{"regular file", regular, "not_a_socket", "not a socket: regular file at " + regular, 0},
+		{"directory", dir, "not_a_socket", "not a socket: directory at " + dir, 0},
+		{"fifo", fifo, "not_a_socket", "not a socket: FIFO at " + fifo, 0},
+		{"stale socket", stale, "connection_refused", "connection refused", 1},
+		{"missing", filepath.Join(dir, "absent.sock"), "no_such_socket", "no such file", 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.Command(binary, "run", "--socket", tt.path, "--spool", t.TempDir()+"/spool", "--drain-timeout", "300ms")
+			cmd := exec.Command(binary, "run", "--socket", tt.path, "--spool", t.TempDir()+"/spool", "--drain-timeout", "1s")
 			cmd.Stdin = strings.NewReader("kept\n")
 			out, err := cmd.CombinedOutput()
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee, "%s", out)
 			require.Equal(t, 3, ee.ExitCode(), "%s", out)
 			require.Contains(t, string(out), "error_class="+tt.class)
-			require.Equal(t, 1, strings.Count(string(out), "receiver unreachable"), "one warning per outage: %s", out)
+			require.Contains(t, string(out), tt.says)
+			require.Equal(t, tt.outage, strings.Count(string(out), "receiver unreachable"), "one warning per outage: %s", out)
+			notSocket := 0
+			if tt.outage == 0 {
+				notSocket = 1
+			}
+			require.Equal(t, notSocket, strings.Count(string(out), "the socket path is not a socket"),
+				"a wrong path is reported once, however many dials fail: %s", out)
 		})
 	}
 	t.Run("too long for a unix socket", func(t *testing.T) {

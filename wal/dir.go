@@ -1,0 +1,317 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// spoolDir is a spool directory held open. Every file of the spool is
+// opened, created, renamed, linked and removed relative to it (openat(2)
+// and its kin), never by a path walked again: a directory renamed or
+// swapped after it was opened does not move the spool. No call follows a
+// symbolic link in it (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW), files are created
+// 0600, and a name that is a link or anything but a regular file is refused
+// with ErrUnsafeFile, never read or written.
+type spoolDir struct {
+	path string
+	f    *os.File // the directory, for fsync and to keep fd open
+	fd   int
+}
+
+// openSpoolDir opens the directory at path, which must not itself be a
+// symbolic link. With owned (a spool to write) it must belong to the
+// effective user and not be writable by group or others; without it (read
+// only, as Inspect) any directory is read, still never through a link.
+func openSpoolDir(path string, owned bool) (*spoolDir, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil {
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				target, _ := os.Readlink(path)
+				return nil, fmt.Errorf("%w: spool path %s is a symbolic link (to %s); evspool never follows one to its spool: give --spool the directory itself",
+					ErrUnsafeDir, path, target)
+			}
+			if !fi.IsDir() {
+				return nil, fmt.Errorf("wal: spool path %s is %s, not a directory: give --spool a directory", path, kindOf(fi.Mode()))
+			}
+		}
+		return nil, fmt.Errorf("wal: spool directory: %w", &os.PathError{Op: "open", Path: path, Err: err})
+	}
+	d := &spoolDir{path: path, f: os.NewFile(uintptr(fd), path), fd: fd}
+	if owned {
+		if err := d.checkOwned(); err != nil {
+			d.close()
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// checkOwned refuses a directory another user owns or can write to: either
+// could plant in it, under the names the spool has yet to create, links
+// to files of their choosing. The sticky bit (/tmp) does not help.
+func (d *spoolDir) checkOwned() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(d.fd, &st); err != nil {
+		return fmt.Errorf("wal: spool directory: %w", &os.PathError{Op: "fstat", Path: d.path, Err: err})
+	}
+	if euid := os.Geteuid(); int(st.Uid) != euid {
+		return fmt.Errorf("%w: %s belongs to %s, and this process runs as %s; give --spool a directory of this user's (a missing one is created 0700), or, if %s is meant to be this user's spool, run chown %d %s",
+			ErrDirOwner, d.path, userName(st.Uid), userName(uint32(euid)), d.path, euid, d.path)
+	}
+	if perm := os.FileMode(st.Mode) & 0o777; perm&0o022 != 0 {
+		return fmt.Errorf("%w: %s is writable by other users (mode %v); run chmod 700 %s or pick a directory only this user can write (on a mount such as a Kubernetes emptyDir, give a subdirectory of it: it is created 0700)",
+			ErrUnsafeDir, d.path, perm, d.path)
+	}
+	return nil
+}
+
+// userName names uid for a message: "uid 65534 (nobody)".
+func userName(uid uint32) string {
+	s := "uid " + strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		s += " (" + u.Username + ")"
+	}
+	return s
+}
+
+// join is name's path, for messages and reports.
+func (d *spoolDir) join(name string) string { return filepath.Join(d.path, name) }
+
+// open opens name with flag (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...),
+// creating it 0600. A link, a FIFO, a device or a directory there is
+// refused (ErrUnsafeFile): opened without blocking, checked, never used.
+func (d *spoolDir) open(name string, flag int) (*os.File, error) {
+	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
+	if err != nil {
+		if uerr := d.unsafe(name); uerr != nil {
+			return nil, uerr
+		}
+		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: d.join(name), Err: err}
+	}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, d.unsafeErr(name, uint32(st.Mode))
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "fcntl", Path: d.join(name), Err: err}
+	}
+	return os.NewFile(uintptr(fd), d.join(name)), nil
+}
+
+// openat retries open on EINTR (a FIFO's open can be interrupted).
+func openat(dirfd int, name string, flag int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flag, perm)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// unsafe returns ErrUnsafeFile if name exists and is not a regular file.
+func (d *spoolDir) unsafe(name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return nil
+	}
+	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return d.unsafeErr(name, uint32(st.Mode))
+	}
+	return nil
+}
+
+func (d *spoolDir) unsafeErr(name string, mode uint32) error {
+	what := kindOf(fileType(mode))
+	if fileType(mode) == fs.ModeSymlink {
+		buf := make([]byte, 4096)
+		if n, err := unix.Readlinkat(d.fd, name, buf); err == nil {
+			what += " to " + string(buf[:n])
+		}
+	}
+	return fmt.Errorf("%w: %s is %s; evspool never follows a link or uses anything but a file of its own there: remove it, and find out who put it there",
+		ErrUnsafeFile, d.join(name), what)
+}
+
+// kindOf names a file type.
+func kindOf(t fs.FileMode) string {
+	switch t.Type() {
+	case 0:
+		return "a regular file"
+	case fs.ModeSymlink:
+		return "a symbolic link"
+	case fs.ModeDir:
+		return "a directory"
+	case fs.ModeNamedPipe:
+		return "a FIFO"
+	case fs.ModeSocket:
+		return "a socket"
+	}
+	return "a device"
+}
+
+// fileType is the fs.FileMode type of a stat(2) mode.
+func fileType(mode uint32) fs.FileMode {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return 0
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return fs.ModeDevice
+}
+
+// stat returns name's attributes, of the link itself where it is one.
+func (d *spoolDir) stat(name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return st, &os.PathError{Op: "stat", Path: d.join(name), Err: err}
+	}
+	return st, nil
+}
+
+// exists reports whether name is in the directory, whatever it is.
+func (d *spoolDir) exists(name string) bool {
+	_, err := d.stat(name)
+	return err == nil
+}
+
+// size is the size of name, a regular file; 0 if it cannot be read.
+func (d *spoolDir) size(name string) int64 {
+	st, err := d.stat(name)
+	if err != nil || uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
+		return 0
+	}
+	return st.Size
+}
+
+// rename renames from to to, both in the directory. A link named to is
+// replaced, not followed.
+func (d *spoolDir) rename(from, to string) error {
+	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
+		return &os.LinkError{Op: "rename", Old: d.join(from), New: d.join(to), Err: err}
+	}
+	return nil
+}
+
+// link makes to a hard link of from (a link itself, never its target).
+func (d *spoolDir) link(from, to string) error {
+	if err := unix.Linkat(d.fd, from, d.fd, to, 0); err != nil {
+		return &os.LinkError{Op: "link", Old: d.join(from), New: d.join(to), Err: err}
+	}
+	return nil
+}
+
+// remove removes name (a link itself, never its target).
+func (d *spoolDir) remove(name string) error {
+	if err := unix.Unlinkat(d.fd, name, 0); err != nil {
+		return &os.PathError{Op: "remove", Path: d.join(name), Err: err}
+	}
+	return nil
+}
+
+// names lists the names in the directory that start with prefix.
+func (d *spoolDir) names(prefix string) ([]string, error) {
+	fd, err := openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.path)
+	defer f.Close()
+	all, err := f.Readdirnames(-1)
+	var out []string
+	for _, n := range all {
+		if strings.HasPrefix(n, prefix) {
+			out = append(out, n)
+		}
+	}
+	return out, err
+}
+
+// readFile reads name whole.
+func (d *spoolDir) readFile(name string) ([]byte, error) {
+	f, err := d.open(name, os.O_RDONLY)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// replace writes data to name through a temporary file renamed over it:
+// readers see the old contents or the new, whatever was at name (a link
+// included) is replaced, and nothing is written through a link. Not synced.
+func (d *spoolDir) replace(name string, data []byte) error {
+	tmp := name + ".tmp"
+	if err := d.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := d.open(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.rename(tmp, name)
+	}
+	if err != nil {
+		_ = d.remove(tmp)
+	}
+	return err
+}
+
+// sync makes the directory's entries durable (see fsyncDir).
+func (d *spoolDir) sync() error { return fsyncDir(d.path, d.f) }
+
+func (d *spoolDir) close() error { return d.f.Close() }
+
+// withSpoolDir runs fn on the spool directory at path, opened for it.
+func withSpoolDir(path string, owned bool, fn func(d *spoolDir) error) error {
+	d, err := openSpoolDir(path, owned)
+	if err != nil {
+		return err
+	}
+	defer d.close()
+	return fn(d)
+}
+
+// WriteFile replaces the file name in the spool directory dir with data,
+// atomically (a temporary file renamed over it, not synced), never writing
+// through a link; the directory must be one Open accepts.
+func WriteFile(dir, name string, data []byte) error {
+	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.replace(name, data) })
+}
+
+// ReadFile reads the file name in the spool directory dir, never through a
+// link: a link or anything but a regular file is ErrUnsafeFile.
+func ReadFile(dir, name string) (b []byte, err error) {
+	err = withSpoolDir(dir, false, func(d *spoolDir) error {
+		b, err = d.readFile(name)
+		return err
+	})
+	return b, err
+}
