@@ -74,7 +74,7 @@ check-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd packaging && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# Micro-benchmarks of the spool (figures quoted in the README).
+# Micro-benchmarks of the spool; each prints its own figures.
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./wal
 

@@ -18,8 +18,8 @@ the oldest and newest sequence numbers, how long the oldest event has waited,
 and the events dropped by the full-spool policy. --dump N also prints the
 oldest N pending events, without removing them.
 
-Events the receiver kept failing on (it died, or stopped reading, on them 3
-times in a row) are set aside in DIR/dead-letters so that delivery goes on;
+Events the receiver kept failing on (it died, or stopped reading, on them
+--max-attempts times, 3 by default) are set aside in DIR/dead-letters so that delivery goes on;
 inspect counts them, and --dead-letters lists them (seq, when spooled, when
 set aside, bytes). --dead-letters --raw prints only their bytes, one event a
 line, to re-inject them once the receiver is fixed:

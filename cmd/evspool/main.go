@@ -13,7 +13,8 @@ import (
 	"runtime/debug"
 )
 
-// Exit codes of the CLI contract (DESIGN.md).
+// Exit codes of the CLI contract: --help and docs/operations.md list them
+// (docs_test.go checks the table against these).
 const (
 	exitOK      = 0 // everything delivered, nothing lost
 	exitFatal   = 1 // fatal error
