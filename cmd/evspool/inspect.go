@@ -42,10 +42,10 @@ Exit status: 0 shown (stopped spool, or running with a status to show);
 2 bad usage.
 
 Examples:
-  evspool inspect --spool /var/lib/evspool
-  evspool inspect --spool /var/lib/evspool --json | jq .pending_events
-  evspool inspect --spool /var/lib/evspool --dump 20
-  evspool inspect --spool /var/lib/evspool --dead-letters
+  evspool inspect --spool /var/lib/evspool/spool
+  evspool inspect --spool /var/lib/evspool/spool --json | jq .pending_events
+  evspool inspect --spool /var/lib/evspool/spool --dump 20
+  evspool inspect --spool /var/lib/evspool/spool --dead-letters
 `
 
 // report is what inspect shows, as a table or as JSON.
