@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro demo torture powercut clean package check-deploy
+.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro demo torture powercut clean package image check-deploy
 
 all: build
 
@@ -53,18 +53,28 @@ ARCH ?= $(shell $(GO) env GOARCH)
 package:
 	cd packaging && $(GO) run . -version '$(VERSION)' -arch $(ARCH) -out ../dist
 
+# The OCI image deploy/kubernetes.yaml mounts (packaging/image.go, with
+# go-containerregistry; no container daemon, no base image to pull): a
+# static evspool at /usr/local/bin/evspool on an empty base, user 65532,
+# org.opencontainers.image labels, as dist/evspool-image_<version>_<arch>.tar
+# (an OCI layout in a tar: docker load, podman load, ctr images import).
+image:
+	cd packaging && $(GO) run . -image -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' -arch $(ARCH) -out ../dist
+
 # The operations checks CI runs after make test, each module of its own so
 # that evspool's stays lean: deploy/ (alert rules, PrometheusRule and
 # dashboard through Prometheus' parsers and against a live /metrics scrape,
 # kubernetes.yaml strictly into the Kubernetes types) and packaging/ (builds
 # the .deb, inspects and extracts it, runs the packaged evspool --version,
-# systemd-analyze verify on the packaged units). The first run downloads
-# Prometheus' and Kubernetes' modules (see README.md, "Packages").
+# systemd-analyze verify on the packaged units; builds the image, opens it,
+# runs the evspool it holds with --version, and checks that kubernetes.yaml
+# mounts it). The first run downloads Prometheus', Kubernetes' and
+# go-containerregistry's modules (see docs/operations.md, "Deployment").
 check-deploy:
 	cd deploy && $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd packaging && $(GO) vet ./... && $(GO) test -count=1 ./...
 
-# Micro-benchmarks of the spool (figures quoted in the README).
+# Micro-benchmarks of the spool; each prints its own figures.
 bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./wal
 

@@ -31,6 +31,7 @@ func TestKubernetesManifest(t *testing.T) {
 		"the selector matches the pod template's labels")
 
 	pod := ds.Spec.Template.Spec
+	require.True(t, pod.HostPID, "the host's pid namespace, as the ptp-operator's linuxptp-daemon shares it")
 	volumes := map[string]bool{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = true

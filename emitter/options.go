@@ -50,16 +50,21 @@ type Options struct {
 	// DialTimeout bounds each connection attempt. Default 1 s.
 	DialTimeout time.Duration
 	// WriteTimeout bounds each write. When it fires, or when the receiver
-	// reads nothing for as long, the receiver is stalled: logged, counted,
-	// and given until StallTimeout on the same connection. Default 5 s.
+	// reads nothing for as long, the receiver is stalled: logged and
+	// counted; it keeps its connection and gets nothing new until it reads
+	// again. A receiver that read part of a line and nothing more for as
+	// long cannot read that line: the connection is dropped and its unread
+	// events resent on a new one. Default 5 s.
 	WriteTimeout time.Duration
-	// StallTimeout is how long a receiver may read nothing before the
-	// connection is dropped and the events resent on a new one. Keeping a
-	// slow receiver's connection keeps the order: it may still read the old
-	// connection's queue after a new one's. Default 30 s, at least
-	// WriteTimeout.
+	// StallTimeout is how long a receiver may read nothing before it is
+	// frozen: an outage, logged and counted as one. It still keeps its
+	// connection, and nothing is resent: a receiver that reads connections
+	// side by side would read a new connection's events beside the old
+	// one's queue, out of order. Default 30 s, at least WriteTimeout.
 	StallTimeout time.Duration
-	// BatchEvents and BatchBytes bound one write. Defaults 1000 and 256 KiB.
+	// BatchEvents and BatchBytes bound one batch read from the spool for
+	// sending; it is written in chunks of at most 2 KiB, each ending at a
+	// line's end. Defaults 1000 and 256 KiB.
 	BatchEvents int
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the pause between connection attempts
@@ -129,8 +134,8 @@ type Options struct {
 	// every complete line, read again: cloud-event-proxy, any
 	// bufio.Scanner loop) reads again only after handling what it read, so
 	// only its last read can be unhandled; SIOCOUTQ shows each read's size.
-	// After a hang-up, about one read's worth (some 40 lines of 100 bytes)
-	// arrives again. A positive ReplayWindow is a fixed size instead: an
+	// After a hang-up, about one read's worth arrives again (the measured
+	// counts are in docs/delivery.md, "The replay window"). A positive ReplayWindow is a fixed size instead: an
 	// event is handled once the receiver has read ReplayWindow bytes after
 	// it, for a receiver that hands lines to another goroutine (then reads
 	// prove nothing of handling). Over TCP a "read" means the receiver's

@@ -18,9 +18,10 @@ import (
 var formats = []string{"deb", "rpm"}
 
 type options struct {
-	version string // package version; also what evspool --version prints
-	arch    string // GOARCH
-	out     string // output directory
+	version  string // package version; also what evspool --version prints
+	arch     string // GOARCH
+	out      string // output directory
+	revision string // the image's revision label; optional
 }
 
 type built struct {

@@ -112,6 +112,9 @@ func checkFileList(t *testing.T, deb string) {
 		"/usr/share/evspool/prometheusrule.yaml":                "-rw-r--r-- root/root",
 		"/usr/share/evspool/dashboard.json":                     "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/README.md":                      "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/operations.md":             "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/delivery.md":               "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/daemon.md":                 "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/examples/evspool-ptp4l.service": "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/examples/kubernetes.yaml":       "-rw-r--r-- root/root",
 	}

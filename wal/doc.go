@@ -20,6 +20,8 @@
 //	spool.db.compact            a compaction in progress (removed at the next Open)
 //	spool.db.salvage            a salvage in progress (removed at the next Open)
 //	dead-letters, dead-letters.1  poison events set aside by the emitter (deadletter.go)
+//	receiver                    the receiver the emitter last wrote to (PeerFile, peer.go)
+//	status.json                 the CLI's status, for inspect while the spool is locked
 //
 // spool.db has two buckets:
 //
@@ -246,7 +248,9 @@
 //
 // With fsync off (NoSync) none of these fsyncs is made: a process crash
 // loses nothing (the page cache survives it), a power loss can lose recent
-// events and damage the file, which is then salvaged. internal/powercut
+// events and damage the file, which is then salvaged; a salvage of a file
+// torn that way can deliver events again, or late: an exception to FIFO
+// order (docs/delivery.md, "The promises"). internal/powercut
 // tests both against a filesystem that throws away what was not synced.
 //
 // # Caveats

@@ -53,7 +53,7 @@ not found, 126 if it could not be started; 1 if the spool could not be
 opened (COMMAND is then not started); 2 bad usage.
 
 Examples:
-  evspool exec --socket /cloud-native/events.sock --spool /var/lib/evspool -- ptp4l -f /etc/ptp4l.conf -m
+  evspool exec --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool -- ptp4l -f /etc/ptp4l.conf -m
   evspool exec --socket /run/events.sock --spool /tmp/spool --drain-timeout 10s -- ./emit-events.sh
   evspool exec --socket /run/events.sock --spool /tmp/spool --metrics-addr :9477 -- phc2sys -a -r -m
 `

@@ -21,8 +21,8 @@ salvage could not recover), dead-lettered, and not spooled (disk full: the
 last run's count, from its status). --dump N also prints the oldest N
 pending events, without removing them.
 
-Events the receiver kept failing on (it died, or stopped reading, on them 3
-times in a row) are set aside in DIR/dead-letters so that delivery goes on;
+Events the receiver kept failing on (it died, or stopped reading, on them
+--max-attempts times, 3 by default) are set aside in DIR/dead-letters so that delivery goes on;
 inspect counts them, and --dead-letters lists them (seq, when spooled, when
 set aside, bytes). --dead-letters --raw prints only their bytes, one event a
 line, to re-inject them once the receiver is fixed:
@@ -45,10 +45,10 @@ Exit status: 0 shown (stopped spool, or running with a status to show);
 2 bad usage.
 
 Examples:
-  evspool inspect --spool /var/lib/evspool
-  evspool inspect --spool /var/lib/evspool --json | jq .pending_events
-  evspool inspect --spool /var/lib/evspool --dump 20
-  evspool inspect --spool /var/lib/evspool --dead-letters
+  evspool inspect --spool /var/lib/evspool/spool
+  evspool inspect --spool /var/lib/evspool/spool --json | jq .pending_events
+  evspool inspect --spool /var/lib/evspool/spool --dump 20
+  evspool inspect --spool /var/lib/evspool/spool --dead-letters
 `
 
 // report is what inspect shows, as a table or as JSON.

@@ -13,7 +13,8 @@ import (
 	"runtime/debug"
 )
 
-// Exit codes of the CLI contract (DESIGN.md).
+// Exit codes of the CLI contract: --help and docs/operations.md list them
+// (docs_test.go checks the table against these).
 const (
 	exitOK      = 0 // everything delivered, nothing lost
 	exitFatal   = 1 // fatal error
@@ -95,9 +96,9 @@ Commands:
 	fmt.Fprint(w, `
 Examples:
   evspool demo
-  ptp4l -f /etc/ptp4l.conf -m | evspool run --socket /cloud-native/events.sock --spool /var/lib/evspool
-  evspool exec --socket /cloud-native/events.sock --spool /var/lib/evspool -- ptp4l -f /etc/ptp4l.conf -m
-  evspool inspect --spool /var/lib/evspool
+  ptp4l -f /etc/ptp4l.conf -m | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
+  evspool exec --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool -- ptp4l -f /etc/ptp4l.conf -m
+  evspool inspect --spool /var/lib/evspool/spool
   evspool sink --socket /tmp/events.sock
 
 Exit status of run: 0 everything delivered, nothing lost; 3 stopped with events

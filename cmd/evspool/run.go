@@ -60,7 +60,7 @@ something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
 committed stays spooled.
 
 Examples:
-  ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /cloud-native/events.sock --spool /var/lib/evspool
+  ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
   evspool run --socket 127.0.0.1:9043 --network tcp --spool /tmp/spool --max-spool-size 1GiB --on-full drop-newest
   evspool run --socket /run/events.sock --spool /tmp/spool --drain-timeout 30s < events.txt
   evspool run --socket /run/events.sock --spool /tmp/spool --metrics-addr 127.0.0.1:9477 --log-format json

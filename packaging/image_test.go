@@ -1,0 +1,187 @@
+package main
+
+import (
+	"archive/tar"
+	"debug/elf"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/stretchr/testify/require"
+	"gopkg.in/yaml.v3"
+)
+
+// The image is built as make image builds it, then opened as a runtime
+// would: both tags, the config (entrypoint, user, labels, platform), the
+// layer's files with their modes and owners, the user in /etc/passwd; the
+// binary it holds is static and is run with --version.
+func TestImage(t *testing.T) {
+	out := t.TempDir()
+	b, err := buildImage(options{version: testVersion, arch: runtime.GOARCH, out: out, revision: "0123abcd"})
+	require.NoError(t, err)
+	require.Equal(t, "evspool-image_1.2.3-test_"+runtime.GOARCH+".tar", filepath.Base(b.path))
+
+	img := openImage(t, b.path, imageTag(testVersion), "latest")
+	layers, err := img.Layers()
+	require.NoError(t, err)
+	require.Len(t, layers, 1, "one layer on an empty base: no base image")
+	mt, err := layers[0].MediaType()
+	require.NoError(t, err)
+	require.Equal(t, types.OCILayer, mt)
+
+	cf, err := img.ConfigFile()
+	require.NoError(t, err)
+	require.Equal(t, "linux", cf.OS)
+	require.Equal(t, runtime.GOARCH, cf.Architecture)
+	require.Equal(t, []string{imageBin}, cf.Config.Entrypoint)
+	require.Equal(t, "65532:65532", cf.Config.User, "not root by default")
+	require.Equal(t, testVersion, cf.Config.Labels["org.opencontainers.image.version"])
+	require.Equal(t, "0123abcd", cf.Config.Labels["org.opencontainers.image.revision"])
+	require.Equal(t, "evspool", cf.Config.Labels["org.opencontainers.image.title"])
+	require.Equal(t, sourceRepo, cf.Config.Labels["org.opencontainers.image.source"])
+
+	files := readLayer(t, mutate.Extract(img))
+	require.Equal(t, []string{"etc", "etc/group", "etc/passwd", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/evspool"},
+		slices.Sorted(maps.Keys(files)), "nothing but evspool and what naming its user needs")
+	for path, mode := range map[string]int64{"usr/local/bin/evspool": 0o755, "etc/passwd": 0o644, "etc/group": 0o644, "tmp": 0o1777} {
+		require.Equal(t, mode, files[path].hdr.Mode, path)
+		require.Zero(t, files[path].hdr.Uid, path)
+	}
+	require.Contains(t, string(files["etc/passwd"].body), "\nevspool:x:65532:65532:", "the config's user has a name")
+	require.Contains(t, string(files["etc/group"].body), "\nevspool:x:65532:")
+
+	bin := filepath.Join(t.TempDir(), "evspool")
+	require.NoError(t, os.WriteFile(bin, files["usr/local/bin/evspool"].body, 0o755))
+	ef, err := elf.Open(bin)
+	require.NoError(t, err)
+	for _, p := range ef.Progs {
+		require.NotEqual(t, elf.PT_INTERP, p.Type, "static: an empty base has no dynamic loader")
+	}
+	require.NoError(t, ef.Close())
+	version := run(t, bin, "--version")
+	require.Equal(t, "evspool "+testVersion+" ("+runtime.Version()+")\n", version)
+	t.Logf("image %s: %d bytes (binary %d bytes), base scratch (empty.Image), entrypoint %v, user %s; --version: %s",
+		filepath.Base(b.path), b.size, len(files["usr/local/bin/evspool"].body), cf.Config.Entrypoint, cf.Config.User, strings.TrimSpace(version))
+}
+
+// openImage unpacks the oci-archive at path, checks that index.json names
+// one image by each of tags, and returns it.
+func openImage(t *testing.T, path string, tags ...string) v1.Image {
+	t.Helper()
+	dir := t.TempDir()
+	run(t, "tar", "-xf", path, "-C", dir)
+	l, err := layout.FromPath(dir)
+	require.NoError(t, err)
+	idx, err := l.ImageIndex()
+	require.NoError(t, err)
+	im, err := idx.IndexManifest()
+	require.NoError(t, err)
+	var got []string
+	for _, d := range im.Manifests {
+		require.Equal(t, types.OCIManifestSchema1, d.MediaType)
+		require.Equal(t, im.Manifests[0].Digest, d.Digest, "one image under every tag")
+		got = append(got, d.Annotations["org.opencontainers.image.ref.name"])
+		require.Equal(t, "docker.io/library/"+imageRepo+":"+d.Annotations["org.opencontainers.image.ref.name"], d.Annotations["io.containerd.image.name"])
+	}
+	require.Equal(t, tags, got)
+	img, err := idx.Image(im.Manifests[0].Digest)
+	require.NoError(t, err)
+	cmt, err := img.MediaType()
+	require.NoError(t, err)
+	require.Equal(t, types.OCIManifestSchema1, cmt)
+	return img
+}
+
+type layerFile struct {
+	hdr  *tar.Header
+	body []byte
+}
+
+func readLayer(t *testing.T, rc io.ReadCloser) map[string]layerFile {
+	t.Helper()
+	defer rc.Close()
+	files := map[string]layerFile{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return files
+		}
+		require.NoError(t, err)
+		body, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		files[h.Name] = layerFile{hdr: h, body: body}
+	}
+}
+
+// deploy/kubernetes.yaml runs the evspool of this image: it mounts the
+// image as a volume by the name make image gives it, and its evspool
+// command is that volume's mount path plus the image's entrypoint. It
+// shares the host's pid namespace, as the ptp-operator's DaemonSet does.
+func TestKubernetesUsesImage(t *testing.T) {
+	raw, err := os.ReadFile("../deploy/kubernetes.yaml")
+	require.NoError(t, err)
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					HostPID    bool `yaml:"hostPID"`
+					Containers []struct {
+						Name         string   `yaml:"name"`
+						Command      []string `yaml:"command"`
+						VolumeMounts []struct {
+							Name      string `yaml:"name"`
+							MountPath string `yaml:"mountPath"`
+						} `yaml:"volumeMounts"`
+					} `yaml:"containers"`
+					Volumes []struct {
+						Name  string `yaml:"name"`
+						Image *struct {
+							Reference  string `yaml:"reference"`
+							PullPolicy string `yaml:"pullPolicy"`
+						} `yaml:"image"`
+					} `yaml:"volumes"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &ds))
+	pod := ds.Spec.Template.Spec
+	require.True(t, pod.HostPID, "hostPID: true, as the ptp-operator's linuxptp-daemon")
+	imageVolumes := map[string]string{} // volume: reference
+	for _, v := range pod.Volumes {
+		if v.Image != nil {
+			ref, err := name.ParseReference(v.Image.Reference, name.WeakValidation)
+			require.NoError(t, err, v.Image.Reference)
+			require.Equal(t, "index.docker.io/library/"+imageRepo, ref.Context().Name(), "the name make image gives the image")
+			require.Equal(t, "IfNotPresent", v.Image.PullPolicy, "a loaded image is used without a registry")
+			imageVolumes[v.Name] = v.Image.Reference
+		}
+	}
+	require.Len(t, imageVolumes, 1)
+	found := 0
+	for _, c := range pod.Containers {
+		if len(c.Command) == 0 || filepath.Base(c.Command[0]) != "evspool" {
+			continue
+		}
+		found++
+		var paths []string
+		for _, m := range c.VolumeMounts {
+			if _, ok := imageVolumes[m.Name]; ok {
+				paths = append(paths, filepath.Join(m.MountPath, imageBin))
+			}
+		}
+		require.Contains(t, paths, c.Command[0], "container %s runs the image's evspool", c.Name)
+	}
+	require.Equal(t, 1, found)
+}
