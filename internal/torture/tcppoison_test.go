@@ -70,7 +70,9 @@ func tcpPoisonRun(t *testing.T, rate float64) {
 	assert.Equal(t, 4, code, "the poison line is a loss, and nothing is left spooled: %s", c.logs())
 	assert.Equal(t, 1, deadLetters(r.spool), "only the poison line is set aside: %s", c.logs())
 	assert.Contains(t, string(dl), testrecv.DefaultRestartLine)
-	assert.LessOrEqual(t, r.rcv.Starts()-1, 7, "receiver restarts")
+	// 5-6 restarts on a quiet machine, 8 seen at load 20; a line that is
+	// never set aside costs 20 and more before the drain timeout.
+	assert.LessOrEqual(t, r.rcv.Starts()-1, 9, "receiver restarts")
 	if os.Getenv("EVSPOOL_TEST_LOGS") != "" {
 		t.Log(c.logs())
 	}
