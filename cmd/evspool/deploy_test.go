@@ -155,6 +155,11 @@ func TestDeploySystemd(t *testing.T) {
 			if tc.envFile != "" {
 				require.Equal(t, "/etc/default/evspool", unit["EnvironmentFile"], "the packaged settings file")
 				env = readEnvFile(t, tc.envFile)
+				// Shipped empty: evspool exits 2 ("no COMMAND given") and the
+				// unit does not restart a usage error. The operator sets it.
+				require.Empty(t, env["EVSPOOL_COMMAND"], "no daemon is guessed for the operator")
+				require.Contains(t, strings.Fields(unit["RestartPreventExitStatus"]), "2", "a usage error is not restarted")
+				env["EVSPOOL_COMMAND"] = "/usr/sbin/ptp4l -f /etc/ptp4l.conf -m"
 			}
 			require.Equal(t, "notify", unit["Type"], "READY=1 once the spool is open (notify.go)")
 			require.Equal(t, "main", unit["NotifyAccess"])
