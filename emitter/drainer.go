@@ -16,9 +16,11 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// idleCheck is how often an idle connection is checked for a receiver that
-// went away (or, frozen, reads again), so an outage is noticed (and logged)
-// when it starts rather than at the next event.
+// idleCheck is how often an idle drainer looks again while something
+// pending needs it (see idlePoll). With nothing pending it waits for an
+// event, for the socket to become readable (the receiver hung up: an
+// outage is noticed and logged when it starts, not at the next event) or
+// for delivery's next deadline, and spends nothing meanwhile.
 const idleCheck = 100 * time.Millisecond
 
 // drainer is the one goroutine that owns the connection: the I/O shell
@@ -74,6 +76,12 @@ type wire struct {
 	buf    []byte
 	unix   bool     // conn is a Unix socket
 	room   sendRoom // see awaitRoom
+	// hup is closed once the socket becomes readable: the receiver hung
+	// up, shut down its side or sent something (sockwait.Waiter.Watch).
+	// nil once seen: the connection is then polled while idle.
+	hup <-chan struct{}
+	// poll times an idle drainer's next look, reused.
+	poll *time.Timer
 }
 
 // sendRoom is what the readings taken around the last chunk prove about a
@@ -184,8 +192,6 @@ func (d *drainer) run() {
 	defer d.dial.resume.close()
 	defer d.closeNotes()
 	d.adoptPeerMark()
-	idle := time.NewTicker(idleCheck)
-	defer idle.Stop()
 	for d.ctx.Err() == nil {
 		d.health.beat()
 		d.checkDrops(false)
@@ -207,23 +213,57 @@ func (d *drainer) run() {
 		if !d.dv.frozen() {
 			d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
-		d.idle(idle.C)
+		d.idle()
 	}
 }
 
 // idle waits for new events, for delivery's next deadline (linger, stall),
-// or for the idle check, whichever comes first.
-func (d *drainer) idle(check <-chan time.Time) {
+// for the socket to become readable, or, while something pending needs it
+// (idlePoll), for the next look, whichever comes first. Waiting here is not
+// being wedged: Alive says so.
+func (d *drainer) idle() {
 	expiry, stop := d.deadlineTimer()
 	defer stop()
+	var poll <-chan time.Time
+	if d.idlePoll() {
+		if d.w.poll == nil {
+			d.w.poll = time.NewTimer(idleCheck)
+		} else {
+			d.w.poll.Reset(idleCheck)
+		}
+		defer d.w.poll.Stop()
+		poll = d.w.poll.C
+	}
+	d.health.idle(true)
+	defer d.health.idle(false)
 	select {
 	case <-d.wake:
 	case <-expiry:
 		d.onDeadline()
-	case <-check:
+	case <-poll:
 		d.onIdleCheck()
+	case <-d.w.hup:
+		d.w.hup = nil
+		d.checkIdle()
 	case <-d.ctx.Done():
 	}
+}
+
+// idlePoll reports whether an idle drainer must look again after
+// idleCheck: while the receiver has bytes unread or is frozen, the socket
+// stays readable (a half-closed receiver, one that sends) and so cannot be
+// watched, the receiver note or its reader scan is unfinished, or
+// acknowledged events wait for their deletion to be committed.
+func (d *drainer) idlePoll() bool {
+	switch {
+	case d.dv.frozen(), d.dv.lastUnread() > 0:
+		return true
+	case d.w.conn != nil && d.w.waiter.Supported() && d.w.hup == nil:
+		return true
+	case d.peer.scan != nil, d.w.conn != nil && d.peer.written > d.peer.through:
+		return true
+	}
+	return d.spool.AcksPending()
 }
 
 // deadlineTimer arms a timer for delivery's next deadline (replay linger,
@@ -309,6 +349,10 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
+	d.w.hup = d.w.waiter.Watch() // ends at disconnect's Close
+	if !d.w.waiter.Supported() {
+		d.w.hup = nil // nothing to look at: no poll either
+	}
 	d.resetPeer()
 	d.dv.connected(d.clk.Now())
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
@@ -323,7 +367,7 @@ func (d *drainer) disconnect() {
 	}
 	d.w.unhook()
 	d.w.conn.Close()
-	d.w.conn, d.w.waiter = nil, nil
+	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 

@@ -23,11 +23,20 @@ var (
 // each step of its loops, and the outcome of the last spool commit.
 type health struct {
 	lastBeat   atomic.Int64 // unix ns
+	idling     atomic.Bool  // waiting for work, not stuck in a call
 	commitErr  atomic.Pointer[string]
 	commitErrT atomic.Int64
 }
 
 func (h *health) beat() { h.lastBeat.Store(time.Now().UnixNano()) }
+
+// idle marks the drainer waiting for work (an event, the socket, a
+// deadline) or back from that wait. A drainer that waits on channels is not
+// stuck in a call, however long it waits.
+func (h *health) idle(on bool) {
+	h.beat()
+	h.idling.Store(on)
+}
 
 // noteCommit records the outcome of a commit Emit made. A full spool under
 // drop-newest, or a caller's context ending under block, is the policy at
@@ -59,7 +68,8 @@ func (o *Options) wedgedAfter() time.Duration {
 // Alive returns nil while the emitter's drainer is running and not wedged:
 // it has taken a step of its loop (a write, a dial, a check of the
 // receiver, a backoff) within twice Options.StallTimeout (a minute by
-// default), or it is waiting on Options.Preamble, or delivery is held (Hold). An outage is not a
+// default), or it is waiting for work with nothing to send, or on
+// Options.Preamble, or delivery is held (Hold). An outage is not a
 // failure: the drainer keeps redialling. After Close, or when the drainer
 // is stuck in a call no deadline reaches, it returns an error matching
 // ErrNotAlive. For a liveness probe (/healthz).
@@ -69,7 +79,7 @@ func (e *Emitter) Alive() error {
 		return fmt.Errorf("%w: the drainer has stopped (emitter closed)", ErrNotAlive)
 	default:
 	}
-	if e.d.pre.running.Load() || e.Held() {
+	if e.d.pre.running.Load() || e.Held() || e.d.health.idling.Load() {
 		return nil
 	}
 	beat := e.d.health.lastBeat.Load()

@@ -148,6 +148,14 @@ func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 	return h, nil
 }
 
+// AcksPending reports whether acknowledged entries wait for their deletion
+// to be committed (by the next append, or FlushAcks).
+func (w *WAL) AcksPending() bool {
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	return w.acked.Load() > w.meta.removedSeq
+}
+
 // FlushAcks commits the deletion of the entries acknowledged since the last
 // commit, if no commit has been made for at least idle (0: whatever the
 // time). While appends flow each carries the deletions; a caller that drains

@@ -98,3 +98,18 @@ func pendingError(fd uintptr) error {
 	}
 	return syscall.Errno(errno)
 }
+
+// readable reports whether a read on fd would not block: data, the end of
+// the stream, or an error are waiting. It polls, consuming nothing: a recv,
+// even with MSG_PEEK, would clear a pending ECONNRESET, which tells a peer
+// that closed with bytes unread from one that read everything.
+func readable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | pollRDHUP}}
+	for {
+		_, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		return err != nil || fds[0].Revents != 0
+	}
+}

@@ -17,3 +17,5 @@ func hungUp(uintptr) (bool, error) { return false, ErrUnsupported }
 func closedWrite(uintptr) (bool, error) { return false, ErrUnsupported }
 
 func pendingError(uintptr) error { return ErrUnsupported }
+
+func readable(uintptr) bool { return true }

@@ -132,3 +132,26 @@ func (w *Waiter) control(f func(fd uintptr) error) error {
 	}
 	return ferr
 }
+
+// Watch returns a channel that is closed once the connection becomes
+// readable (the peer sent data, shut down its writing side, closed or
+// reset it), or the watch ends (the connection is closed, or a read
+// deadline passes). While it waits it costs nothing: one goroutine parked
+// in the runtime's network poller, no system call. The peer's reads wake
+// it only when the socket is readable too, so a caller watches until the
+// channel is closed, then looks (HungUp, PeerClosedWrite) and, where the
+// connection stays readable, polls instead. Nothing else may read the
+// connection while a watch runs. Where Supported is false the channel is
+// closed at once.
+func (w *Waiter) Watch() <-chan struct{} {
+	ch := make(chan struct{})
+	if !w.ok {
+		close(ch)
+		return ch
+	}
+	go func() {
+		defer close(ch)
+		_ = w.rc.Read(func(fd uintptr) bool { return readable(fd) })
+	}()
+	return ch
+}
