@@ -110,7 +110,7 @@ func (f *forwarder) startBackground(st status) {
 	f.stopBG = cancel
 	f.status = newStatusWriter(f.rf.spool, st, f.em, f.logger)
 	f.bg.Add(2)
-	go func() { defer f.bg.Done(); f.status.run(ctx, statusInterval) }()
+	go func() { defer f.bg.Done(); f.status.run(ctx, statusInterval, statusSettled) }()
 	go func() { defer f.bg.Done(); watchReplay(ctx, f.em, f.logger, progressInterval()) }()
 }
 
@@ -121,7 +121,7 @@ func (f *forwarder) pump(ctx context.Context, r io.Reader) bool {
 	lines := make(chan [][]byte, 4)
 	refuse := func(err error) { f.em.Refuse(1, err) }
 	go readLines(r, int(f.rf.maxEvent), lines, ctx.Done(), refuse, f.logger)
-	return pump(ctx, f.em, lines)
+	return pump(ctx, f.em, lines, f.status.poke)
 }
 
 // drain waits until everything spooled was delivered, ctx ends, or timeout
@@ -162,11 +162,13 @@ func (f *forwarder) closeWithin(budget time.Duration) emitter.Stats {
 // pump emits each batch of lines. It returns true at end of input, false when
 // ctx ended first; then the reader stops (see readLines) and what it read is
 // still committed: pump takes batches until the reader is done, or for
-// stopGrace, each commit bounded by the same grace.
-func pump(ctx context.Context, em *emitter.Emitter, lines <-chan [][]byte) bool {
+// stopGrace, each commit bounded by the same grace. emitted is called after
+// each batch.
+func pump(ctx context.Context, em *emitter.Emitter, lines <-chan [][]byte, emitted func()) bool {
 	emit := func(ctx context.Context, batch [][]byte) {
 		// The emitter counts and logs spool failures; the lines were echoed.
 		_ = em.Emit(ctx, batch...)
+		emitted()
 	}
 	for {
 		select {

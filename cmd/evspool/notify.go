@@ -13,15 +13,15 @@ import (
 	"github.com/evspool/evspool/internal/clock"
 )
 
-// notifyEvery is how often STATUS= is refreshed (and the watchdog pinged,
-// at least twice per WatchdogSec).
+// notifyEvery is how often the figures are looked at: STATUS= is sent when
+// it changed, WATCHDOG=1 twice per WatchdogSec.
 const notifyEvery = 2 * time.Second
 
 // notifier speaks systemd's notification protocol (sd_notify(3)) when
 // NOTIFY_SOCKET is set, as it is for a Type=notify unit: STATUS= at start,
 // READY=1 once the spool is open (and exec's command started), STATUS=
-// with the figures every notifyEvery, WATCHDOG=1 with it while the
-// drainer is alive (WATCHDOG_USEC set, WATCHDOG_PID ours or unset), and
+// with the figures when they change, WATCHDOG=1 twice per WatchdogSec while
+// the drainer is alive (WATCHDOG_USEC set, WATCHDOG_PID ours or unset), and
 // STOPPING=1 at a stop signal. What to send is notifyState's decision; the
 // notifier sends it, on its own goroutine. A nil notifier does nothing.
 type notifier struct {
@@ -65,12 +65,16 @@ func sdNotify(state string) error {
 // watchdog (WATCHDOG_USEC) is positive, pings at half of it or more often.
 func newNotifier(send func(string) error, clk clock.Clock, logger *slog.Logger, watchdog time.Duration) *notifier {
 	every := notifyEvery
+	var pingEvery time.Duration
 	if watchdog > 0 {
+		// A tick may come up to every late: a ping every half
+		// WatchdogSec, less one tick, at the latest.
 		every = min(every, watchdog/2)
-		logger.Debug("systemd watchdog on", "watchdog", watchdog, "ping_every", every)
+		pingEvery = watchdog/2 - every
+		logger.Debug("systemd watchdog on", "watchdog", watchdog, "ping_every", pingEvery+every)
 	}
 	return &notifier{send: send, clk: clk, logger: logger, every: every,
-		state: notifyState{watchdog: watchdog > 0, started: clk.Now()},
+		state: notifyState{watchdog: watchdog > 0, pingEvery: pingEvery, started: clk.Now()},
 		quit:  make(chan struct{}), done: make(chan struct{})}
 }
 

@@ -13,6 +13,11 @@ import (
 // which returns the message to send. It owns no goroutine and does no I/O.
 type notifyState struct {
 	watchdog bool      // systemd asked for pings (WATCHDOG_USEC)
+	// pingEvery is the longest a tick may go without a ping (0: every
+	// tick pings).
+	pingEvery time.Duration
+	pinged    time.Time // the last ping
+	said      string    // the last STATUS= sent
 	started  time.Time // evspool's start: "not connected since" before any outage is known
 	starting string    // what evspool does before READY=1; "" after it
 	child    string    // exec: "ptp4l pid 123", shown first in STATUS
@@ -25,25 +30,28 @@ type notifyState struct {
 // by TimeoutStartSec, not by the watchdog) until ready.
 func (s *notifyState) begin(what string) string {
 	s.starting = what
-	return "STATUS=" + what
+	s.said = "STATUS=" + what
+	return s.said
 }
 
 // ready is the message once the spool is open (and exec's command started):
 // READY=1 and the figures. child names exec's command, "" for run.
 func (s *notifyState) ready(now time.Time, st emitter.Stats, child string) string {
 	s.starting, s.child = "", child
-	return "READY=1\nSTATUS=" + s.status(now, st)
+	s.said = "STATUS=" + s.status(now, st)
+	return "READY=1\n" + s.said
 }
 
-// tick is the periodic message: the figures, and WATCHDOG=1 when systemd
-// asked for pings and the drainer is alive. alive is emitter.Alive's
+// tick is the periodic message: the figures when they changed, and
+// WATCHDOG=1 when systemd asked for pings, the drainer is alive and
+// pingEvery has passed since the last ping; "" when neither. alive is emitter.Alive's
 // answer. changed is true when the liveness flipped, for the caller to log.
 func (s *notifyState) tick(now time.Time, st emitter.Stats, alive error) (msg string, changed bool) {
 	if s.stopping {
 		return "", false
 	}
 	if s.starting != "" {
-		return s.withPing("STATUS=" + s.starting), false
+		return s.withPing(now, "STATUS="+s.starting, false), false
 	}
 	was := s.wedged
 	s.wedged = ""
@@ -51,16 +59,24 @@ func (s *notifyState) tick(now time.Time, st emitter.Stats, alive error) (msg st
 		s.wedged = alive.Error()
 	}
 	changed = (was == "") != (s.wedged == "")
-	return s.withPing("STATUS=" + s.status(now, st)), changed
+	return s.withPing(now, "STATUS="+s.status(now, st), changed), changed
 }
 
-// withPing adds WATCHDOG=1 to msg when systemd asked for pings and the
-// drainer is alive.
-func (s *notifyState) withPing(msg string) string {
-	if s.watchdog && s.wedged == "" {
-		msg += "\nWATCHDOG=1"
+// withPing returns status when it differs from what was said last, with
+// WATCHDOG=1 when systemd asked for pings, the drainer is alive and a ping
+// is due (pingEvery passed, or the drainer moves again); "" when there is
+// nothing new to say.
+func (s *notifyState) withPing(now time.Time, status string, revived bool) string {
+	ping := s.watchdog && s.wedged == "" && (revived || s.pinged.IsZero() || now.Sub(s.pinged) >= s.pingEvery)
+	if status == s.said && !ping {
+		return ""
 	}
-	return msg
+	s.said = status
+	if ping {
+		s.pinged = now
+		return status + "\nWATCHDOG=1"
+	}
+	return status
 }
 
 // stop is the message at a stop signal: STOPPING=1 and the figures; the

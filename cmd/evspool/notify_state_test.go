@@ -46,7 +46,7 @@ func TestNotifyStateSteps(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	up := emitter.Stats{Connected: true}
 	wedged := errors.New("emitter: not alive: the drainer has not moved for 1m0s")
-	s := notifyState{watchdog: true, started: now}
+	s := notifyState{watchdog: true, pingEvery: 13 * time.Second, started: now}
 	type step struct {
 		name    string
 		do      func() (string, bool)
@@ -60,10 +60,17 @@ func TestNotifyStateSteps(t *testing.T) {
 		{"begin", func() (string, bool) { return s.begin("opening the spool /s"), false }, "STATUS=opening the spool /s", false},
 		{"tick while opening pings", tick(nil), "STATUS=opening the spool /s\nWATCHDOG=1", false},
 		{"ready", func() (string, bool) { return s.ready(now, up, ""), false }, "READY=1\nSTATUS=0 pending, connected, 0 delivered, 0 lost", false},
-		{"alive", tick(nil), "STATUS=0 pending, connected, 0 delivered, 0 lost\nWATCHDOG=1", false},
+		{"alive, nothing new, no ping due", tick(nil), "", false},
+		{"alive, a ping due", func() (string, bool) { now = now.Add(13 * time.Second); return s.tick(now, up, nil) }, "STATUS=0 pending, connected, 0 delivered, 0 lost\nWATCHDOG=1", false},
 		{"wedged", tick(wedged), "STATUS=drainer wedged, watchdog pings stopped: 0 pending, connected, 0 delivered, 0 lost", true},
-		{"still wedged", tick(wedged), "STATUS=drainer wedged, watchdog pings stopped: 0 pending, connected, 0 delivered, 0 lost", false},
+		{"still wedged: nothing new", tick(wedged), "", false},
 		{"moves again", tick(nil), "STATUS=0 pending, connected, 0 delivered, 0 lost\nWATCHDOG=1", true},
+		{"nothing new, no ping due", func() (string, bool) { now = now.Add(12 * time.Second); return s.tick(now, up, nil) }, "", false},
+		{"a ping due", func() (string, bool) { now = now.Add(time.Second); return s.tick(now, up, nil) }, "STATUS=0 pending, connected, 0 delivered, 0 lost\nWATCHDOG=1", false},
+		{"a change, no ping due", func() (string, bool) {
+			now = now.Add(2 * time.Second)
+			return s.tick(now, emitter.Stats{Connected: true, Delivered: 1}, nil)
+		}, "STATUS=0 pending, connected, 1 delivered, 0 lost", false},
 		{"stop", func() (string, bool) { return s.stop(now, up), false }, "STOPPING=1\nSTATUS=stopping: 0 pending, connected, 0 delivered, 0 lost", false},
 		{"silent after stop", tick(nil), "", false},
 		{"stop once", func() (string, bool) { return s.stop(now, up), false }, "", false},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,8 +19,17 @@ import (
 // spool, for 'evspool inspect' to read while the spool is locked.
 const statusFile = "status.json"
 
-// statusInterval is how often the status file is rewritten.
-const statusInterval = time.Second
+const (
+	// statusInterval is how often the status is looked at while something
+	// happens (events pending, or no connection); the file is rewritten
+	// only when what it says changed.
+	statusInterval = time.Second
+	// statusSettled is how often it is looked at while nothing happens
+	// (connected, nothing pending, nothing changed): a line read looks
+	// at once. It bounds how stale the file is about an idle receiver
+	// that hung up.
+	statusSettled = 10 * time.Second
+)
 
 // figures are the spool's numbers, as inspect and the status file show them.
 type figures struct {
@@ -105,28 +115,50 @@ func (st *status) update(s emitter.Stats, running bool) {
 }
 
 // statusWriter rewrites the status file atomically (temp file, rename)
-// every interval and once more at exit.
+// when what it says changed, and once more at exit. The time it was
+// written (UpdatedAt) and the oldest event's age then are not a change:
+// inspect ages them from UpdatedAt.
 type statusWriter struct {
 	path   string
 	em     *emitter.Emitter
 	logger *slog.Logger
+	poked  chan struct{}
 
-	mu     sync.Mutex
-	st     status
-	warned bool
+	mu      sync.Mutex
+	st      status
+	written []byte // st as last written, without its time-dependent fields
+	warned  bool
 }
 
 func newStatusWriter(dir string, st status, em *emitter.Emitter, logger *slog.Logger) *statusWriter {
-	return &statusWriter{path: filepath.Join(dir, statusFile), st: st, em: em, logger: logger}
+	return &statusWriter{path: filepath.Join(dir, statusFile), st: st, em: em, logger: logger, poked: make(chan struct{}, 1)}
 }
 
-func (w *statusWriter) run(ctx context.Context, every time.Duration) {
-	t := time.NewTicker(every)
+// poke says a line was emitted: a settled writer looks at once.
+func (w *statusWriter) poke() {
+	select {
+	case w.poked <- struct{}{}:
+	default:
+	}
+}
+
+// run looks at the status every interval while something happens, and
+// every settled, or at the next line, while nothing does.
+func (w *statusWriter) run(ctx context.Context, every, settled time.Duration) {
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
-		w.write(w.em.Stats(), true)
+		s := w.em.Stats()
+		changed := w.write(s, true)
+		wait, poked := every, (<-chan struct{})(nil)
+		if !changed && s.Connected && s.Spool.PendingEvents == 0 {
+			wait, poked = settled, w.poked
+		}
+		t.Reset(wait)
 		select {
 		case <-t.C:
+		case <-poked:
+			t.Stop()
 		case <-ctx.Done():
 			return
 		}
@@ -143,15 +175,28 @@ func (w *statusWriter) setChild(pid int) {
 
 func (w *statusWriter) final(s emitter.Stats) { w.write(s, false) }
 
-func (w *statusWriter) write(s emitter.Stats, running bool) {
+// write updates the status from s and writes it if it changed, which it
+// returns.
+func (w *statusWriter) write(s emitter.Stats, running bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.st.update(s, running)
-	if err := writeFileAtomic(w.path, w.st); err != nil && !w.warned {
-		// Once: the status is a convenience, delivery does not depend on it.
-		w.warned = true
-		w.logger.Warn("cannot write the status file; inspect will show less while evspool runs", "path", w.path, "error", err)
+	key := w.st
+	key.UpdatedAt, key.OldestAgeSeconds = time.Time{}, 0
+	b, _ := json.Marshal(key)
+	if bytes.Equal(b, w.written) {
+		return false
 	}
+	if err := writeFileAtomic(w.path, w.st); err != nil {
+		if !w.warned {
+			// Once: the status is a convenience, delivery does not depend on it.
+			w.warned = true
+			w.logger.Warn("cannot write the status file; inspect will show less while evspool runs", "path", w.path, "error", err)
+		}
+		return true // tried again at the next look
+	}
+	w.written = b
+	return true
 }
 
 // writeFileAtomic replaces the file at path, in a spool directory, with v
