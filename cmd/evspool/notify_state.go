@@ -12,17 +12,17 @@ import (
 // a pure type stepped with the emitter's figures, its liveness and the time,
 // which returns the message to send. It owns no goroutine and does no I/O.
 type notifyState struct {
-	watchdog bool      // systemd asked for pings (WATCHDOG_USEC)
+	watchdog bool // systemd asked for pings (WATCHDOG_USEC)
 	// pingEvery is the longest a tick may go without a ping (0: every
 	// tick pings).
 	pingEvery time.Duration
 	pinged    time.Time // the last ping
 	said      string    // the last STATUS= sent
-	started  time.Time // evspool's start: "not connected since" before any outage is known
-	starting string    // what evspool does before READY=1; "" after it
-	child    string    // exec: "ptp4l pid 123", shown first in STATUS
-	wedged   string    // why Alive failed on the last tick; "" while alive
-	stopping bool      // STOPPING=1 sent: nothing more is sent after it
+	started   time.Time // evspool's start: "not connected since" before any outage is known
+	starting  string    // what evspool does before READY=1; "" after it
+	child     string    // exec: "ptp4l pid 123", shown first in STATUS
+	wedged    string    // why Alive failed on the last tick; "" while alive
+	stopping  bool      // STOPPING=1 sent: nothing more is sent after it
 }
 
 // begin is the first message, before the spool is open: what evspool is
