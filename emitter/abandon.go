@@ -8,7 +8,8 @@ import (
 	"github.com/evspool/evspool/internal/sockwait"
 )
 
-// A write that must be abandoned (Close, a stall past StallTimeout) must not
+// A write that must be abandoned (at Close, or when the receiver read part
+// of a line and nothing more for WriteTimeout) must not
 // leave the receiver part of a line: cloud-event-proxy's bufio.Scanner hands
 // a partial last line to its handler at EOF and on a read error alike, so
 // closing after a partial write delivers a torn event, and no reset takes
@@ -33,9 +34,8 @@ func roomNeeded(n int) int { return n + n/8 + 4096 }
 // it is written once the queue is empty, and can still be torn.
 //
 // Where the reading after the last chunk already proves the room on a Unix
-// socket (sendRoom), it takes no reading at all (issue 20: with 64 one-event
-// callers, delivery's system calls on the cores the commits need lengthened
-// each fsync).
+// socket (sendRoom), it takes no reading at all: delivery's system calls
+// run on the cores the commits need, and lengthen each fsync.
 func (d *drainer) awaitRoom(n int) error {
 	rc, ok := rawSocket(d.w.conn)
 	if !ok {

@@ -157,9 +157,9 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 // notifyFor wakes the drainer for events committed through last, unless
 // it has read them already. The callers of one group commit return one by
 // one: the first wakes the drainer, which reads the whole commit, and the
-// others find it read. Waking it for each of them cost an empty Read and
+// others find it read: waking it for each would cost an empty Read and
 // two goroutine switches per caller, on the CPU the next commit's callers
-// need (issue 20). The drainer never idles with read events unsent: it
+// need. The drainer never idles with read events unsent: it
 // idles only after a Read found nothing, and a failure resends from the
 // oldest pending event without waiting to be woken.
 func (d *drainer) notifyFor(last uint64) {

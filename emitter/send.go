@@ -81,8 +81,7 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 // Regrouping, at most a commit and a half, 2 ms at most): reading and
 // writing then would take the CPU they need, and the next commit waits for
 // the slowest of them. Read once that commit has started, the events go out
-// while it waits on fsync (issue 20: with 64 one-event callers the drainer's
-// Read, writes and SIOCOUTQ readings had run in the gap between commits).
+// while it waits on fsync, not in the gap between commits.
 // A lone Emit releases no group: no wait.
 func (d *drainer) awaitRegroup() {
 	started, by, ok := d.spool.Regrouping()

@@ -28,8 +28,8 @@ import (
 // before it deletes them: deleting one commit's worth at every commit
 // (64 entries, say) cost a third of a 64-event commit's own work, as
 // cursor deletes and the rebalancing of a half-emptied leaf, where a run of
-// a few hundred empties whole leaves, at a third of the cost an entry
-// (issue 20). The price: after a power loss up to rideMin more
+// a few hundred empties whole leaves, at a third of the cost an entry.
+// The price: after a power loss up to rideMin more
 // acknowledged entries come back, as part of the same contiguous run.
 const rideMin = 256
 

@@ -185,11 +185,9 @@ var (
 	errBadFrame = errors.New("frame lengths do not add up to its bytes")
 )
 
-// Frames. Storing each event of a 64-event commit under a key of its own
-// cost the commit 64 bbolt puts, each a search from the root, and 64 leaf
-// elements to spill; with one caller an event (the daemon's shape) it left
-// group commit short of raw bbolt (issue 20). A commit's events are stored
-// instead as few values as keep leaves well packed: a frame's element takes
+// Frames. Each event of a 64-event commit under a key of its own would cost
+// the commit 64 bbolt puts, each a search from the root, and 64 leaf
+// elements to spill. A commit's events are stored instead as few values as keep leaves well packed: a frame's element takes
 // at most half a page's room, so two fill a leaf page, and entryCost prices
 // it as it prices a lone event. An event too large to share so little room
 // is stored alone, as version 2, as is a lone event.

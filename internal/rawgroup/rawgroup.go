@@ -1,6 +1,6 @@
 // Package rawgroup is the least a group commit can do on plain bbolt: the
 // yardstick that wal's BenchmarkRawBoltGroup64 and the bench's 64-goroutine
-// row hold the spool's own group commit to (issue 20).
+// row hold the spool's own group commit to.
 //
 // A fixed number of callers append one event per call. The first to find
 // no commit running leads: it waits until every caller has queued (1 ms at
