@@ -19,6 +19,7 @@ type child struct {
 	cmd     *exec.Cmd
 	spawned time.Time
 	ready   chan struct{} // closed at the "ready" line (or at exit)
+	idle    chan struct{} // closed at the "idle" line (-signalled)
 	exited  chan struct{} // closed once the process is reaped and its pipe read
 	stderr  bytes.Buffer
 
@@ -46,7 +47,7 @@ func startChild(args []string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{ready: make(chan struct{}), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
+	c := &child{ready: make(chan struct{}), idle: make(chan struct{}), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
 	c.cmd = exec.Command(exe, append([]string{"producer"}, args...)...)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
@@ -113,6 +114,8 @@ func (c *child) parse(line string) {
 		defer c.markReady()
 	case f[0] == "acc":
 		r.ends[int(num(1))] = uint64(num(2))
+	case f[0] == "idle":
+		close(c.idle)
 	case f[0] == "produced":
 		r.produced = num(1)
 	case f[0] == "done":
@@ -120,6 +123,9 @@ func (c *child) parse(line string) {
 		r.compacts, r.calls = uint64(num(4)), [3]int64{num(5), num(6), num(7)}
 	}
 }
+
+// signal sends sig to the process.
+func (c *child) signal(sig os.Signal) error { return c.cmd.Process.Signal(sig) }
 
 // kill sends SIGKILL and waits for the process to be reaped.
 func (c *child) kill() {

@@ -21,6 +21,7 @@ type Results struct {
 	E2E        *E2E       `json:"e2e,omitempty"`
 	Ceilings   []*Ceiling `json:"ceilings,omitempty"`
 	Resume     *ResumeFig `json:"resume,omitempty"`
+	NodeCost   *NodeCost  `json:"node_cost,omitempty"`
 	Targets    []Target   `json:"targets"`
 	Headline   string     `json:"headline"`
 	Charts     []string   `json:"charts,omitempty"`
@@ -43,6 +44,9 @@ func runAll(o *options) (*Results, error) {
 		plan = selectScenarios(fullPlan(), o.scenarios)
 	}
 	for i := range plan {
+		if plan[i].Name == nodeCost {
+			plan[i] = costScenario(o.quick) // -quick shortens its windows, named or not
+		}
 		if o.rounds > 0 {
 			plan[i].Rounds = o.rounds
 		}
@@ -75,7 +79,11 @@ func runAll(o *options) (*Results, error) {
 			res.Errors = append(res.Errors, "resume: "+res.Resume.Error)
 		}
 	}
-	res.Figures = runRounds(tmp, o.profileDir, plan, contenders, prog, res)
+	matrix := slices.DeleteFunc(slices.Clone(plan), func(sc scenario) bool { return sc.Name == nodeCost })
+	res.Figures = runRounds(tmp, o.profileDir, matrix, contenders, prog, res)
+	if i := slices.IndexFunc(plan, func(sc scenario) bool { return sc.Name == nodeCost }); i >= 0 {
+		res.NodeCost = runNodeCost(tmp, o.profileDir, plan[i], costContenders(plan[i], o), prog, res)
+	}
 	prog.finish()
 	res.Machine.LoadAvgTo, res.Machine.WallSeconds = loadAvg(), time.Since(start).Seconds()
 	res.Targets, res.Headline = targets(res), headline(res)
@@ -161,9 +169,21 @@ func selectScenarios(all []scenario, names []string) []scenario {
 	return out
 }
 
+// costContenders are node-cost's own unless -contenders names some.
+func costContenders(sc scenario, o *options) []string {
+	if o.contenders != nil {
+		return o.contenders
+	}
+	return sc.Contenders
+}
+
 func countSteps(plan []scenario, contenders int, o *options) int {
 	n := 0
 	for _, s := range plan {
+		if s.Name == nodeCost {
+			n += s.Rounds * len(s.Rates) * len(costContenders(s, o))
+			continue
+		}
 		n += s.Rounds * contenders
 	}
 	if !o.skipE2E {

@@ -43,7 +43,7 @@ type options struct {
 func parseOptions(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.BoolVar(&o.quick, "quick", false, "a subset that runs in under a minute")
+	fs.BoolVar(&o.quick, "quick", false, "a subset that runs in about a minute and a half, node-cost's windows shortened")
 	fs.StringVar(&o.name, "name", "", "results name: results/<name>.json (default quick or full)")
 	fs.StringVar(&o.outDir, "out", "results", "directory for the JSON results and charts")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where spools and sockets go (its file system is recorded)")

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -20,6 +22,8 @@ type producerFlags struct {
 	rate, maxRate              float64
 	startSeq                   uint64
 	reportEach, fast           bool
+	signalled                  bool
+	reportEvery                time.Duration
 	cpuProfile                 string
 }
 
@@ -38,6 +42,8 @@ func (f *producerFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.startSeq, "start-seq", 0, "first sequence number")
 	fs.BoolVar(&f.reportEach, "report-each", false, "report after every batch")
 	fs.BoolVar(&f.fast, "fast", false, "fsync off whatever the contender (backlog filling)")
+	fs.BoolVar(&f.signalled, "signalled", false, "produce until SIGUSR1 (or -duration), drain, say idle, then stay idle until a second SIGUSR1 (or -duration)")
+	fs.DurationVar(&f.reportEvery, "report-every", reportEvery, "how often acc lines are written")
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a CPU profile of this process to the file")
 }
 
@@ -63,9 +69,17 @@ func producerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench producer:", err)
 		return 1
 	}
-	rep := newReporter(os.Stdout, max(1, f.producers), f.reportEach)
+	var usr1 chan os.Signal
+	if f.signalled {
+		usr1 = make(chan os.Signal, 2)
+		signal.Notify(usr1, syscall.SIGUSR1)
+	}
+	rep := newReporter(os.Stdout, max(1, f.producers), f.reportEach, f.reportEvery)
 	rep.line("ready %d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
+	if usr1 != nil {
+		go cancelOn(ctx, cancel, usr1)
+	}
 	errs, calls := produce(ctx, s, rep, &f)
 	cancel()
 	rep.close()
@@ -73,11 +87,27 @@ func producerMain(args []string) int {
 	dctx, dcancel := context.WithTimeout(context.Background(), f.drainTimeout)
 	pending := s.Drain(dctx)
 	dcancel()
+	if usr1 != nil {
+		rep.line("idle %d", time.Now().UnixNano())
+		select {
+		case <-usr1:
+		case <-time.After(f.duration):
+		}
+	}
 	reportDone(rep, s, pending, errs, calls)
 	if err := s.Close(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench producer: close:", err)
 	}
 	return 0
+}
+
+// cancelOn cancels ctx at the first signal on sig.
+func cancelOn(ctx context.Context, cancel context.CancelFunc, sig <-chan os.Signal) {
+	select {
+	case <-sig:
+		cancel()
+	case <-ctx.Done():
+	}
 }
 
 // reportDone writes the "done" line (see reporter).

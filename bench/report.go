@@ -13,24 +13,30 @@ import (
 //	ready <unix ns>           the contender is open; producing starts
 //	acc <producer> <end>      every event of producer below sequence end was handed over
 //	produced <unix ns>        producing ended
+//	idle <unix ns>            drained, now idle until told to finish (-signalled)
 //	done <pending> <dropped>  drained (or gave up): events still held, events dropped
 //
-// acc lines are written every reportEvery, or after every batch when each is
-// set, so that what a SIGKILLed producer had handed over is known exactly.
+// acc lines are written every interval (reportEvery unless told), or after
+// every batch when each is set, so that what a SIGKILLed producer had handed
+// over is known exactly.
 type reporter struct {
-	w    io.Writer
-	each bool
-	mu   sync.Mutex // one line per write
-	ends []atomic.Uint64
-	sent []uint64 // last end reported, under mu
-	stop chan struct{}
-	done chan struct{}
+	w     io.Writer
+	each  bool
+	every time.Duration
+	mu    sync.Mutex // one line per write
+	ends  []atomic.Uint64
+	sent  []uint64 // last end reported, under mu
+	stop  chan struct{}
+	done  chan struct{}
 }
 
 const reportEvery = 20 * time.Millisecond
 
-func newReporter(w io.Writer, producers int, each bool) *reporter {
-	r := &reporter{w: w, each: each, ends: make([]atomic.Uint64, producers), sent: make([]uint64, producers),
+func newReporter(w io.Writer, producers int, each bool, every time.Duration) *reporter {
+	if every <= 0 {
+		every = reportEvery
+	}
+	r := &reporter{w: w, each: each, every: every, ends: make([]atomic.Uint64, producers), sent: make([]uint64, producers),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	go r.loop()
 	return r
@@ -64,7 +70,7 @@ func (r *reporter) flush() {
 
 func (r *reporter) loop() {
 	defer close(r.done)
-	t := time.NewTicker(reportEvery)
+	t := time.NewTicker(r.every)
 	defer t.Stop()
 	for {
 		select {

@@ -37,6 +37,7 @@ type runResult struct {
 	Failures     []string   `json:"contender_failures,omitempty"`
 
 	latencies []int64
+	cost      *CostRow // node-cost's windows
 }
 
 // result turns what the rig observed into figures.
@@ -48,7 +49,8 @@ func (r *rig) result(rss, disk int64) *runResult {
 		Undelivered: int64(r.pending), Duplicates: d.Duplicates, OutOfOrder: d.OutOfOrder, VerifyJumps: d.Jumps,
 		Foreign: d.Foreign + int64(foreign), Dropped: r.dropped, EmitErrors: r.emitErrs,
 		PeakSpool: disk, Outages: r.outages, T0: r.t0, latencies: d.latencies,
-		Compactions: r.compacts, FirstForeign: firstForeign, FillRSSAnon: r.fillRSS, Failures: r.failures}
+		Compactions: r.compacts, FirstForeign: firstForeign, FillRSSAnon: r.fillRSS, Failures: r.failures,
+		cost: r.cost}
 	res.PeakRSSAnon = max(rss, r.fillRSS)
 	for i, v := range r.calls {
 		res.EmitCallMs[i] = float64(v) / 1e6

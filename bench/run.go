@@ -40,6 +40,7 @@ type rig struct {
 	calls    [3]int64 // worst Emit call p50, p99, max over the producer processes (ns)
 	fillRSS  int64    // backlog: peak RssAnon of the process that filled the spool
 	failures []string // what went wrong with the contender itself (a restart that failed)
+	cost     *CostRow // node-cost's windows
 }
 
 // runOne runs one contender through one round of a scenario.
@@ -64,6 +65,8 @@ func runOne(tmp, profileDir string, sc *scenario, contender string) (*runResult,
 		}
 	}()
 	switch {
+	case sc.Name == nodeCost:
+		err = r.runCost()
 	case sc.Backlog > 0:
 		err = r.runBacklog()
 	case sc.Fault == faultSigkill:

@@ -35,6 +35,14 @@ type scenario struct {
 	Pause      time.Duration `json:"pause_ns,omitempty"`
 	Down       time.Duration `json:"down_ns,omitempty"`
 	Rounds     int           `json:"rounds"`
+	// Rates, Warmup, Idle and Contenders are node-cost's (see
+	// costScenario): the paced rates, each run in its own producer process,
+	// the start left out of the paced window, the idle window after it, and
+	// the contenders when -contenders names none.
+	Rates      []float64     `json:"rates,omitempty"`
+	Warmup     time.Duration `json:"warmup_ns,omitempty"`
+	Idle       time.Duration `json:"idle_ns,omitempty"`
+	Contenders []string      `json:"contenders,omitempty"`
 	Group      string        `json:"group,omitempty"` // run back to back with the other scenarios of the group
 	Chart      bool          `json:"-"`
 }
@@ -68,6 +76,7 @@ func fullPlan() []scenario {
 			Mode: "concurrent", Duration: 4 * s, Batch: 1, Producers: 64, Fault: faultNone, Rounds: 1},
 		{Name: "paced", Description: "1,000 events/s, one event per Emit (latency at a realistic rate)",
 			Mode: "paced", Duration: 5 * s, Batch: 1, Rate: 1000, Fault: faultNone, Rounds: 1},
+		costScenario(false),
 	}
 }
 
@@ -79,6 +88,7 @@ func quickPlan() []scenario {
 			Mode: "batch", Duration: 4 * s, Batch: 100, Fault: faultNone, Rounds: 1, Group: "restart-ratio"},
 		{Name: "restarts", Description: "receiver killed every 2 s, back 300 ms later",
 			Mode: "batch", Duration: 6 * s, Batch: 100, MaxRate: faultRateCap, Fault: faultRestart, Period: 2 * s, Down: 300 * time.Millisecond, Rounds: 1, Group: "restart-ratio"},
+		costScenario(true),
 	}
 }
 

@@ -27,8 +27,12 @@ const (
 	cWriteThrough   = "write-through"
 	cDque           = "dque"
 	cTidwall        = "tidwall-wal"
+	cLeastDurable   = "least-durable"
 )
 
+// allContenders run in every scenario of the full plan. least-durable is
+// not among them: it is a cost yardstick for node-cost, not a delivery
+// contender, though -contenders can name it anywhere.
 var allContenders = []string{cEvspoolFsync, cEvspoolNoFsync, cReconnectOnly, cWriteThrough, cDque, cTidwall}
 
 // spooled reports whether a contender keeps events on disk.
@@ -79,6 +83,8 @@ func openSender(name, addr, dir string, fast bool) (sender, error) {
 			return nil, err
 		}
 		return newQueueSender(addr, q), nil
+	case cLeastDurable:
+		return openLeastDurable(addr, dir, !fast)
 	}
 	return nil, fmt.Errorf("bench: unknown contender %q", name)
 }

@@ -13,7 +13,12 @@ func printReport(w io.Writer, res *Results) {
 	fmt.Fprintf(w, "## %s — %s\n\n", res.Name, m.Date)
 	fmt.Fprintf(w, "%d × %s, %s, Linux %s, spool on %s (%s), load average %s → %s, evspool %s, %.0f s\n\n",
 		m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.SpoolFS, m.SpoolDir, m.LoadAvgFrom, m.LoadAvgTo, m.Evspool, m.WallSeconds)
-	printTable(w, res)
+	if len(res.Figures) > 0 {
+		printTable(w, res)
+	}
+	if res.NodeCost != nil {
+		printNodeCost(w, res.NodeCost)
+	}
 	if e := res.E2E; e != nil {
 		fmt.Fprintln(w)
 		if e.Error != "" {
