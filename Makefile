@@ -79,9 +79,11 @@ bench-micro:
 	$(GO) test -run '^$$' -bench . -benchtime 1s -count 1 ./wal
 
 # The benchmark suite (bench/, a module of its own; see bench/README.md):
-# contenders side by side under receiver and producer faults. bench-quick is
-# a subset (under a minute); bench is the full matrix with charts (under 15
-# minutes). Each writes bench/results/<name>.json and prints a table.
+# contenders side by side under receiver and producer faults, and what each
+# costs a node (node-cost). bench-quick is a subset (about a minute and a
+# half); bench is the full matrix with charts (under 15 minutes). Each
+# writes bench/results/<name>.json and prints a table. Pool several runs'
+# library-vs-raw-bbolt rounds with: cd bench && go run . pool results/*.json
 bench-quick:
 	cd bench && $(GO) run . -quick
 

@@ -16,6 +16,13 @@ func main() {
 			os.Exit(producerMain(os.Args[2:]))
 		case "rawbolt":
 			os.Exit(rawBoltMain(os.Args[2:]))
+		case "pool":
+			// go run . pool results/a.json results/b.json ...
+			if err := poolMain(os.Args[2:], os.Stdout); err != nil {
+				fmt.Fprintln(os.Stderr, "bench pool:", err)
+				os.Exit(1)
+			}
+			os.Exit(0)
 		}
 	}
 	os.Exit(harnessMain(os.Args[1:]))
