@@ -254,10 +254,9 @@ func chunkEnd(buf []byte) int {
 	return len(buf)
 }
 
-// waitConsumed waits until the receiver has read everything written,
-// telling delivery each reading and the time; it returns on a hang-up, or
-// when delivery drops the connection. On a Unix socket it looks when the
-// receiver reads (awaitRead); elsewhere it polls, a frozen receiver slowly.
+// waitConsumed polls until the receiver has read everything written, telling
+// delivery each reading and the time; it returns on a hang-up, or when
+// delivery drops the connection. A frozen receiver is polled slowly.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
 	t := d.clk.NewTimer(interval)
@@ -269,12 +268,6 @@ func (d *drainer) waitConsumed() error {
 		}
 		if !d.dv.reading() {
 			return nil
-		}
-		if d.w.waiter.CanAwaitRead() {
-			if err := d.awaitRead(); err != nil {
-				return err
-			}
-			continue
 		}
 		maxInterval := sockwait.DefaultMaxInterval
 		if d.dv.frozen() {
@@ -289,24 +282,6 @@ func (d *drainer) waitConsumed() error {
 		interval = min(2*interval, maxInterval)
 	}
 }
-
-// awaitRead waits until the receiver reads, its socket hangs up, or
-// delivery's next deadline comes (idleCheck at most, awaitFloor at least: a
-// look that finds nothing new waits again).
-func (d *drainer) awaitRead() error {
-	wait := idleCheck
-	if at, ok := d.dv.wakeAt(); ok {
-		wait = min(wait, max(at.Sub(d.clk.Now()), awaitFloor))
-	}
-	err := d.w.waiter.AwaitRead(d.dv.lastUnread(), wait)
-	if d.ctx.Err() != nil {
-		return d.ctx.Err() // stopped: the wait's deadline replaced Close's
-	}
-	return err
-}
-
-// awaitFloor is the shortest wait of awaitRead.
-const awaitFloor = time.Millisecond
 
 // repair salvages a spool whose records turned out damaged while draining.
 func (d *drainer) repair(cause error) {

@@ -1,10 +1,8 @@
 package sockwait
 
 import (
-	"errors"
 	"fmt"
 	"net"
-	"os"
 	"syscall"
 	"time"
 )
@@ -51,9 +49,6 @@ type Waiter struct {
 	rc   syscall.RawConn
 	ok   bool
 	opts Options
-	// wake is the connection where the peer's reads wake a waiting writer
-	// (a Unix stream socket; see AwaitRead), nil elsewhere.
-	wake *net.UnixConn
 }
 
 // New returns a Waiter for c with default options. It works with
@@ -66,11 +61,7 @@ func New(c net.Conn) *Waiter {
 // NewWithOptions is New with tunables; nil opts means defaults.
 func NewWithOptions(c net.Conn, opts *Options) *Waiter {
 	rc, ok := rawStream(c)
-	w := &Waiter{rc: rc, ok: ok, opts: opts.withDefaults()}
-	if uc, unix := c.(*net.UnixConn); ok && unix {
-		w.wake = uc
-	}
-	return w
+	return &Waiter{rc: rc, ok: ok, opts: opts.withDefaults()}
 }
 
 // Supported reports whether the Waiter can tell what the peer has read: true
@@ -163,41 +154,4 @@ func (w *Waiter) Watch() <-chan struct{} {
 		_ = w.rc.Read(func(fd uintptr) bool { return readable(fd) })
 	}()
 	return ch
-}
-
-// CanAwaitRead reports whether AwaitRead works here: on a Unix stream
-// socket on Linux.
-func (w *Waiter) CanAwaitRead() bool { return w.wake != nil }
-
-// AwaitRead waits until the peer reads something written to the connection,
-// the connection's state changes (the peer hung up), or d passes, whichever
-// comes first, and says nothing of which: the caller looks (Probe). was is
-// the caller's last Unread reading: a read that came before the wait began
-// ends it at once. It spends no system call while it waits: on a Unix
-// socket the peer's reads give the send buffer's memory back, which wakes
-// the runtime's network poller as a write would. It sets the connection's
-// write deadline (to now+d): a writer sets its own before each write. Only
-// one goroutine may write to the connection meanwhile, and none may wait
-// in it. Where CanAwaitRead is false (TCP: acknowledgements wake no one)
-// it returns ErrUnsupported at once.
-func (w *Waiter) AwaitRead(was int, d time.Duration) error {
-	if w.wake == nil {
-		return ErrUnsupported
-	}
-	if err := w.wake.SetWriteDeadline(time.Now().Add(d)); err != nil {
-		return fmt.Errorf("sockwait: connection unusable: %w", err)
-	}
-	looked := false
-	err := w.rc.Write(func(fd uintptr) bool {
-		if looked {
-			return true // woken
-		}
-		looked = true
-		n, err := outq(fd)
-		return err != nil || n != was
-	})
-	if err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
-		return fmt.Errorf("sockwait: connection unusable: %w", err)
-	}
-	return nil
 }
