@@ -148,10 +148,13 @@ func (w *WAL) hideTx(tx *bolt.Tx, upTo uint64) (hidden, error) {
 	return h, nil
 }
 
-// AcksPending reports whether acknowledged entries wait for their deletion
-// to be committed (by the next append, or FlushAcks).
+// AcksPending reports whether acknowledged entries may wait for their
+// deletion to be committed (by the next append, or FlushAcks). It never
+// waits: while a commit runs it reports true.
 func (w *WAL) AcksPending() bool {
-	w.wmu.Lock()
+	if !w.wmu.TryLock() {
+		return true
+	}
 	defer w.wmu.Unlock()
 	return w.acked.Load() > w.meta.removedSeq
 }
