@@ -74,7 +74,7 @@ func (d *drainer) deadLetter(seq uint64) {
 	dl := wal.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
 	path := filepath.Join(d.spool.Dir(), wal.DeadLetterFile)
 	if err := wal.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
-		d.warns.deadLetter.log(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
+		d.warns.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
 		return
 	}
@@ -103,7 +103,7 @@ func (d *drainer) saveStrikes() {
 		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
 	}
 	if err := d.spool.SetStrikes(rec); err != nil {
-		d.warns.deadLetter.log(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
+		d.warns.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
 			"seq", s.seq, "error", err.Error())
 	}
 }
@@ -129,7 +129,7 @@ func (d *drainer) logNote(n note) {
 	switch n.kind {
 	case noteSlow:
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
-		d.warns.delivery.log(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
+		d.warns.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteFrozen:
 		// An outage that began at its last read; it ends when it reads.
@@ -139,7 +139,7 @@ func (d *drainer) logNote(n note) {
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.seq, "stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteCrashLoop:
-		d.warns.delivery.log(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+		d.warns.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
 			"addr", d.addr, "pending_events", d.spool.Len())
 	case noteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,

@@ -111,8 +111,8 @@ type dialState struct {
 
 // warns rate-limits the drainer's warnings.
 type warns struct {
-	delivery   limiter // slow, frozen and crash-loop receivers
-	deadLetter limiter
+	delivery   reporter // slow, frozen and crash-loop receivers
+	deadLetter reporter
 }
 
 type linkStats struct {
@@ -145,9 +145,10 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		dv: newDelivery(deliveryConfigOf(opts)), dial: dialState{bo: bo}, progress: make(chan struct{}),
-		drops: dropLog{logged: dropped},
-		out:   outage{addr: addr, interval: opts.WarnInterval, log: opts.Logger},
-		warns: warns{delivery: limiter{interval: opts.WarnInterval}, deadLetter: limiter{interval: opts.WarnInterval}},
+		drops: dropLog{seen: dropped, rep: reporter{interval: opts.WarnInterval}},
+		aged:  expiredLog{rep: reporter{interval: opts.WarnInterval}},
+		out:   outage{addr: addr, rep: reporter{interval: opts.WarnInterval}, log: opts.Logger},
+		warns: warns{delivery: reporter{interval: opts.WarnInterval}, deadLetter: reporter{interval: opts.WarnInterval}},
 	}
 	d.restoreStrikes()
 	d.openPeerNotes()

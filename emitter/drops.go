@@ -15,9 +15,9 @@ const dropCheckEvery = time.Second
 // found in the spool's counters, which survive restarts, so only new ones are
 // logged. (Under drop-newest the refused Emit returns an error and warns.)
 type dropLog struct {
-	logged     uint64 // DroppedOldest.Events when last logged
+	seen       uint64 // DroppedOldest.Events when last looked at
+	rep        reporter
 	unreadable uint64 // the spool's unreadable events when last logged (losses.go)
-	lastLog    time.Time
 	lastCheck  time.Time
 }
 
@@ -31,12 +31,14 @@ func (d *drainer) checkDrops(final bool) {
 	d.checkUnreadable()
 	st := d.spool.Stats()
 	total := st.DroppedOldest.Events
-	if total <= d.drops.logged || (!final && now.Sub(d.drops.lastLog) < d.opts.WarnInterval) {
+	n := total - min(d.drops.seen, total)
+	d.drops.seen = max(d.drops.seen, total)
+	if !d.drops.rep.lost(now, n, final) {
 		return
 	}
+	dropped, _ := d.drops.rep.take(now)
 	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
-		"dropped_events", total-d.drops.logged, "dropped_total", total, "pending_events", st.PendingEvents,
+		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
 		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
-	d.drops.logged, d.drops.lastLog = total, now
 	markReported(d.spool, d.opts.Logger, wal.Losses{DroppedOldest: total})
 }

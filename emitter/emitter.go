@@ -78,7 +78,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 			"removed_damaged_copies", r.RemovedCopies)
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
-		notSpooled: lossLog{interval: o.WarnInterval}, refused: lossLog{interval: o.WarnInterval}}
+		notSpooled: lossLog{rep: reporter{interval: o.WarnInterval}}, refused: lossLog{rep: reporter{interval: o.WarnInterval}}}
 	e.atOpen = spool.Stats()
 	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
 	e.d = newDrainer(addr, &e.opts, spool)

@@ -12,9 +12,8 @@ import (
 // The count across restarts is kept in the spool file (wal.Stats.Expired);
 // here is this process's, for Stats.Expired.
 type expiredLog struct {
-	here     atomic.Uint64
-	unlogged uint64
-	lastLog  time.Time
+	here atomic.Uint64
+	rep  reporter
 }
 
 // applyMaxAge applies Options.MaxAge to a batch just read, at the moment it is
@@ -64,14 +63,13 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 // logExpired counts gone and logs what was not logged yet if the interval
 // has passed, or anyway when final (at Close).
 func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
-	d.aged.unlogged += gone.Events
-	if d.aged.unlogged == 0 || (!final && !d.aged.lastLog.IsZero() && now.Sub(d.aged.lastLog) < d.opts.WarnInterval) {
+	if !d.aged.rep.lost(now, gone.Events, final) {
 		return
 	}
+	expired, _ := d.aged.rep.take(now)
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
-		"expired_events", d.aged.unlogged, "expired_total", d.spool.Stats().Expired.Events,
+		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	d.aged.unlogged, d.aged.lastLog = 0, now
 	markReported(d.spool, d.opts.Logger, wal.Losses{Expired: d.spool.Stats().Expired.Events})
 }
 

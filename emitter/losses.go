@@ -77,32 +77,22 @@ func markReported(spool *wal.WAL, logger *slog.Logger, r wal.Losses) {
 	}
 }
 
-// lossLog logs one kind of loss: the first at once, then at most one line
-// per interval with the count since the last line, and the rest at Close,
-// so the lines add up to the total.
+// lossLog logs one kind of loss Emit's callers meet (reporter, under mu):
+// the first at once, then at most one line per interval with the count
+// since the last line, and the rest at Close, so the lines add up to the
+// total.
 type lossLog struct {
-	mu       sync.Mutex
-	interval time.Duration
-	last     time.Time
-	unlogged uint64
+	mu  sync.Mutex
+	rep reporter
 }
 
 // add counts n more and reports whether a line is due now (or anyway when
 // final); the caller holds mu.
-func (l *lossLog) add(n uint64, final bool) bool {
-	l.unlogged += n
-	now := time.Now()
-	if l.unlogged == 0 || (!final && !l.last.IsZero() && now.Sub(l.last) < l.interval) {
-		return false
-	}
-	l.last = now
-	return true
-}
+func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(time.Now(), n, final) }
 
 // take returns the count to log and starts the next; the caller holds mu.
 func (l *lossLog) take() uint64 {
-	n := l.unlogged
-	l.unlogged = 0
+	n, _ := l.rep.take(time.Now())
 	return n
 }
 

@@ -14,13 +14,12 @@ import (
 // Something other than a socket at the socket's path is not an outage but
 // a wrong path: one error line says so, however long it lasts.
 type outage struct {
-	addr     string
-	interval time.Duration
-	log      *slog.Logger
+	addr string
+	log  *slog.Logger
 
 	mu        sync.Mutex // guards start, read by Stats
 	start     time.Time
-	lastWarn  time.Time // zero: no warning yet in this outage
+	rep       reporter // this outage's warnings
 	failures  int
 	notSocket bool // the wrong path was reported
 }
@@ -47,13 +46,15 @@ func (o *outage) down(err error, pending func() uint64, since time.Time) {
 		return
 	}
 	o.notSocket = false
-	switch {
-	case o.lastWarn.IsZero():
-		o.lastWarn = now
+	first := o.rep.last.IsZero()
+	if !o.rep.occurred(now) {
+		return
+	}
+	o.rep.take(now)
+	if first {
 		o.log.Warn("receiver unreachable; spooling events until it is back",
 			"addr", o.addr, "error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
-	case now.Sub(o.lastWarn) >= o.interval:
-		o.lastWarn = now
+	} else {
 		o.log.Warn("receiver still unreachable",
 			"addr", o.addr, "down_for", now.Sub(o.start).Round(time.Millisecond).String(), "failures", o.failures,
 			"error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
@@ -69,7 +70,7 @@ func (o *outage) up(pending func() uint64) {
 	o.log.Info("receiver reachable again",
 		"addr", o.addr, "outage", time.Since(o.start).Round(time.Millisecond).String(),
 		"failures", o.failures, "events_held_back", pending())
-	o.start, o.lastWarn, o.failures, o.notSocket = time.Time{}, time.Time{}, 0, false
+	o.start, o.rep, o.failures, o.notSocket = time.Time{}, reporter{interval: o.rep.interval}, 0, false
 }
 
 func (o *outage) started() time.Time {

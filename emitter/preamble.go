@@ -37,7 +37,7 @@ var ErrPreamble = errors.New("emitter: connection preamble failed")
 type preambleState struct {
 	running atomic.Bool   // the hook is running: the drainer waits on it, by design
 	errors  atomic.Uint64 // failed hooks and preamble writes
-	warn    limiter
+	warn    reporter
 }
 
 // preamble runs Options.Preamble on the connection just made. On failure
@@ -65,7 +65,7 @@ func (d *drainer) preamble() error {
 	d.pre.errors.Add(1)
 	d.pre.warn.interval = d.opts.WarnInterval
 	d.record(func(*linkStats) {}, err)
-	d.pre.warn.log(d.opts.Logger, "connection preamble failed; reconnecting",
+	d.pre.warn.warn(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
 }

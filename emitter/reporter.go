@@ -1,0 +1,52 @@
+package emitter
+
+import (
+	"log/slog"
+	"time"
+)
+
+// reporter rate-limits one repeated warning, so a fault that lasts hours
+// logs a line every WarnInterval, not one per event: the first is reported
+// at once, then at most one report per interval, with what accumulated
+// since (events, and the occurrences left out); a final report takes what
+// is left. It has no lock: its user keeps it under its own.
+type reporter struct {
+	interval time.Duration
+	last     time.Time // the last report; zero: none yet
+	events   uint64    // events noted since the last report
+	seen     int       // occurrences noted since the last report
+}
+
+// occurred notes one occurrence and reports whether a report is due.
+func (r *reporter) occurred(now time.Time) bool {
+	r.seen++
+	return r.last.IsZero() || now.Sub(r.last) >= r.interval
+}
+
+// lost notes n events and reports whether a report of them is due: there
+// are some, and it is the first, the interval has passed, or final.
+func (r *reporter) lost(now time.Time, n uint64, final bool) bool {
+	r.events += n
+	return r.events > 0 && (final || r.last.IsZero() || now.Sub(r.last) >= r.interval)
+}
+
+// take marks a report made at now, and returns the events it reports and
+// how many occurrences before this one were left out.
+func (r *reporter) take(now time.Time) (events uint64, left int) {
+	events, left = r.events, max(r.seen-1, 0)
+	r.events, r.seen, r.last = 0, 0, now
+	return events, left
+}
+
+// warn logs msg if a report is due, with the occurrences left out since
+// the last one.
+func (r *reporter) warn(lg *slog.Logger, msg string, args ...any) {
+	now := time.Now()
+	if !r.occurred(now) {
+		return
+	}
+	if _, left := r.take(now); left > 0 {
+		args = append(args, "suppressed_since_last", left)
+	}
+	lg.Warn(msg, args...)
+}
