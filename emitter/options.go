@@ -165,16 +165,23 @@ type Options struct {
 	// false.
 	AckOnWrite bool
 
-	// Clock is the time source of everything the emitter times: the
-	// stamps on events, MaxAge, the replay window, stall and backoff
-	// clocks. Tests pass a *clock.Fake (internal/clock) to step time
-	// instead of sleeping. Default: the system clock.
+	// Clock is the time source of the stamps on events, their ages
+	// (MaxAge) and the delivery hold (Hold, MaxHold): a test steps it
+	// instead of sleeping. The connection's own timing (dial pauses,
+	// replay linger, stalls, write deadlines) is the system's. Default:
+	// the system clock, with ages on CLOCK_BOOTTIME.
 	Clock Clock
 }
 
-// Clock is the emitter's time source: the wall clock, CLOCK_BOOTTIME and
-// timers. See internal/clock for the system clock and a fake.
+// Clock is the emitter's time source: the wall clock (Now), a clock that
+// counts through suspend and ignores wall-clock steps (Boot), the boot's
+// identity (BootID: events of an earlier boot are aged on the wall clock)
+// and timers. A program implements it with these exported types only.
 type Clock = clock.Clock
+
+// Timer is a Clock's timer: C fires once the duration passed; Stop and
+// Reset behave as time.Timer's.
+type Timer = clock.Timer
 
 func (o *Options) withDefaults() (Options, error) {
 	var c Options
