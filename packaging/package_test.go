@@ -115,6 +115,7 @@ func checkFileList(t *testing.T, deb string) {
 		"/usr/share/doc/evspool/docs/operations.md":             "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/docs/delivery.md":               "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/docs/daemon.md":                 "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/spool.md":                  "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/examples/evspool-ptp4l.service": "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/examples/kubernetes.yaml":       "-rw-r--r-- root/root",
 	}

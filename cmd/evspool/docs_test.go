@@ -29,7 +29,7 @@ import (
 const repoRoot = "../.."
 
 // docFiles are the pages checked, relative to the repository's root.
-var docFiles = []string{"README.md", "docs/delivery.md", "docs/operations.md", "docs/daemon.md", "bench/README.md"}
+var docFiles = []string{"README.md", "docs/delivery.md", "docs/operations.md", "docs/daemon.md", "docs/spool.md", "bench/README.md"}
 
 var subcommands = []string{"run", "exec", "inspect", "sink", "demo"}
 
