@@ -86,8 +86,8 @@
 //
 // # Outages
 //
-// A receiver that goes away while the connection is idle is noticed within
-// 100 ms. An outage logs one warning when it starts, with the error and its
+// A receiver that goes away while the connection is idle is noticed when it
+// does (the socket becomes readable). An outage logs one warning when it starts, with the error and its
 // class (broken_pipe, connection_refused, no_such_socket, timeout,
 // permission...), at most one more every 30 s, and one info line when it
 // ends with its length and the events held back. A stalled receiver's outage

@@ -30,8 +30,8 @@ line, to re-inject them once the receiver is fixed:
 (then remove DIR/dead-letters yourself; inspect never changes anything).
 
 A spool that a running evspool holds is locked; inspect then says so and shows
-the status that evspool keeps beside the spool (DIR/status.json, rewritten
-every second) with its age. inspect never keeps 'evspool run' from starting: it
+the status that evspool keeps beside the spool (DIR/status.json, written
+when it changes) with its age. inspect never keeps 'evspool run' from starting: it
 holds no lock of the spool while it reads, and if a run takes the spool
 meanwhile it stops reading and shows that run's status (waiting up to 3 s for
 its first). A damaged spool is reported as such (the next

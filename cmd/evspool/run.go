@@ -19,7 +19,7 @@ then echoed to stdout (so every echoed line is durable), then delivered in
 order to the receiver at --socket. At end of input it keeps delivering until
 the spool is empty or --drain-timeout passes.
 
-While it runs it keeps DIR/status.json up to date (every second), which
+While it runs it keeps DIR/status.json up to date (written when it changes), which
 'evspool inspect' shows. Started with more than 10,000 events spooled, it logs
 the replay's progress every 5 s until the backlog is delivered.
 
