@@ -22,12 +22,11 @@ import (
 // Ceiling compares one way of using the library with raw bbolt doing the
 // same work at the same commit size (fsync on, default options), in this
 // process, side by side: each round runs both, in alternating order, and the
-// target is judged on the median of the rounds' ratios (issue 13).
+// target is judged on the median of the rounds' ratios.
 type Ceiling struct {
 	Name          string    `json:"name"`
 	Events        int       `json:"events"`
 	Target        float64   `json:"target"`
-	Issue         string    `json:"issue"` // the issue that set Target
 	EvspoolPerSec []float64 `json:"evspool_events_per_sec"`
 	RawPerSec     []float64 `json:"raw_events_per_sec"`
 	RoundRatios   []float64 `json:"round_ratios"`
@@ -37,10 +36,10 @@ type Ceiling struct {
 	LoadAvgBefore string `json:"loadavg_before"`
 	LoadAvgAfter  string `json:"loadavg_after"`
 	// For the rows that emit: events per append commit (group commit's
-	// batch) and the Emit call's p99, per evspool round (issue 20).
+	// batch) and the Emit call's p99, per evspool round.
 	EventsPerCommit []float64 `json:"events_per_commit,omitempty"`
 	EmitP99Ms       []float64 `json:"emit_p99_ms,omitempty"`
-	// Where a commit's time goes, per round, in µs per commit (issue 20):
+	// Where a commit's time goes, per round, in µs per commit:
 	// the wall time of the round over its commits, of it the transactions
 	// (bbolt Update, from begin to the last fsync), and of those bbolt's
 	// page writes and fsyncs; for evspool and for raw bbolt.
@@ -50,7 +49,7 @@ type Ceiling struct {
 	RawCommitUs     []float64 `json:"raw_commit_us,omitempty"`
 	RawTxUs         []float64 `json:"raw_tx_us,omitempty"`
 	RawWriteUs      []float64 `json:"raw_write_us,omitempty"`
-	// The 64-goroutine row's third side (issue 20): the least a group
+	// The 64-goroutine row's third side: the least a group
 	// commit can do on plain bbolt, the same 64 callers, one event per call,
 	// a commit's events under one key;
 	// its events/s per round, its ratio to raw bbolt's, and evspool's to it.
@@ -93,7 +92,6 @@ type ceilingCase struct {
 	name    string
 	events  int
 	target  float64
-	issue   string
 	evspool func(dir string, events int) (sideRun, error)
 	raw     func(dir string, events int) (sideRun, error)
 	group   func(dir string, events int) (sideRun, error)
@@ -126,15 +124,15 @@ func ceilingCases(quick bool) []ceilingCase {
 	}
 	drain := &drainRig{events: backlog}
 	return []ceilingCase{
-		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n, 0.85, "issue 20",
+		{"library, 64 goroutines × 1 event per Emit, to a receiver, vs raw bbolt 64-event commits", n, 0.85,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 64, 1) },
 			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 64) },
 			func(dir string, n int) (sideRun, error) { return rawGroupCommits(dir, n, 64) },
 			func(dir string, n int) (sideRun, error) { return spoolAlone(dir, n, 64) }},
-		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n, 0.8, "issue 13",
+		{"library, 100-event Emits, to a receiver, vs raw bbolt 100-event commits", 2 * n, 0.8,
 			func(dir string, n int) (sideRun, error) { return emitToReceiver(dir, n, 1, 100) },
 			func(dir string, n int) (sideRun, error) { return rawCommits(dir, n, 100) }, nil, nil},
-		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog, 0.8, "issue 13",
+		{fmt.Sprintf("wal backlog drain (%d pending, Read + Ack 1,000 at a time) vs raw bbolt read and delete 1,000 per commit", backlog), backlog, 0.8,
 			timed(drain.evspool), timed(drain.raw), nil, nil},
 	}
 }
@@ -144,7 +142,7 @@ func ceilingCases(quick bool) []ceilingCase {
 func runCeilings(tmp string, quick bool, rounds int, prog *progress) ([]*Ceiling, *ResumeFig) {
 	var out []*Ceiling
 	for _, cc := range ceilingCases(quick) {
-		c := &Ceiling{Name: cc.name, Events: cc.events, Target: cc.target, Issue: cc.issue, LoadAvgBefore: loadAvg()}
+		c := &Ceiling{Name: cc.name, Events: cc.events, Target: cc.target, LoadAvgBefore: loadAvg()}
 		out = append(out, c)
 		sides := []string{"evspool", "raw bbolt"}
 		if cc.group != nil {

@@ -40,7 +40,7 @@ type options struct {
 	e2eEvents  int
 	e2eRounds  int
 	skipE2E    bool
-	// the library vs raw bbolt at the same commit size, and resume (issue 13)
+	// the library vs raw bbolt at the same commit size, and resume
 	skipCeilings  bool
 	ceilingRounds int
 	rounds        int

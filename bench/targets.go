@@ -40,19 +40,19 @@ func targets(res *Results) []Target {
 		out = append(out, orderTarget(res, c))
 	}
 	out = append(out, restartRatioTarget(res, cEvspoolFsync), resumeTarget(res, cEvspoolFsync))
-	e := Target{Name: "`evspool run` ≥ 0.8 × raw bbolt group commit, median of side-by-side rounds (issue 13; issue 3 asked 0.5)", Measured: "–"}
+	e := Target{Name: "`evspool run` ≥ 0.8 × raw bbolt group commit, median of side-by-side rounds", Measured: "–"}
 	if x := res.E2E; x != nil && x.Error == "" {
 		e.Measured = fmt.Sprintf("%.2f× (rounds %s; pooled %.2f×)", x.MedianRatio, ratios(x.RoundRatios), x.Ratio)
 		e.Met = met(x.MedianRatio >= 0.8)
 	}
 	out = append(out, e)
 	out = append(out, ceilingTargets(res)...)
-	r := Target{Name: "evspool RssAnon ≤ 64 MiB with a 1M-event backlog (issue 3)", Measured: "–"}
+	r := Target{Name: "evspool RssAnon ≤ 64 MiB with a 1M-event backlog", Measured: "–"}
 	if f := res.find("backlog", cEvspoolFsync); f != nil {
 		r.Measured, r.Met = mib(f.PeakRSSAnon), met(f.PeakRSSAnon <= 64<<20)
 	}
 	out = append(out, r)
-	p := Target{Name: "evspool p99 emit-to-received ≤ 5 ms at 1,000 events/s (issue 3)", Measured: "–"}
+	p := Target{Name: "evspool p99 emit-to-received ≤ 5 ms at 1,000 events/s", Measured: "–"}
 	if f := res.find("paced", cEvspoolFsync); f != nil {
 		p.Measured, p.Met = ms(f.LatencyMs.P99)+" ms", met(f.LatencyMs.P99 <= 5)
 	}
@@ -167,11 +167,11 @@ func commitBreakdown(c *Ceiling) string {
 }
 
 // ceilingTargets: the library against raw bbolt at the same commit size, and
-// resume (issue 13).
+// resume.
 func ceilingTargets(res *Results) []Target {
 	var out []Target
 	for _, c := range res.Ceilings {
-		t := Target{Name: fmt.Sprintf("%s ≥ %.2g×, median of side-by-side rounds (%s)", c.Name, c.Target, c.Issue), Measured: "–"}
+		t := Target{Name: fmt.Sprintf("%s ≥ %.2g×, median of side-by-side rounds", c.Name, c.Target), Measured: "–"}
 		if c.Error == "" && len(c.RoundRatios) > 0 {
 			t.Measured = fmt.Sprintf("%.2f× (rounds %s; %s vs %s events/s median)", c.MedianRatio, ratios(c.RoundRatios),
 				humanRate(median(c.EvspoolPerSec)), humanRate(median(c.RawPerSec)))
@@ -196,7 +196,7 @@ func ceilingTargets(res *Results) []Target {
 		out = append(out, t)
 	}
 	if r := res.Resume; r != nil {
-		t := Target{Name: "library: resume p50 ≤ 10 ms, receiver listening again to first event received (issue 13)", Measured: "–"}
+		t := Target{Name: "library: resume p50 ≤ 10 ms, receiver listening again to first event received", Measured: "–"}
 		if r.Error == "" && len(r.Ms) > 0 {
 			t.Measured = fmt.Sprintf("%.2f ms (max %.2f, %d restarts)", r.P50Ms, r.MaxMs, len(r.Ms))
 			t.Met = met(r.P50Ms <= 10)

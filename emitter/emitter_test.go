@@ -211,8 +211,7 @@ func TestSlowReceiver(t *testing.T) {
 	require.Equal(t, 1, r.logs.count(slog.LevelWarn, "receiver is not reading; keeping the connection"), "rate-limited")
 }
 
-// A receiver slower than the stall timeout keeps its connection (issue 16:
-// a new one would only be read beside the old one, out of order): nothing
+// A receiver slower than the stall timeout keeps its connection (a new one would only be read beside the old one, out of order): nothing
 // is resent, nothing reordered.
 func TestStalledReceiverKeepsConnection(t *testing.T) {
 	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})

@@ -36,7 +36,7 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	return d, peer
 }
 
-// Issue 20: the reading after a chunk proves the next chunk's room without
+// The reading after a chunk proves the next chunk's room without
 // a new reading; a proof that does not cover the chunk, or none, takes one.
 func TestRoomProofSkipsTheReading(t *testing.T) {
 	d, peer := roomRig(t)

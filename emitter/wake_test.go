@@ -19,7 +19,7 @@ func woken(d *drainer) bool {
 }
 
 // The callers of one group commit return one by one: only those whose events
-// the drainer has not read yet wake it (issue 20).
+// the drainer has not read yet wake it.
 func TestNotifyForSkipsWhatTheDrainerRead(t *testing.T) {
 	d := &drainer{wake: make(chan struct{}, 1)}
 	d.notifyFor(1)

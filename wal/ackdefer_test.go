@@ -68,7 +68,7 @@ func TestAckRidesOnNextAppend(t *testing.T) {
 	t.Logf("%d append+ack rounds: %d commits, %d entries left in the file", rounds, commits, keys)
 	require.LessOrEqual(t, commits, rounds+1, "acknowledgements cost commits of their own")
 	require.Zero(t, w.Stats().AckCommits)
-	// The deletions ride in runs of rideMin (issue 20): of the 400, the
+	// The deletions ride in runs of rideMin: of the 400, the
 	// file keeps fewer than rideMin plus the last append's two.
 	require.Less(t, keys, rideMin+2, "appends did not delete what was acknowledged before them")
 	require.Equal(t, 2*rounds%rideMin, keys, "deleted in runs of other than rideMin")

@@ -222,7 +222,7 @@ func benchRawBolt(b *testing.B, size int) {
 // them in one transaction, and wakes them all with one channel close. No
 // record header, meta, accounting or pooling. What it loses to
 // BenchmarkRawBolt/batch64 is the callers' way back between commits, which
-// no group commit avoids. On 2 cores (2026-12-01, issue 20; 14 runs of
+// no group commit avoids. On 2 cores (2026-12-01; 14 runs of
 // `-bench 'RawBoltGroup64|RawBolt/batch64|Append/concurrent64/fsync=on'
 // -benchtime 20000x`, ratios within a run) keys made 0.70-1.17x of
 // batch64's events/s, median 0.88x, and Append/concurrent64/fsync=on made

@@ -16,7 +16,7 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// The five cases of issue 17, each a spool damaged as a flipped bit (or a
+// Five kinds of damage, each a spool damaged as a flipped bit (or a
 // cut with fsync off) leaves it. In each, Open must report the damage
 // (Salvaged), keep every pending event the damage did not touch, number on
 // above everything handed out, and new appends must survive a reopen.

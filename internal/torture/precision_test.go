@@ -17,10 +17,10 @@ import (
 	"github.com/evspool/evspool/internal/verify"
 )
 
-// Precision (issue 16): what evspool resends, sets aside and reconnects
+// Precision: what evspool resends, sets aside and reconnects
 // beyond what a fault makes necessary, against the cloud-event-proxy-like
 // receiver child. Each test prints its figures ("precision: ..."); the long
-// variants (make torture) are the issue's figures; they run only there, as
+// variants (make torture) are the figures docs/delivery.md quotes; they run only there, as
 // make test must stay fast (the emitter's delivery tests cover the same
 // decisions without a socket).
 
@@ -213,7 +213,7 @@ func TestPrecisionFrozen(t *testing.T) {
 
 // TestPrecisionTCPPoison: the line that makes the receiver re-execute
 // itself, over TCP, where "read" only means its kernel took the bytes: no
-// event may be lost (issue 16: 2-15 lost in 4 of 10 runs before). Lost is
+// event may be lost. Lost is
 // neither handled nor still spooled when the run stops.
 func TestPrecisionTCPPoison(t *testing.T) {
 	skipShort(t)
