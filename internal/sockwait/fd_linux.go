@@ -59,32 +59,30 @@ func outq(fd uintptr) (int, error) {
 // TCP peer that closed after reading everything only sent a FIN, which looks
 // like a half-close until our next write draws its reset (POLLERR, POLLHUP).
 func hungUp(fd uintptr) (bool, error) {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: hangupEvents}}
-	for {
-		_, err := unix.Poll(fds, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("sockwait: poll: %w", err)
-		}
-		return fds[0].Revents&(hangupEvents|unix.POLLNVAL) != 0, nil
-	}
+	rev, err := pollNow(fd, hangupEvents)
+	return rev&(hangupEvents|unix.POLLNVAL) != 0, err
 }
 
 // closedWrite polls fd for POLLRDHUP with a zero timeout: the peer will
 // send nothing more.
 func closedWrite(fd uintptr) (bool, error) {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: pollRDHUP}}
+	rev, err := pollNow(fd, pollRDHUP)
+	return rev&(pollRDHUP|unix.POLLHUP|unix.POLLNVAL) != 0, err
+}
+
+// pollNow polls fd for events with a zero timeout, again after EINTR, and
+// returns the events reported; on an error, none.
+func pollNow(fd uintptr, events int16) (int16, error) {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
 	for {
 		_, err := unix.Poll(fds, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("sockwait: poll: %w", err)
+			return 0, fmt.Errorf("sockwait: poll: %w", err)
 		}
-		return fds[0].Revents&(pollRDHUP|unix.POLLHUP|unix.POLLNVAL) != 0, nil
+		return fds[0].Revents, nil
 	}
 }
 
@@ -104,12 +102,6 @@ func pendingError(fd uintptr) error {
 // even with MSG_PEEK, would clear a pending ECONNRESET, which tells a peer
 // that closed with bytes unread from one that read everything.
 func readable(fd uintptr) bool {
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN | pollRDHUP}}
-	for {
-		_, err := unix.Poll(fds, 0)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return err != nil || fds[0].Revents != 0
-	}
+	rev, err := pollNow(fd, unix.POLLIN|pollRDHUP)
+	return err != nil || rev != 0
 }
