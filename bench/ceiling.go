@@ -428,8 +428,8 @@ func readAndAck(w *wal.WAL, n uint64, readTo *atomic.Uint64, wake <-chan struct{
 	idle := time.NewTimer(time.Millisecond)
 	defer idle.Stop()
 	for from := uint64(1); from <= n; {
-		if started, by, ok := w.Regrouping(); ok {
-			if wait := time.Until(by); wait > 0 {
+		if started, wait, ok := w.Regrouping(); ok {
+			if wait > 0 {
 				t := time.NewTimer(wait)
 				select {
 				case <-started:

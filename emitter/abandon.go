@@ -45,10 +45,10 @@ func (d *drainer) awaitRoom(n int) error {
 	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
-	deadline := time.Now().Add(d.opts.WriteTimeout)
+	deadline := d.clk.Now().Add(d.opts.WriteTimeout)
 	interval := sockwait.DefaultMinInterval
 	raised := false
-	t := time.NewTimer(time.Hour)
+	t := d.clk.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		sndbuf, queued, err := sendMem(rc)
@@ -65,12 +65,12 @@ func (d *drainer) awaitRoom(n int) error {
 			d.w.room.sndbuf = sndbuf
 			return nil
 		}
-		if time.Now().After(deadline) {
+		if d.clk.Now().After(deadline) {
 			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
 		t.Reset(interval)
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}
@@ -84,7 +84,7 @@ func (d *drainer) awaitRoom(n int) error {
 // after ours is set: a Close before that is seen here, one after it sets its
 // past deadline over ours.
 func (d *drainer) armWrite() error {
-	if err := d.w.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
+	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
 		return err
 	}
 	return d.ctx.Err()

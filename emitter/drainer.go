@@ -11,7 +11,6 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 
-	"github.com/evspool/evspool/internal/clock"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -43,7 +42,7 @@ type drainer struct {
 	done   chan struct{}
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
-	clk   Clock // the connection's clock: see newDrainer
+	clk   Clock // Options.Clock: every wait and every now
 	dv    *delivery
 	w     wire
 	held  held
@@ -58,7 +57,8 @@ type drainer struct {
 	health health        // see health.go
 	gate   gate          // see gate.go
 	preGen uint64        // the gate's generation at this connection's last preamble
-	// regroupT times awaitRegroup's wait (send.go), reused.
+	// regroupT times awaitRegroup's wait (send.go), reused: a real-time
+	// timer, as the spool's group commit it waits on runs on real time.
 	regroupT *time.Timer
 	// scans are the reader scans in flight (peer.go), waited for at stop.
 	scans sync.WaitGroup
@@ -81,7 +81,7 @@ type wire struct {
 	// nil once seen: the connection is then polled while idle.
 	hup <-chan struct{}
 	// poll times an idle drainer's next look, reused.
-	poll *time.Timer
+	poll Timer
 }
 
 // sendRoom is what the readings taken around the last chunk prove about a
@@ -113,6 +113,7 @@ type dialState struct {
 type warns struct {
 	delivery   reporter // slow, frozen and crash-loop receivers
 	deadLetter reporter
+	preamble   reporter
 }
 
 type linkStats struct {
@@ -137,18 +138,14 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	bo.MaxElapsedTime = 0 // never give up
 	bo.Reset()
 	d := &drainer{
-		// Options.Clock stamps events and ages them (MaxAge); the
-		// connection's timing (replay linger, stalls, pauses) is real
-		// time, which delivery is handed as now: tests step delivery
-		// itself with any time they like.
-		clk:  clock.System(),
+		clk: opts.Clock, health: health{clk: opts.Clock},
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
 		dv: newDelivery(deliveryConfigOf(opts)), dial: dialState{bo: bo}, progress: make(chan struct{}),
-		drops: dropLog{seen: dropped, rep: reporter{interval: opts.WarnInterval}},
-		aged:  expiredLog{rep: reporter{interval: opts.WarnInterval}},
-		out:   outage{addr: addr, rep: reporter{interval: opts.WarnInterval}, log: opts.Logger},
-		warns: warns{delivery: reporter{interval: opts.WarnInterval}, deadLetter: reporter{interval: opts.WarnInterval}},
+		drops: dropLog{seen: dropped, rep: newReporter(opts)},
+		aged:  expiredLog{rep: newReporter(opts)},
+		out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
+		warns: warns{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts)},
 	}
 	d.restoreStrikes()
 	d.openPeerNotes()
@@ -228,12 +225,12 @@ func (d *drainer) idle() {
 	var poll <-chan time.Time
 	if d.idlePoll() {
 		if d.w.poll == nil {
-			d.w.poll = time.NewTimer(idleCheck)
+			d.w.poll = d.clk.NewTimer(idleCheck)
 		} else {
 			d.w.poll.Reset(idleCheck)
 		}
 		defer d.w.poll.Stop()
-		poll = d.w.poll.C
+		poll = d.w.poll.C()
 	}
 	d.health.idle(true)
 	defer d.health.idle(false)
@@ -274,8 +271,8 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	if !ok {
 		return nil, func() {}
 	}
-	t := time.NewTimer(at.Sub(d.clk.Now()))
-	return t.C, func() { t.Stop() }
+	t := d.clk.NewTimer(at.Sub(d.clk.Now()))
+	return t.C(), func() { t.Stop() }
 }
 
 // onDeadline steps delivery at its deadline. Where the socket can be

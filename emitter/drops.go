@@ -23,7 +23,7 @@ type dropLog struct {
 
 // check logs new drops if the interval has passed, or anyway when final.
 func (d *drainer) checkDrops(final bool) {
-	now := time.Now()
+	now := d.clk.Now()
 	if !final && now.Sub(d.drops.lastCheck) < dropCheckEvery {
 		return
 	}
@@ -33,10 +33,10 @@ func (d *drainer) checkDrops(final bool) {
 	total := st.DroppedOldest.Events
 	n := total - min(d.drops.seen, total)
 	d.drops.seen = max(d.drops.seen, total)
-	if !d.drops.rep.lost(now, n, final) {
+	if !d.drops.rep.lost(n, final) {
 		return
 	}
-	dropped, _ := d.drops.rep.take(now)
+	dropped, _ := d.drops.rep.take()
 	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
 		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
 		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")

@@ -78,7 +78,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 			"removed_damaged_copies", r.RemovedCopies)
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
-		notSpooled: lossLog{rep: reporter{interval: o.WarnInterval}}, refused: lossLog{rep: reporter{interval: o.WarnInterval}}}
+		notSpooled: lossLog{rep: newReporter(&o)}, refused: lossLog{rep: newReporter(&o)}}
 	e.atOpen = spool.Stats()
 	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
 	e.d = newDrainer(addr, &e.opts, spool)
@@ -127,11 +127,11 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	}
 	var begin time.Time
 	if e.opts.OnCommit != nil {
-		begin = time.Now()
+		begin = e.opts.Clock.Now()
 	}
 	last, err := e.spool.Append(ctx, clean...)
 	if e.opts.OnCommit != nil {
-		e.opts.OnCommit(time.Since(begin), len(clean), err)
+		e.opts.OnCommit(e.opts.Clock.Now().Sub(begin), len(clean), err)
 	}
 	e.d.health.noteCommit(err) // for Ready
 	if err != nil {

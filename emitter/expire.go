@@ -2,7 +2,6 @@ package emitter
 
 import (
 	"sync/atomic"
-	"time"
 
 	"github.com/evspool/evspool/wal"
 )
@@ -55,18 +54,18 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	}
 	d.dv.skipTo(entries[old-1].Seq + 1)
 	d.aged.here.Add(gone.Events)
-	d.logExpired(gone, now, false)
+	d.logExpired(gone, false)
 	d.progressed()
 	return nil, old, nil
 }
 
 // logExpired counts gone and logs what was not logged yet if the interval
 // has passed, or anyway when final (at Close).
-func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
-	if !d.aged.rep.lost(now, gone.Events, final) {
+func (d *drainer) logExpired(gone wal.Counter, final bool) {
+	if !d.aged.rep.lost(gone.Events, final) {
 		return
 	}
-	expired, _ := d.aged.rep.take(now)
+	expired, _ := d.aged.rep.take()
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())

@@ -26,8 +26,9 @@ func (r *rig) flushLossy(d time.Duration) {
 	}
 }
 
-// newClock is a fake clock for Options.Clock.
-func newClock() *clock.Fake { return clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
+// newClock is a clock for Options.Clock that runs with real time and that
+// a test can move on (age events) or step (the wall clock).
+func newClock() *clock.Fake { return clock.NewRunning(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
 
 // After a long outage, events older than MaxAge are dropped unsent, counted
 // and logged once; the fresh ones are delivered, in order.

@@ -51,7 +51,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	// numbers between the first and the last, which may hold holes (salvage
 	// resumes numbering above its reservation) that no event fills.
 	waited := before.Spool.PendingEvents
-	tick := time.NewTicker(flushPoll)
+	tick := e.opts.Clock.NewTimer(flushPoll)
 	defer tick.Stop()
 	var settle time.Time
 	for {
@@ -62,15 +62,16 @@ func (e *Emitter) Flush(ctx context.Context) error {
 			// dead letter or an expiry is not reported as a delivery.
 			after := e.Stats()
 			if settle.IsZero() {
-				settle = time.Now().Add(flushSettle)
+				settle = e.opts.Clock.Now().Add(flushSettle)
 			}
-			if accounted(waited, before, after) || time.Now().After(settle) {
+			if accounted(waited, before, after) || e.opts.Clock.Now().After(settle) {
 				return flushResult(waited, before, after)
 			}
 		}
+		tick.Reset(flushPoll)
 		select {
 		case <-progress:
-		case <-tick.C:
+		case <-tick.C():
 		case <-e.d.done:
 			return ErrClosed
 		case <-ctx.Done():

@@ -143,9 +143,10 @@ func (d *drainer) waitGate() bool {
 	if open {
 		return true
 	}
-	check := time.NewTicker(idleCheck)
+	check := d.clk.NewTimer(idleCheck)
 	defer check.Stop()
 	for !open {
+		check.Reset(idleCheck)
 		limit, stopLimit := d.holdTimer(left)
 		expiry, stopExpiry := d.deadlineTimer()
 		select {
@@ -153,7 +154,7 @@ func (d *drainer) waitGate() bool {
 		case <-limit:
 		case <-expiry:
 			d.onDeadline()
-		case <-check.C:
+		case <-check.C():
 			d.onIdleCheck()
 		case <-d.ctx.Done():
 		}

@@ -22,13 +22,14 @@ var (
 // health is what Alive and Ready read: the drainer's heartbeat, stamped at
 // each step of its loops, and the outcome of the last spool commit.
 type health struct {
-	lastBeat   atomic.Int64 // unix ns
+	clk        Clock
+	lastBeat   atomic.Int64 // Clock.Boot, ns
 	idling     atomic.Bool  // waiting for work, not stuck in a call
 	commitErr  atomic.Pointer[string]
 	commitErrT atomic.Int64
 }
 
-func (h *health) beat() { h.lastBeat.Store(time.Now().UnixNano()) }
+func (h *health) beat() { h.lastBeat.Store(int64(h.clk.Boot())) }
 
 // idle marks the drainer waiting for work (an event, the socket, a
 // deadline) or back from that wait. A drainer that waits on channels is not
@@ -54,7 +55,7 @@ func (h *health) noteCommit(err error) {
 	}
 	msg := err.Error()
 	h.commitErr.Store(&msg)
-	h.commitErrT.Store(time.Now().UnixNano())
+	h.commitErrT.Store(int64(h.clk.Boot()))
 }
 
 // wedgedAfter is how long the drainer may go without a heartbeat before
@@ -83,7 +84,7 @@ func (e *Emitter) Alive() error {
 		return nil
 	}
 	beat := e.d.health.lastBeat.Load()
-	since := time.Since(time.Unix(0, beat))
+	since := e.opts.Clock.Boot() - time.Duration(beat)
 	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
 		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
 			ErrNotAlive, since.Round(time.Millisecond), limit)
@@ -104,9 +105,9 @@ func (e *Emitter) Ready() error {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	if msg := e.d.health.commitErr.Load(); msg != nil {
-		at := time.Unix(0, e.d.health.commitErrT.Load())
+		ago := e.opts.Clock.Boot() - time.Duration(e.d.health.commitErrT.Load())
 		return fmt.Errorf("%w: the last spool commit failed %v ago: %s", ErrNotReady,
-			time.Since(at).Round(time.Millisecond), *msg)
+			ago.Round(time.Millisecond), *msg)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/evspool/evspool/wal"
 )
@@ -88,11 +87,11 @@ type lossLog struct {
 
 // add counts n more and reports whether a line is due now (or anyway when
 // final); the caller holds mu.
-func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(time.Now(), n, final) }
+func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(n, final) }
 
 // take returns the count to log and starts the next; the caller holds mu.
 func (l *lossLog) take() uint64 {
-	n, _ := l.rep.take(time.Now())
+	n, _ := l.rep.take()
 	return n
 }
 
@@ -184,7 +183,7 @@ func (d *drainer) unreadableLogged() {
 // at Close, the drainer gone.
 func (e *Emitter) reportFinal() {
 	e.d.checkDrops(true) // and unreadable events
-	e.d.logExpired(wal.Counter{}, time.Now(), true)
+	e.d.logExpired(wal.Counter{}, true)
 	e.notSpooled.mu.Lock()
 	if e.notSpooled.add(0, true) {
 		e.logNotSpooled("final", true)

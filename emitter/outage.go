@@ -27,7 +27,7 @@ type outage struct {
 // down records a failure. since, when not zero, is when delivery really
 // stopped (a stalled receiver's last read), which starts the outage.
 func (o *outage) down(err error, pending func() uint64, since time.Time) {
-	now := time.Now()
+	now := o.rep.clk.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
@@ -47,10 +47,10 @@ func (o *outage) down(err error, pending func() uint64, since time.Time) {
 	}
 	o.notSocket = false
 	first := o.rep.last.IsZero()
-	if !o.rep.occurred(now) {
+	if !o.rep.occurred() {
 		return
 	}
-	o.rep.take(now)
+	o.rep.take()
 	if first {
 		o.log.Warn("receiver unreachable; spooling events until it is back",
 			"addr", o.addr, "error", err.Error(), "error_class", sockwait.Classify(err), "pending_events", pending())
@@ -68,9 +68,9 @@ func (o *outage) up(pending func() uint64) {
 		return
 	}
 	o.log.Info("receiver reachable again",
-		"addr", o.addr, "outage", time.Since(o.start).Round(time.Millisecond).String(),
+		"addr", o.addr, "outage", o.rep.clk.Now().Sub(o.start).Round(time.Millisecond).String(),
 		"failures", o.failures, "events_held_back", pending())
-	o.start, o.rep, o.failures, o.notSocket = time.Time{}, reporter{interval: o.rep.interval}, 0, false
+	o.start, o.rep, o.failures, o.notSocket = time.Time{}, reporter{clk: o.rep.clk, interval: o.rep.interval}, 0, false
 }
 
 func (o *outage) started() time.Time {

@@ -7,7 +7,8 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
-	"time"
+
+	"github.com/evspool/evspool/internal/sockwait"
 )
 
 // PreambleFunc writes what must come first on a connection: a marker such
@@ -37,7 +38,6 @@ var ErrPreamble = errors.New("emitter: connection preamble failed")
 type preambleState struct {
 	running atomic.Bool   // the hook is running: the drainer waits on it, by design
 	errors  atomic.Uint64 // failed hooks and preamble writes
-	warn    reporter
 }
 
 // preamble runs Options.Preamble on the connection just made. On failure
@@ -63,9 +63,8 @@ func (d *drainer) preamble() error {
 	}
 	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
 	d.pre.errors.Add(1)
-	d.pre.warn.interval = d.opts.WarnInterval
 	d.record(func(*linkStats) {}, err)
-	d.pre.warn.warn(d.opts.Logger, "connection preamble failed; reconnecting",
+	d.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
 }
@@ -105,7 +104,7 @@ func (w *preambleWriter) Write(p []byte) (int, error) {
 		return 0, ErrClosed
 	}
 	defer d.leaveGate()
-	if err := w.conn.SetWriteDeadline(time.Now().Add(d.opts.WriteTimeout)); err != nil {
+	if err := sockwait.ArmWrite(w.conn, d.opts.WriteTimeout); err != nil {
 		return 0, err
 	}
 	n, err := w.conn.Write(p)

@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"context"
 	"os"
 	"time"
 
@@ -54,7 +55,9 @@ func (d *drainer) backoffWait() bool {
 			return d.ctx.Err() == nil
 		}
 	}
-	appeared, err := r.watch.Wait(d.ctx, dur)
+	ctx, cancel := d.timeout(dur)
+	appeared, err := r.watch.Wait(ctx)
+	cancel()
 	if err != nil {
 		r.close() // the directory went: watch it anew next time
 		return d.ctx.Err() == nil
@@ -63,6 +66,22 @@ func (d *drainer) backoffWait() bool {
 		r.quick, r.since = quickDials, d.link.connects
 	}
 	return d.ctx.Err() == nil
+}
+
+// timeout returns a context that ends with the drainer, or once dur has
+// passed on its clock, or at cancel.
+func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	t := d.clk.NewTimer(dur)
+	go func() {
+		defer cancel()
+		defer t.Stop()
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }
 
 func pathExists(path string) bool {

@@ -30,7 +30,7 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	peer, err := ln.Accept()
 	require.NoError(t, err)
 	t.Cleanup(func() { peer.Close() })
-	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second}}
+	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second}, clk: clock.System()}
 	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
 	_, d.w.unix = conn.(*net.UnixConn)
 	return d, peer

@@ -84,12 +84,8 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 // while it waits on fsync, not in the gap between commits.
 // A lone Emit releases no group: no wait.
 func (d *drainer) awaitRegroup() {
-	started, by, ok := d.spool.Regrouping()
-	if !ok {
-		return
-	}
-	wait := time.Until(by)
-	if wait <= 0 {
+	started, wait, ok := d.spool.Regrouping()
+	if !ok || wait <= 0 {
 		return
 	}
 	if d.regroupT == nil {

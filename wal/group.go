@@ -92,17 +92,17 @@ func (g *group) close() {
 
 // regrouping reports whether the callers the last commit released are on
 // their way back to form the next group: then it returns a channel closed
-// when that group's commit starts, and the time by which it will have
-// started if it is coming at all (see gather). A reader that runs in that
+// when that group's commit starts, and how long until it will have started
+// if it is coming at all (see gather). A reader that runs in that
 // window takes the CPU the callers need, and the commit waits for the
 // slowest of them; during the commit the CPU is idle, waiting on fsync.
-func (g *group) regrouping() (<-chan struct{}, time.Time, bool) {
+func (g *group) regrouping() (<-chan struct{}, time.Duration, bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.regroup == nil {
-		return nil, time.Time{}, false
+		return nil, 0, false
 	}
-	return g.regroup, g.regroupBy, true
+	return g.regroup, time.Until(g.regroupBy), true
 }
 
 // regrouped ends the regrouping window. The caller holds g.mu.

@@ -84,13 +84,14 @@ func TestRegrouping(t *testing.T) {
 	require.Len(t, batches[0], 1, "A alone")
 	require.Len(t, batches[1], 2, "B and C together")
 
-	started, by, ok := g.regrouping()
+	started, within, ok := g.regrouping()
 	require.True(t, ok, "a commit of two callers opens the window")
 	g.mu.Lock()
-	released, took := g.released, g.lastCommit
+	released, took, by := g.released, g.lastCommit, g.regroupBy
 	g.mu.Unlock()
 	require.Equal(t, released.Add(min(took+took/2, maxLinger)), by)
 	require.LessOrEqual(t, by.Sub(released), maxLinger)
+	require.LessOrEqual(t, within, maxLinger, "how long is what is left of the window")
 	select {
 	case <-started:
 		t.Fatal("the window closed before the next commit")

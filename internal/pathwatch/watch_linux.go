@@ -40,10 +40,10 @@ func New(path string) (*Watch, error) {
 }
 
 // Wait returns true as soon as the path is created or renamed into place
-// (at once if that happened since the last Wait), false once d has passed
-// or ctx has ended. After ErrGone the watch sees nothing more.
-func (w *Watch) Wait(ctx context.Context, d time.Duration) (bool, error) {
-	if err := w.f.SetReadDeadline(time.Now().Add(d)); err != nil {
+// (at once if that happened since the last Wait), false once ctx has
+// ended. After ErrGone the watch sees nothing more.
+func (w *Watch) Wait(ctx context.Context) (bool, error) {
+	if err := w.f.SetReadDeadline(time.Time{}); err != nil {
 		return false, err
 	}
 	stop := context.AfterFunc(ctx, func() { w.f.SetReadDeadline(time.Unix(1, 0)) })

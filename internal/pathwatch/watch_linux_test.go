@@ -22,7 +22,9 @@ func TestWatchSocketAppears(t *testing.T) {
 	defer w.Close()
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "other"), nil, 0o600))
-	appeared, err := w.Wait(context.Background(), 20*time.Millisecond)
+	short, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	appeared, err := w.Wait(short)
 	require.NoError(t, err)
 	require.False(t, appeared, "another name in the directory")
 
@@ -30,7 +32,7 @@ func TestWatchSocketAppears(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 	start := time.Now()
-	appeared, err = w.Wait(context.Background(), time.Minute)
+	appeared, err = w.Wait(minute(t))
 	require.NoError(t, err)
 	require.True(t, appeared)
 	require.Less(t, time.Since(start), 30*time.Second, "Wait returned on its deadline, not on the event")
@@ -47,7 +49,7 @@ func TestWatchRenamedIntoPlace(t *testing.T) {
 	tmp := filepath.Join(dir, "tmp")
 	require.NoError(t, os.WriteFile(tmp, nil, 0o600))
 	require.NoError(t, os.Rename(tmp, path))
-	appeared, err := w.Wait(context.Background(), time.Minute)
+	appeared, err := w.Wait(minute(t))
 	require.NoError(t, err)
 	require.True(t, appeared)
 }
@@ -62,7 +64,7 @@ func TestWatchContextEnds(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		appeared, err := w.Wait(ctx, time.Hour)
+		appeared, err := w.Wait(ctx)
 		require.NoError(t, err)
 		require.False(t, appeared)
 	}()
@@ -82,6 +84,13 @@ func TestWatchDirectoryGone(t *testing.T) {
 	require.NoError(t, err)
 	defer w.Close()
 	require.NoError(t, os.Remove(dir))
-	_, err = w.Wait(context.Background(), time.Minute)
+	_, err = w.Wait(minute(t))
 	require.True(t, errors.Is(err, ErrGone), "got %v", err)
+}
+
+// minute is a context that ends after a minute, or with the test.
+func minute(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
 }

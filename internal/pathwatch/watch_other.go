@@ -14,7 +14,7 @@ type Watch struct{}
 func New(string) (*Watch, error) { return nil, ErrUnsupported }
 
 // Wait is never reached (New fails); it reports nothing.
-func (*Watch) Wait(context.Context, time.Duration) (bool, error) { return false, ErrUnsupported }
+func (*Watch) Wait(context.Context) (bool, error) { return false, ErrUnsupported }
 
 // Close does nothing.
 func (*Watch) Close() error { return nil }

@@ -155,3 +155,10 @@ func (w *Waiter) Watch() <-chan struct{} {
 	}()
 	return ch
 }
+
+// ArmWrite sets conn's write deadline timeout from now. A socket deadline
+// is the runtime poller's and runs on real time: it bounds one system
+// call. Every judgement of the receiver is made on the emitter's clock.
+func ArmWrite(conn net.Conn, timeout time.Duration) error {
+	return conn.SetWriteDeadline(time.Now().Add(timeout))
+}
