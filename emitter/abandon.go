@@ -45,7 +45,8 @@ func (d *drainer) awaitRoom(n int) error {
 	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
-	deadline := d.clk.Now().Add(d.opts.WriteTimeout)
+	start := d.clk.Now()
+	deadline := start.Add(d.opts.WriteTimeout)
 	interval := sockwait.DefaultMinInterval
 	raised := false
 	t := d.clk.NewTimer(time.Hour)
@@ -74,8 +75,17 @@ func (d *drainer) awaitRoom(n int) error {
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}
-		interval = min(2*interval, sockwait.DefaultMaxInterval)
+		interval = min(2*interval, roomPoll(d.clk.Now().Sub(start)))
 	}
+}
+
+// roomPoll is the longest pause between two looks for room, after waited:
+// a tenth of the wait so far, from sockwait.DefaultMaxInterval to
+// idleCheck. A receiver that has not read for a while is not looked at
+// hundreds of times a second, and one that reads again is seen within a
+// tenth of the time it paused.
+func roomPoll(waited time.Duration) time.Duration {
+	return min(max(waited/10, sockwait.DefaultMaxInterval), idleCheck)
 }
 
 // armWrite sets the deadline of the next write. Close interrupts a write

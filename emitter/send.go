@@ -252,11 +252,13 @@ func chunkEnd(buf []byte) int {
 
 // waitConsumed polls until the receiver has read everything written, telling
 // delivery each reading and the time; it returns on a hang-up, or when
-// delivery drops the connection. A frozen receiver is polled slowly.
+// delivery drops the connection. A receiver that stopped reading is polled
+// more and more slowly (roomPoll), a frozen one every idleCheck.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
 	t := d.clk.NewTimer(interval)
 	defer t.Stop()
+	unread, since := -1, d.clk.Now()
 	for {
 		d.health.beat()
 		if err := d.check(); err != nil {
@@ -265,7 +267,11 @@ func (d *drainer) waitConsumed() error {
 		if !d.dv.reading() {
 			return nil
 		}
-		maxInterval := sockwait.DefaultMaxInterval
+		now := d.clk.Now()
+		if u := d.dv.lastUnread(); u != unread {
+			unread, since = u, now
+		}
+		maxInterval := roomPoll(now.Sub(since))
 		if d.dv.frozen() {
 			maxInterval = idleCheck
 		}

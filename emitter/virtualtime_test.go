@@ -1,0 +1,183 @@
+package emitter_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/verify"
+)
+
+// virtualRig is a whole emitter (spool, drainer, Unix socket, a receiver)
+// on a fake clock that Leap drives from timer to timer: every wait the
+// emitter makes is on Options.Clock, so minutes of its time pass in a
+// fraction of a second of real time, with the default timeouts.
+type virtualRig struct {
+	t    *testing.T
+	clk  *clock.Fake
+	sock string
+	em   *emitter.Emitter
+	logs *logSink
+	real time.Time // when it started, in real time
+}
+
+func newVirtualRig(t *testing.T, opts emitter.Options) *virtualRig {
+	dir := t.TempDir()
+	r := &virtualRig{t: t, clk: clock.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)),
+		sock: filepath.Join(dir, "events.sock"), logs: &logSink{}, real: time.Now()}
+	ctx, cancel := context.WithCancel(context.Background())
+	go r.clk.Leap(ctx, 50*time.Microsecond)
+	opts.Clock, opts.NoSync, opts.Stdout, opts.Logger = r.clk, true, io.Discard, slog.New(r.logs)
+	em, err := emitter.Open(r.sock, filepath.Join(dir, "spool"), &opts)
+	require.NoError(t, err)
+	r.em = em
+	t.Cleanup(func() {
+		closeCtx, stop := context.WithTimeout(context.Background(), 10*time.Second)
+		defer stop()
+		assert.NoError(t, em.Close(closeCtx))
+		cancel()
+	})
+	return r
+}
+
+// elapsed is how much emitter time has passed.
+func (r *virtualRig) elapsed() time.Duration {
+	return r.clk.Now().Sub(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+}
+
+// until waits, in real time, for cond; the emitter's clock runs meanwhile.
+func (r *virtualRig) until(cond func() bool, msg string) {
+	r.t.Helper()
+	require.Eventually(r.t, cond, 20*time.Second, 100*time.Microsecond, msg)
+}
+
+func (r *virtualRig) emit(evs []string) {
+	for _, ev := range evs {
+		require.NoError(r.t, r.em.Emit(context.Background(), []byte(ev)))
+	}
+}
+
+func (r *virtualRig) flush() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(r.t, r.em.Flush(ctx), "stats: %+v", r.em.Stats())
+}
+
+// report logs the emitter time that passed beside the real time it took.
+// (No bound on the real time is asserted: this is not a benchmark; that
+// the emitter's time ran ahead is asserted by each test.)
+func (r *virtualRig) report(what string) {
+	r.t.Logf("%s: %v of emitter time in %v of real time", what, r.elapsed().Round(time.Second), time.Since(r.real).Round(time.Millisecond))
+}
+
+// A receiver frozen for 100 s of emitter time with a backlog queued on its
+// socket: the drainer keeps the connection (no innocent dead letter, no
+// second connection onto it) and, once it reads again, everything arrives
+// once, in order.
+func TestVirtualTimeFreeze(t *testing.T) {
+	t.Parallel()
+	r := newVirtualRig(t, emitter.Options{})
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	sent := events("freeze", 2000)
+	r.emit(sent[:100])
+	r.until(func() bool { return rcv.Count() == 100 }, "the first 100 arrive")
+	rcv.PauseReading()
+	froze := r.elapsed()
+	r.emit(sent[100:])
+	r.until(func() bool { return r.elapsed()-froze >= 100*time.Second }, "100 s of emitter time pass")
+	st := r.em.Stats()
+	assert.False(t, st.OutageStart.IsZero(), "a receiver frozen 100 s is an outage: %+v", st)
+	assert.NotZero(t, st.Pending, "the backlog waits for it")
+	rcv.ResumeReading()
+	r.flush()
+	r.report("100 s freeze")
+	st = r.em.Stats()
+	res := verify.Check(sent, rcv.Lines())
+	assert.True(t, res.OK(), res.String())
+	assert.Zero(t, res.Duplicates, "one connection, kept: nothing resent")
+	assert.Zero(t, st.DeadLettered)
+	assert.Zero(t, st.Reconnects)
+	assert.GreaterOrEqual(t, r.elapsed()-froze, 100*time.Second)
+}
+
+// A receiver that crash-loops (accepts, reads, dies before handling
+// anything, restarts) is dialled less and less often, on the emitter's
+// clock; nothing is set aside as poison, and once it stays up everything
+// arrives in order.
+func TestVirtualTimeCrashLoop(t *testing.T) {
+	t.Parallel()
+	r := newVirtualRig(t, emitter.Options{})
+	sent := events("crashloop", 50)
+	r.emit(sent)
+	const crashes = 12
+	var accepted []time.Duration // emitter time of each connection
+	for range crashes {
+		ln, err := net.Listen("unix", r.sock)
+		require.NoError(t, err)
+		conn, err := ln.Accept()
+		require.NoError(t, err)
+		accepted = append(accepted, r.elapsed())
+		buf := make([]byte, 4096)
+		_, _ = conn.Read(buf) // read ahead, then die before handling it
+		conn.Close()
+		ln.Close()
+	}
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.flush()
+	r.report("crash loop")
+	var gaps []time.Duration
+	for i := 1; i < len(accepted); i++ {
+		gaps = append(gaps, accepted[i]-accepted[i-1])
+	}
+	t.Logf("emitter time between the crash loop's connections: %v", gaps)
+	assert.Greater(t, gaps[len(gaps)-1], 4*gaps[0], "the pause grows as the receiver keeps dying")
+	assert.Less(t, time.Since(r.real), accepted[len(accepted)-1], "the pauses are the emitter's, on its clock, not real time")
+	st := r.em.Stats()
+	res := verify.Check(sent, rcv.Lines())
+	assert.True(t, res.OK(), res.String())
+	assert.Zero(t, res.Duplicates)
+	assert.Zero(t, st.DeadLettered, "a receiver that dies on everything has no poison event")
+}
+
+// A hold never released is released by MaxHold, on the emitter's clock:
+// nothing is written before it ends, everything after.
+func TestVirtualTimeMaxHold(t *testing.T) {
+	t.Parallel()
+	r := newVirtualRig(t, emitter.Options{MaxHold: 10 * time.Minute})
+	rcv, err := testrecv.Start("unix", r.sock, nil)
+	require.NoError(t, err)
+	defer rcv.Close()
+	r.em.Hold()
+	held := r.elapsed()
+	sent := events("held", 100)
+	r.emit(sent)
+	r.until(func() bool {
+		n := rcv.Count() // before Held: a line counted while still held was written while held
+		if r.em.Held() {
+			require.Zero(t, n, "nothing written while held")
+			return false
+		}
+		return true
+	}, "MaxHold releases the hold")
+	require.GreaterOrEqual(t, r.elapsed()-held, 10*time.Minute)
+	r.flush()
+	r.report("MaxHold")
+	res := verify.Check(sent, rcv.Lines())
+	assert.True(t, res.OK(), res.String())
+	assert.Zero(t, res.Duplicates)
+	assert.Equal(t, 1, r.logs.count(slog.LevelWarn, "delivery held longer than the maximum; released without Release"))
+}
