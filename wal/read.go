@@ -44,31 +44,17 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	return out, err
 }
 
+// readTx is Read in tx. The entries' bytes point into the file's mapping,
+// valid only in tx: they are copied out, into one allocation.
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
-	out, err := w.peekTx(tx, from, maxEvents, maxBytes)
-	// The entries' bytes point into the file's mapping, valid only in this
-	// transaction: copy them out, into one allocation.
-	size := 0
-	for _, e := range out {
-		size += len(e.Data)
-	}
-	buf := make([]byte, 0, size)
-	for i, e := range out {
-		buf = append(buf, e.Data...)
-		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
-	}
-	return out, err
-}
-
-// peekTx is readTx without the copy.
-func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
+	var err error
 	size := 0
 	boot := w.thisBoot(tx.Bucket(metaBucket))
 	full := false
-	for val, err := range walk(tx.Bucket(eventsBucket), w.path, from) {
-		if err != nil {
-			return out, err
+	for val, werr := range walk(tx.Bucket(eventsBucket), w.path, from) {
+		if err = werr; err != nil {
+			break
 		}
 		val.each(from, func(seq uint64, data []byte) bool {
 			if (maxEvents > 0 && len(out) >= maxEvents) || (maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes) {
@@ -85,7 +71,12 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 			break
 		}
 	}
-	return out, nil
+	buf := make([]byte, 0, size)
+	for i, e := range out {
+		buf = append(buf, e.Data...)
+		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
+	}
+	return out, err
 }
 
 // stored is a value of the events bucket, checked, with its key and bytes
