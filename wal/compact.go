@@ -161,26 +161,20 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 			return err
 		}
 		gone := max(w.meta.removedSeq, w.acked.Load())
-		c := src.Bucket(eventsBucket).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			seq, _ := keySeq(k)
-			val, err := decodeValue(k, v)
+		for val, err := range walk(src.Bucket(eventsBucket), w.path, gone+1) {
 			if err != nil {
-				return &CorruptionError{Path: w.path, Seq: seq, Err: err}
+				return err
 			}
-			switch {
-			case val.last() <= gone:
-				continue
-			case val.first > gone:
-				raw = append(raw, [2][]byte{k, v})
-			default:
+			if val.first > gone {
+				raw = append(raw, [2][]byte{val.key, val.raw})
+			} else {
 				reframed += val.cost()
 				val.each(gone+1, func(seq uint64, data []byte) bool {
 					chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
 					return true
 				})
 			}
-			if size += len(v); size >= copyChunk {
+			if size += len(val.raw); size >= copyChunk {
 				if err := flush(); err != nil {
 					return err
 				}

@@ -9,12 +9,11 @@ func (w *WAL) ValueSpan(seq uint64) (first, last uint64) {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	_ = w.db.View(func(tx *bolt.Tx) error {
-		k, v := seekValue(tx.Bucket(eventsBucket).Cursor(), seq)
-		if k == nil {
-			return nil
-		}
-		if val, err := decodeValue(k, v); err == nil && val.first <= seq && seq <= val.last() {
-			first, last = val.first, val.last()
+		for val, err := range walk(tx.Bucket(eventsBucket), w.path, seq) {
+			if err == nil && val.first <= seq && seq <= val.last() {
+				first, last = val.first, val.last()
+			}
+			break
 		}
 		return nil
 	})

@@ -91,13 +91,11 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 			// acknowledged entries in the file: the marks file says which
 			// (Open deletes them); they are not pending.
 			removed := readMarksFile(w.sd).removed
-			if w.firstSeq != 0 && removed >= w.firstSeq {
-				h, err := w.hideTx(tx, removed)
-				if err != nil {
-					return err
-				}
-				w.pending, w.payload, w.firstSeq, w.firstAt = w.pending-h.events, w.payload-h.bytes, h.nextSeq, h.nextAt
+			st := w.snapshot()
+			if _, err := st.remove(tx.Bucket(eventsBucket), removed, 0); err != nil {
+				return err
 			}
+			w.restore(st)
 			if dump > 0 {
 				entries, err = w.readTx(tx, removed+1, dump, 0)
 			}

@@ -61,7 +61,7 @@ func (w *WAL) load(db *bolt.DB) error {
 		w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
 	}
 	// Nothing acknowledged is left in the file: the mark was applied.
-	w.debt = ackDebt{}
+	w.debt = 0
 	w.acked.Store(w.meta.removedSeq)
 	return nil
 }
@@ -84,16 +84,13 @@ func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 		return nil
 	}
 	st := w.snapshot()
-	if err := guard(w.path, func() error {
-		return db.Update(func(tx *bolt.Tx) error { return st.ack(tx, upTo) })
-	}); err != nil {
+	if _, err := w.commitRemoval(db, st, upTo, nil); err != nil {
 		if isDamage(err) {
 			return err
 		}
 		return fmt.Errorf("wal: apply the removed-through mark to %s: %w", w.path, err)
 	}
 	w.restore(st)
-	w.cost.Store(st.cost)
 	return nil
 }
 
@@ -110,31 +107,18 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	if eb == nil {
 		return &CorruptionError{Path: w.path, Err: errors.New("events bucket missing")}
 	}
-	c := eb.Cursor()
-	var prev uint64 // the last sequence number of the value before
 	w.staleAtOpen = false
 	var seen, look uint64 // events read; when to look next
-	for k, v := c.First(); k != nil; k, v = c.Next() {
+	for val, err := range walk(eb, w.path, 0) {
+		if err != nil {
+			return err
+		}
 		if seen >= look {
 			look = seen + scanCheckEvery
 			if err := w.scanCancelled(); err != nil {
 				return err
 			}
 		}
-		seq, err := keySeq(k)
-		if err != nil {
-			return &CorruptionError{Path: w.path, Err: err}
-		}
-		if seq <= prev {
-			// A damaged page: bbolt's own walk (which builds the freelist)
-			// would panic on it.
-			return &CorruptionError{Path: w.path, Seq: seq, Err: fmt.Errorf("key %d after key %d: keys out of order", seq, prev)}
-		}
-		val, err := decodeValue(k, v)
-		if err != nil {
-			return &CorruptionError{Path: w.path, Seq: seq, Err: err}
-		}
-		prev = val.last()
 		seen += uint64(val.n)
 		m.nextSeq = max(m.nextSeq, val.last()+1)
 		if val.last() <= m.removedSeq {

@@ -24,7 +24,7 @@ var (
 	keyDropOldestB   = []byte("dropped_oldest_bytes")
 	keyDropNewestEvt = []byte("dropped_newest_events")
 	keyDropNewestB   = []byte("dropped_newest_bytes")
-	keyExpiredEvt    = []byte("expired_events") // see expire.go
+	keyExpiredEvt    = []byte("expired_events") // see Expire
 	keyExpiredB      = []byte("expired_bytes")
 	keyUnreadable    = []byte("unreadable_events") // see salvage.go
 	keyRefused       = []byte("refused_events")    // see reported.go

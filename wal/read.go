@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"fmt"
+	"iter"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -42,33 +44,17 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	return out, err
 }
 
+// readTx is Read in tx. The entries' bytes point into the file's mapping,
+// valid only in tx: they are copied out, into one allocation.
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
-	out, err := w.peekTx(tx, from, maxEvents, maxBytes)
-	// The entries' bytes point into the file's mapping, valid only in this
-	// transaction: copy them out, into one allocation.
-	size := 0
-	for _, e := range out {
-		size += len(e.Data)
-	}
-	buf := make([]byte, 0, size)
-	for i, e := range out {
-		buf = append(buf, e.Data...)
-		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
-	}
-	return out, err
-}
-
-// peekTx is readTx without the copy.
-func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
+	var err error
 	size := 0
-	c := tx.Bucket(eventsBucket).Cursor()
 	boot := w.thisBoot(tx.Bucket(metaBucket))
 	full := false
-	for k, v := seekValue(c, from); k != nil && !full; k, v = c.Next() {
-		val, err := w.readValue(k, v)
-		if err != nil {
-			return out, err
+	for val, werr := range walk(tx.Bucket(eventsBucket), w.path, from) {
+		if err = werr; err != nil {
+			break
 		}
 		val.each(from, func(seq uint64, data []byte) bool {
 			if (maxEvents > 0 && len(out) >= maxEvents) || (maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes) {
@@ -81,8 +67,56 @@ func (w *WAL) peekTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 			out = append(out, e)
 			return true
 		})
+		if full {
+			break
+		}
 	}
-	return out, nil
+	buf := make([]byte, 0, size)
+	for i, e := range out {
+		buf = append(buf, e.Data...)
+		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
+	}
+	return out, err
+}
+
+// stored is a value of the events bucket, checked, with its key and bytes
+// as the file holds them.
+type stored struct {
+	value
+	key, raw []byte
+}
+
+// walk yields the values of the events bucket eb in order, from the one
+// that holds from (a frame may begin before it) on, each checked. Damage (a
+// key that is not a sequence number, keys out of order, a value that fails
+// its check) ends the walk, yielded as a *CorruptionError for the file at
+// path. The values alias the file's mapping: valid in the transaction only.
+func walk(eb *bolt.Bucket, path string, from uint64) iter.Seq2[stored, error] {
+	return func(yield func(stored, error) bool) {
+		c := eb.Cursor()
+		var prev uint64 // the last sequence number of the value before
+		for k, v := seekValue(c, from); k != nil; k, v = c.Next() {
+			seq, err := keySeq(k)
+			var val value
+			switch {
+			case err != nil:
+			case seq <= prev:
+				// A damaged page: bbolt's own walk (which builds the
+				// freelist) would panic on it.
+				err = fmt.Errorf("key %d after key %d: keys out of order", seq, prev)
+			default:
+				val, err = decodeValue(k, v)
+			}
+			if err != nil {
+				yield(stored{}, &CorruptionError{Path: path, Seq: seq, Err: err})
+				return
+			}
+			if !yield(stored{val, k, v}, nil) {
+				return
+			}
+			prev = val.last()
+		}
+	}
 }
 
 // seekValue positions c at the value that holds seq (a frame may begin
@@ -102,36 +136,6 @@ func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
 	return c.Seek(seqKey(seq))
 }
 
-// readValue decodes the value under k for a read of the file: a key that
-// is not a sequence number and a value that fails its check are damage.
-func (w *WAL) readValue(k, v []byte) (value, error) {
-	seq, err := keySeq(k)
-	if err != nil {
-		return value{}, &CorruptionError{Path: w.path, Err: err}
-	}
-	return decodeAt(w.path, seq, k, v)
-}
-
-// readValue decodes the value under k for a walk inside a write
-// transaction: a value that fails its check is damage; a key that is not a
-// sequence number is returned as it is, as the walks always have.
-func (st *state) readValue(k, v []byte) (value, error) {
-	seq, err := keySeq(k)
-	if err != nil {
-		return value{}, err
-	}
-	return decodeAt(st.path, seq, k, v)
-}
-
-// decodeAt is decodeValue, its error the damage at seq in the file at path.
-func decodeAt(path string, seq uint64, k, v []byte) (value, error) {
-	val, err := decodeValue(k, v)
-	if err != nil {
-		return value{}, &CorruptionError{Path: path, Seq: seq, Err: err}
-	}
-	return val, nil
-}
-
 // salvageOnWrite salvages the spool when a write transaction found damage
 // (a torn freelist makes bbolt panic, "page already freed", in every commit
 // that frees that page: without this, every Ack failed the same way and the
@@ -143,44 +147,4 @@ func (w *WAL) salvageOnWrite(err error) bool {
 	}
 	_, rerr := w.repairLocked(err)
 	return rerr == nil
-}
-
-// ack deletes the entries up to upTo and takes out of the counters those
-// above the removal mark (those at or below it are out already). A frame
-// that holds upTo and events after it stays, its events up to upTo hidden
-// by the mark. It walks backwards from upTo: Delete then Prev never skips a
-// key (Delete then Next can), and it never passes over the leaves it
-// emptied, as First() after each Delete would: that walk grows with the
-// square of the leaves one Ack empties.
-func (st *state) ack(tx *bolt.Tx, upTo uint64) error {
-	upTo = min(upTo, st.meta.nextSeq-1)
-	eb := tx.Bucket(eventsBucket)
-	c := eb.Cursor()
-	k, v := seekValue(c, upTo)
-	if k == nil || mustSeq(k) > upTo {
-		k, v = c.Prev()
-	}
-	for ; k != nil; k, v = c.Prev() {
-		val, err := st.readValue(k, v)
-		if err != nil {
-			return err
-		}
-		events, bytes := val.span(st.hidden()+1, upTo)
-		st.pending -= events
-		st.payload -= bytes
-		if val.last() > upTo {
-			continue // holds events past upTo: stays
-		}
-		if val.last() > st.hidden() {
-			st.cost -= val.cost()
-		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-	}
-	st.meta.removedSeq = max(st.meta.removedSeq, upTo)
-	if err := st.refreshFirst(eb); err != nil {
-		return err
-	}
-	return st.meta.store(tx.Bucket(metaBucket))
 }

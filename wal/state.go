@@ -19,7 +19,7 @@ type state struct {
 	budget   int64
 	policy   Policy
 	dropped  bool   // events were dropped: space was freed
-	acked    uint64 // delete entries up to this first (see ackdefer.go)
+	acked    uint64 // entries up to this are hidden, deleted or not (see remove.go)
 	appended uint64
 	path     string // the spool file, for errors
 }
@@ -30,8 +30,11 @@ func (w *WAL) snapshot() *state {
 		acked: w.acked.Load(), path: w.path}
 }
 
+// restore keeps st once its transaction has ended well.
 func (w *WAL) restore(st *state) {
 	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
+	w.cost.Store(st.cost)
+	w.acked.Store(st.acked)
 	w.stats.appended += st.appended
 }
 
@@ -48,10 +51,9 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	// ackdefer.go), or at once when the batch may need their room.
 	if st.acked > st.meta.removedSeq &&
 		(st.acked-st.meta.removedSeq >= rideMin || st.cost+batchCost(batch) > st.budget) {
-		if err := deleteThrough(eb, st.path, st.acked); err != nil {
+		if err := st.deleteHidden(eb); err != nil {
 			return err
 		}
-		st.meta.removedSeq = st.acked
 	}
 	mem := newArena(batch)
 	fr := framer{st: st, eb: eb, mem: mem, now: now}
@@ -63,7 +65,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 		if st.cost+fr.cost+r.cost > st.budget {
 			switch st.policy {
 			case DropNewest:
-				st.meta.droppedNewest.add(r)
+				st.meta.droppedNewest.add(Counter{uint64(len(r.events)), r.size})
 				r.err = ErrFull
 				continue
 			case DropOldest:
@@ -166,55 +168,9 @@ func batchCost(batch []*appendReq) int64 {
 	return c
 }
 
-func (c *Counter) add(r *appendReq) {
-	c.Events += uint64(len(r.events))
-	c.Bytes += r.size
-}
-
-// dropOldest deletes values from the front until need bytes of cost are
-// freed: a frame leaves whole, its events all counted as dropped.
-func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
-	c := eb.Cursor()
-	// Cursor.Delete then Next can skip a key: seek the head again each time.
-	for k, v := c.First(); k != nil && need > 0; k, v = c.First() {
-		val, err := st.readValue(k, v)
-		if err != nil {
-			return err
-		}
-		if err := c.Delete(); err != nil {
-			return err
-		}
-		events, bytes := val.span(st.hidden()+1, val.last())
-		if val.last() > st.hidden() {
-			need -= val.cost()
-			st.cost -= val.cost()
-		}
-		st.pending -= events
-		st.payload -= bytes
-		st.meta.droppedOldest.Events += events
-		st.meta.droppedOldest.Bytes += bytes
-		st.meta.removedSeq = max(st.meta.removedSeq, val.last())
-		st.dropped = true
-	}
-	return st.refreshFirst(eb)
-}
-
-// refreshFirst re-reads the oldest entry after deletions from the front:
-// the first event past the removal mark.
-func (st *state) refreshFirst(eb *bolt.Bucket) error {
-	st.firstSeq, st.firstAt = 0, 0
-	c := eb.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		val, err := st.readValue(k, v)
-		if err != nil {
-			return err
-		}
-		if val.last() > st.hidden() {
-			st.firstSeq, st.firstAt = max(val.first, st.hidden()+1), val.at.wall
-			return nil
-		}
-	}
-	return nil
+func (c *Counter) add(d Counter) {
+	c.Events += d.Events
+	c.Bytes += d.Bytes
 }
 
 // arena hands out the keys and records of one transaction from a single

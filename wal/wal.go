@@ -48,7 +48,7 @@ type WAL struct {
 	// up to it are hidden from Read, Len and Stats even while the file
 	// still holds them (debt). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
-	debt       ackDebt   // wmu
+	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
 	lastCommit time.Time // wmu: when a commit last deleted or appended
 
 	// cost mirrors the entries' cost, and budget is the cost they may take
