@@ -2,7 +2,6 @@ package wal
 
 import (
 	"encoding/binary"
-	"io"
 	"os"
 )
 
@@ -46,7 +45,12 @@ func inForceMeta(f *os.File) (m meta, ok bool) {
 	if err != nil {
 		return m, false
 	}
-	page, err := readPage(f, fi.Size(), bm.root, bm.pageSize)
+	pr := &pageReader{r: f, ps: int64(bm.pageSize)}
+	h, err := pr.header(bm.root)
+	if err != nil {
+		return m, false
+	}
+	page, err := pr.whole(bm.root, h, fi.Size())
 	if err != nil {
 		return m, false
 	}
@@ -92,21 +96,4 @@ func (m meta) fromPairs(pairs map[string][]byte) (meta, bool) {
 		*f.val = binary.BigEndian.Uint64(p)
 	}
 	return m, true
-}
-
-// readPage reads page id and its overflow from r, of size bytes (bounded
-// as the page scanner, and by what the file holds: a damaged overflow count
-// made it allocate 64 MiB for a file of 200 KiB, found by FuzzOpen).
-func readPage(r io.ReaderAt, size int64, id uint64, pageSize uint32) ([]byte, error) {
-	ps := int64(pageSize)
-	hdr := make([]byte, pageHeaderSize)
-	if _, err := r.ReadAt(hdr, int64(id)*ps); err != nil {
-		return nil, err
-	}
-	n := min((1+int64(binary.LittleEndian.Uint32(hdr[12:16])))*ps, maxOverflowScan, size-int64(id)*ps)
-	buf := make([]byte, n)
-	if _, err := r.ReadAt(buf, int64(id)*ps); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return buf, nil
 }
