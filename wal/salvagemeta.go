@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"os"
 )
 
@@ -26,8 +25,8 @@ func (c *metaCopies) add(key, v []byte) {
 		if string(f.key) != string(key) {
 			continue
 		}
-		if p, err := decodeMeta(key, v); err == nil && len(p) == 8 {
-			*f.val = max(*f.val, binary.BigEndian.Uint64(p))
+		if n, err := metaUint(key, v); err == nil {
+			*f.val = max(*f.val, n)
 		}
 	}
 }
@@ -69,31 +68,12 @@ func inForceMeta(f *os.File) (m meta, ok bool) {
 	return m.fromPairs(pairs)
 }
 
-// fromPairs decodes a meta bucket's key/value pairs.
+// fromPairs decodes a meta bucket's key/value pairs: ok is false unless
+// every value passes its check, and those every file holds are there.
 func (m meta) fromPairs(pairs map[string][]byte) (meta, bool) {
-	m = meta{}
-	legacy := false
-	if v := pairs[string(keyFormat)]; len(v) == 8 && binary.BigEndian.Uint64(v) == legacyFormat {
-		legacy = true
-	} else if p, err := decodeMeta(keyFormat, v); err != nil || len(p) != 8 || !checkedFormat(binary.BigEndian.Uint64(p)) {
+	if pairs[string(keyNextSeq)] == nil || pairs[string(keyRemovedSeq)] == nil {
 		return m, false
 	}
-	for _, f := range m.fields() {
-		v, present := pairs[string(f.key)]
-		if !present {
-			if metaRequired(f.key) {
-				return m, false
-			}
-			continue
-		}
-		p, err := decodeMeta(f.key, v)
-		if legacy {
-			p, err = v, nil
-		}
-		if err != nil || len(p) != 8 {
-			return m, false
-		}
-		*f.val = binary.BigEndian.Uint64(p)
-	}
-	return m, true
+	state, err := m.decode(func(k []byte) []byte { return pairs[string(k)] }, nil)
+	return m, err == nil && state != metaEmpty
 }
