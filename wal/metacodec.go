@@ -9,19 +9,17 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Every value the spool stores is checked by one checksum, keySum: a
-// CRC-32C over the value's key and its bytes, so that a flipped bit anywhere
-// in it, or a value moved under another key, is caught. A value that fails
-// its check is damage: never trusted, never compared with other copies.
-// A record (record.go) carries it first, after its version byte; what the
-// spool keeps about itself (the meta bucket of spool.db, the marks file)
-// carries it last:
+// Every value the spool stores carries one checksum, keySum: a CRC-32C over
+// its key and its bytes, so that a flipped bit anywhere in it, or a value
+// moved under another key, is caught. A value that fails its check is
+// damage: never trusted, never compared with other copies. A record
+// (record.go) carries it first; what the spool keeps about itself (the meta
+// bucket, the marks file) carries it last, through this codec:
 //
 //	payload | crc32c(key | payload) (4 bytes, big-endian)
 //
-// The payload is any bytes: a uint64 is 8 bytes big-endian (putMetaUint,
-// getMetaUint). A value added to the meta bucket goes through putMeta and
-// getMeta, and load checks every value in the bucket, known or not.
+// A uint64 payload is 8 bytes big-endian. load checks every value in the
+// meta bucket, known or not.
 const metaSumSize = 4
 
 var (

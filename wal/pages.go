@@ -8,27 +8,25 @@ import (
 )
 
 // bbolt's file layout (go.etcd.io/bbolt, internal/common), decoded here and
-// nowhere else: for the checks made before bbolt maps a file (filecheck.go,
+// nowhere else, for the checks made before bbolt maps a file (filecheck.go,
 // treecheck.go) and for salvage, which reads a damaged file without bbolt
-// (pagescan.go, salvagemeta.go). Little-endian, on every platform evspool
-// runs on:
+// (salvagescan.go). Little-endian, on every platform evspool runs on:
 //
 //	page header     id u64 | flags u16 | count u16 | overflow u32
 //	leaf element    flags u32 | pos u32 | ksize u32 | vsize u32
 //	branch element  pos u32 | ksize u32 | child page id u64
 //	bucket value    root page id u64 | sequence u64, then, for root 0 (an
-//	                inline bucket), the bucket's own leaf page
+//	                inline bucket), the bucket's leaf page
 //	meta page       header | magic u32 | version u32 | page size u32 |
-//	                flags u32 | root bucket value (16) | freelist page id u64 |
-//	                page count u64 | txid u64 | checksum u64 (FNV-64a of the
-//	                56 bytes before it)
+//	                flags u32 | root bucket value | freelist page id u64 |
+//	                page count u64 | txid u64 | FNV-64a of the 56 bytes before
 //	freelist page   header | count page ids u64 (a count of 0xFFFF is
 //	                instead in a u64 before the ids)
 //
-// A page's overflow pages follow it, and are one page with it. Elements
-// follow the header; an element's key starts pos bytes after the element's
-// own first byte, and a leaf's value follows its key. Nothing here trusts
-// what it reads: every offset is checked against what was read.
+// A page's overflow pages follow it and are one page with it. Elements
+// follow the header; an element's key starts pos bytes after the element,
+// and a leaf's value follows its key. Nothing read is trusted: every offset
+// is checked against what was read.
 const (
 	pageHeaderSize   = 16
 	leafElemSize     = 16
@@ -42,12 +40,11 @@ const (
 	boltVersion      = 2
 	metaChecksumAt   = 56
 	noFreelist       = ^uint64(0) // the freelist page id when it is not written
-	// maxOverflowScan bounds what salvage reads of one page and its
-	// overflow: a damaged overflow count must not make it allocate more.
+	// maxOverflowScan bounds what salvage reads of one page: a damaged
+	// overflow count must not make it allocate more.
 	maxOverflowScan = 64 << 20
 )
 
-// pageHeader is the header of a page.
 type pageHeader struct {
 	id       uint64
 	flags    uint16
@@ -64,58 +61,44 @@ func decodeHeader(b []byte) pageHeader {
 // span is the bytes the page takes with its overflow, in pages of ps bytes.
 func (h pageHeader) span(ps uint64) uint64 { return (1 + h.overflow) * ps }
 
-// elem is element i of a page: its key is at [k0, k1) and a leaf's value at
-// [k1, v1), offsets from the page's first byte.
-type elem struct {
-	flags      uint32 // a leaf's: bucketLeafFlag for a bucket
-	child      uint64 // a branch's: the page below
-	k0, k1, v1 uint64
-}
-
 // elemAt is the offset of element i in its page (leaf and branch elements
 // are the same size).
 func elemAt(i int) uint64 { return pageHeaderSize + uint64(i)*leafElemSize }
 
-// leafElem decodes leaf element i from its bytes e.
-func leafElem(e []byte, i int) elem {
-	le := binary.LittleEndian
-	k0 := elemAt(i) + uint64(le.Uint32(e[4:8]))
-	k1 := k0 + uint64(le.Uint32(e[8:12]))
-	return elem{flags: le.Uint32(e[0:4]), k0: k0, k1: k1, v1: k1 + uint64(le.Uint32(e[12:16]))}
-}
-
-// branchElem decodes branch element i from its bytes e.
-func branchElem(e []byte, i int) elem {
-	le := binary.LittleEndian
-	k0 := elemAt(i) + uint64(le.Uint32(e[0:4]))
-	k1 := k0 + uint64(le.Uint32(e[4:8]))
-	return elem{child: le.Uint64(e[8:16]), k0: k0, k1: k1, v1: k1}
-}
-
-// fitting is how many of a page's count elements of p (header included)
-// lie in p.
+// fitting is how many of count elements lie in page p (header included).
 func fitting(p []byte, count int) int {
 	return max(0, min(count, (len(p)-pageHeaderSize)/leafElemSize))
 }
 
-// leafAt returns leaf element i of page p, which must lie in p; ok is false
-// when its key or value does not.
-func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
-	e := leafElem(p[elemAt(i):], i)
-	if e.v1 > uint64(len(p)) {
-		return 0, nil, nil, false
-	}
-	return e.flags, p[e.k0:e.k1], p[e.k1:e.v1], true
+// leafElem decodes leaf element i from its bytes e: its flags, and where its
+// key ([k0, k1)) and value ([k1, v1)) lie from the page's first byte.
+func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
+	le := binary.LittleEndian
+	k0 = elemAt(i) + uint64(le.Uint32(e[4:8]))
+	k1 = k0 + uint64(le.Uint32(e[8:12]))
+	return le.Uint32(e[0:4]), k0, k1, k1 + uint64(le.Uint32(e[12:16]))
 }
 
-// branchAt returns branch element i of page p, which must lie in p; ok is
-// false when its key does not.
+// leafAt returns leaf element i of page p, which lies in p; ok is false when
+// its key or value does not.
+func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
+	flags, k0, k1, v1 := leafElem(p[elemAt(i):], i)
+	if v1 > uint64(len(p)) {
+		return 0, nil, nil, false
+	}
+	return flags, p[k0:k1], p[k1:v1], true
+}
+
+// branchAt returns branch element i of page p, which lies in p: its child
+// page and its key; ok is false when the key does not lie in p.
 func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
-	e := branchElem(p[elemAt(i):], i)
-	if e.k1 > uint64(len(p)) {
+	le, e := binary.LittleEndian, p[elemAt(i):]
+	k0 := elemAt(i) + uint64(le.Uint32(e[0:4]))
+	k1 := k0 + uint64(le.Uint32(e[4:8]))
+	if k1 > uint64(len(p)) {
 		return 0, nil, false
 	}
-	return e.child, p[e.k0:e.k1], true
+	return le.Uint64(e[8:16]), p[k0:k1], true
 }
 
 // leafElems calls fn for every element of leaf page p (header included),
@@ -137,6 +120,29 @@ func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error 
 	return nil
 }
 
+// parseLeaf is leafElems for salvage: it reads p if it is a leaf, skips
+// elements out of it, and recurses into inline buckets of the top level.
+func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
+	if len(p) < pageHeaderSize || decodeHeader(p).flags&leafPageFlag == 0 {
+		return
+	}
+	for i := range fitting(p, decodeHeader(p).count) {
+		flags, key, val, ok := leafAt(p, i)
+		switch {
+		case !ok:
+		case flags&bucketLeafFlag == 0:
+			fn(key, val)
+		case depth < 1:
+			// The spool's only inline bucket (meta) sits in the root leaf:
+			// one level. Each level multiplies the work on a crafted page
+			// (elements may all point at the same bytes).
+			if root, inline, ok := bucketValue(val); ok && root == 0 {
+				parseLeaf(inline, depth+1, fn)
+			}
+		}
+	}
+}
+
 // bucketValue decodes a bucket element's value: its root page id and, for
 // an inline bucket (root 0), its page. ok is false when v is too short.
 func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
@@ -146,9 +152,9 @@ func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
 	return binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:], true
 }
 
-// freelistIDs tells where a freelist page's ids are: after first u64s past
-// the header (1 when the count is there), count of them. b is the page's
-// header and the u64 after it.
+// freelistIDs tells where a freelist page's ids are, from b, its header and
+// the u64 after it: count of them, after first u64s (1 when the count is
+// there).
 func freelistIDs(b []byte) (first, count uint64) {
 	if count = uint64(decodeHeader(b).count); count == 0xFFFF {
 		return 1, binary.LittleEndian.Uint64(b[pageHeaderSize:])
@@ -204,7 +210,6 @@ type pageReader struct {
 	hdr [pageHeaderSize]byte
 }
 
-// header reads page id's header.
 func (pr *pageReader) header(id uint64) (pageHeader, error) {
 	if _, err := pr.r.ReadAt(pr.hdr[:], int64(id)*pr.ps); err != nil {
 		return pageHeader{}, err
@@ -212,10 +217,10 @@ func (pr *pageReader) header(id uint64) (pageHeader, error) {
 	return decodeHeader(pr.hdr[:]), nil
 }
 
-// read reads n bytes from offset at of page id on.
-func (pr *pageReader) read(id, at, n uint64) ([]byte, error) {
+// read reads n bytes from page id's first on.
+func (pr *pageReader) read(id, n uint64) ([]byte, error) {
 	p := make([]byte, n)
-	if _, err := pr.r.ReadAt(p, int64(id)*pr.ps+int64(at)); err != nil {
+	if _, err := pr.r.ReadAt(p, int64(id)*pr.ps); err != nil {
 		return nil, err
 	}
 	return p, nil

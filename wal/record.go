@@ -33,8 +33,6 @@ const (
 	// event bytes: the leaf element header (16), the key and the record header.
 	entryOverhead = 16 + keySize + recordHeader
 	v2Flag        = uint64(1) << 63
-	v2Version     = 2
-	v3Version     = 3
 )
 
 // stamp is when a record was appended: the wall clock, and the boot clock
@@ -116,19 +114,15 @@ func isV2(v []byte) bool {
 	return len(v) >= recordHeader && binary.BigEndian.Uint64(v[4:12])&v2Flag != 0
 }
 
-var (
-	v2Tag = []byte{v2Version}
-	v3Tag = []byte{v3Version}
-)
+// v2Tag and v3Tag are the versions a record's checksum covers.
+var v2Tag, v3Tag = []byte{2}, []byte{3}
 
 // isFrame tells by its flag bits whether v looks like a version 3 record.
 func isFrame(v []byte) bool {
 	return isV2(v) && binary.BigEndian.Uint64(v[12:20])&v2Flag != 0
 }
 
-var (
-	errBadFrame = errors.New("frame lengths do not add up to its bytes")
-)
+var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
 // Frames. Each event of a 64-event commit under a key of its own would cost
 // the commit 64 bbolt puts, each a search from the root, and 64 leaf

@@ -133,9 +133,9 @@ func (c *treeCheck) mark(id uint64) bool {
 //
 // Keys are checked against the branches above them, as bbolt's Seek relies
 // on: a branch's keys increase, and every key under its element i lies in
-// [key i, key i+1) (a leaf's first and last key are checked). A key of a
-// branch that lost a bit sends Seek to the wrong leaf: Read skipped events
-// that Len, which walks every leaf, counted (found by FuzzOpen).
+// [key i, key i+1) (a leaf's first and last key are checked). A branch key
+// that lost a bit would send Seek to the wrong leaf, past events that Len,
+// which walks every leaf, counts.
 func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	type frame struct {
 		id, depth uint64
@@ -169,7 +169,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 				return err
 			}
 			if leaf != nil {
-				p, err := c.read(f.id, 0, span)
+				p, err := c.read(f.id, span)
 				if err != nil {
 					return err
 				}
@@ -207,7 +207,7 @@ func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]b
 	if count == 0 || elemAt(count) > span {
 		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
 	}
-	p, err := c.read(id, 0, span)
+	p, err := c.read(id, span)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -234,12 +234,12 @@ func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte)
 		if _, err := c.r.ReadAt(c.elem, int64(id)*c.ps+int64(elemAt(i))); err != nil {
 			return err
 		}
-		e := leafElem(c.elem, i)
-		if e.k1 > span || e.k1-e.k0 > maxBoundKey {
+		_, k0, k1, _ := leafElem(c.elem, i)
+		if k1 > span || k1-k0 > maxBoundKey {
 			return fmt.Errorf("leaf page %d: element %d out of its page", id, i)
 		}
-		k := c.key[:e.k1-e.k0]
-		if _, err := c.r.ReadAt(k, int64(id)*c.ps+int64(e.k0)); err != nil {
+		k := c.key[:k1-k0]
+		if _, err := c.r.ReadAt(k, int64(id)*c.ps+int64(k0)); err != nil {
 			return err
 		}
 		if !inBounds(k, lo, hi) {
