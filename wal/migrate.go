@@ -15,9 +15,10 @@ import (
 //
 //	crc32c(key | what follows) (4) | wall unix ns (8) | event bytes
 //
-// Its checksum has no version byte, so a record of today's is read as one
-// only if its checksum fails as today's and a 32-bit checksum matches by
-// chance.
+// Its checksum covers no version byte: a version 1 record passes as
+// version 2 only if its wall time is negative (before 1970) and a 32-bit
+// checksum matches by chance, and a damaged one of today's as version 1
+// only by such a chance.
 const recordHeaderV1 = 12
 
 // decodeRecordV1 checks a version 1 record: decodeStamped's fallback.

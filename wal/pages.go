@@ -123,10 +123,14 @@ func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error 
 // parseLeaf is leafElems for salvage: it reads p if it is a leaf, skips
 // elements out of it, and recurses into inline buckets of the top level.
 func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
-	if len(p) < pageHeaderSize || decodeHeader(p).flags&leafPageFlag == 0 {
+	if len(p) < pageHeaderSize {
 		return
 	}
-	for i := range fitting(p, decodeHeader(p).count) {
+	h := decodeHeader(p)
+	if h.flags&leafPageFlag == 0 {
+		return
+	}
+	for i := range fitting(p, h.count) {
 		flags, key, val, ok := leafAt(p, i)
 		switch {
 		case !ok:
