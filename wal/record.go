@@ -124,25 +124,21 @@ func isFrame(v []byte) bool {
 
 var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
-// Frames. Each event of a 64-event commit under a key of its own would cost
-// the commit 64 bbolt puts, each a search from the root, and 64 leaf
-// elements to spill. A commit's events are stored instead as few values as keep leaves well packed: a frame's element takes
-// at most half a page's room, so two fill a leaf page, and entryCost prices
-// it as it prices a lone event. An event too large to share so little room
-// is stored alone, as version 2, as is a lone event.
+// Frames. A commit's events are stored as few values as keep leaves well
+// packed (a bbolt put each, not one an event): a frame's element takes at
+// most half a page's room, so two fill a leaf page, and entryCost prices it
+// as it prices a lone event. An event too large to share so little room is
+// stored alone, as version 2, as is a lone event. A frame leaves the file
+// whole, once its last event is acknowledged or dropped: till then its
+// events up to the removal mark are hidden, as acknowledged entries not yet
+// deleted are (ackdefer.go). Its cost is counted until it leaves, its
+// events while they are pending.
 //
-// A frame leaves the file whole, once its last event is acknowledged or
-// dropped: until then its events up to the removal mark are hidden, as
-// acknowledged entries not yet deleted are (see ackdefer.go). Its cost is
-// counted until it leaves; its events are counted while they are pending.
-//
-// Append prices a request before it is stored, at its events' cost as
-// records (what Block reserves and the policies weigh). The frames it is
-// stored in mostly cost less (19 events of 100 bytes: 2048 bytes against
-// 2793), but rounding to a share of a page can make one cost up to about
-// a quarter of a page more (a frame of 1361 bytes takes half a page, its
-// events as records 1640 bytes): the budget leaves room for that, and the
-// cap on the file itself is enforced on its real size (enforceCap).
+// Append prices a request at its events' cost as records (what Block
+// reserves and the policies weigh). A frame mostly costs less, but rounding
+// to a share of a page can make it cost up to about a quarter of a page
+// more: the budget leaves room for that, and the cap on the file itself is
+// enforced on its real size (enforceCap).
 
 // frameRoom is the most bytes a frame's value may take.
 var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
