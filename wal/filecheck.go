@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -104,22 +103,6 @@ func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 	return checkMappedTrees(f, r, m, free)
 }
 
-// boltMeta is the part of bbolt's meta page that checkFile uses. Layout after
-// the page header: magic u32 | version u32 | page size u32 | flags u32 |
-// root pgid u64 | root sequence u64 | freelist pgid u64 | pgid u64 |
-// txid u64 | checksum u64 (FNV-64a of everything before it).
-type boltMeta struct {
-	pageSize                   uint32
-	root, freelist, pgid, txid uint64
-}
-
-const (
-	boltVersion      = 2
-	metaChecksumAt   = 56
-	freelistPageFlag = 0x10
-	noFreelist       = ^uint64(0)
-)
-
 // checkMetaPair checks that both meta pages are valid, for a file closed
 // cleanly (clean: the marks file says so): no commit was under way, so an
 // invalid meta page is not one torn while being written, but damage. bbolt
@@ -136,78 +119,42 @@ func checkMetaPair(r io.ReaderAt) error {
 	return nil
 }
 
-// bestMeta returns the valid meta page with the highest txid, the one bbolt
-// uses. Page 0 is at offset 0; page 1 at the page size, which is tried as
-// bbolt does when page 0 is unreadable.
-func bestMeta(f io.ReaderAt) (boltMeta, bool) {
-	var best boltMeta
-	found := false
-	for _, off := range []int64{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10} {
-		m, ok := readMeta(f, off)
-		if ok && (off == 0 || int64(m.pageSize) == off) && (!found || m.txid > best.txid) {
-			best, found = m, true
-		}
-	}
-	return best, found
-}
-
-func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
-	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return boltMeta{}, false
-	}
-	b := buf[pageHeaderSize:]
-	le := binary.LittleEndian
-	h := fnv.New64a()
-	h.Write(b[:metaChecksumAt])
-	ps := le.Uint32(b[8:12])
-	if le.Uint32(b[0:4]) != boltMagic || le.Uint32(b[4:8]) != boltVersion ||
-		le.Uint64(b[metaChecksumAt:]) != h.Sum64() || ps < 512 || ps > 1<<16 || ps&(ps-1) != 0 {
-		return boltMeta{}, false
-	}
-	return boltMeta{pageSize: ps, root: le.Uint64(b[16:24]), freelist: le.Uint64(b[32:40]),
-		pgid: le.Uint64(b[40:48]), txid: le.Uint64(b[48:56])}, true
-}
-
 // checkFreelist checks that the freelist page is one, that its ids fit in
 // it and that every id is a page of the file other than the meta pages, and
 // returns the ids.
 func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
-	ps := int64(m.pageSize)
-	hdr := make([]byte, pageHeaderSize+8)
-	if _, err := f.ReadAt(hdr, int64(m.freelist)*ps); err != nil && err != io.EOF {
+	ps := uint64(m.pageSize)
+	b := make([]byte, pageHeaderSize+8)
+	if _, err := f.ReadAt(b, int64(m.freelist*ps)); err != nil && err != io.EOF {
 		return nil, err
 	}
-	le := binary.LittleEndian
-	if flags := le.Uint16(hdr[8:10]); flags != freelistPageFlag {
-		return nil, fmt.Errorf("page type %#x is not a freelist", flags)
+	h := decodeHeader(b)
+	if h.flags != freelistPageFlag {
+		return nil, fmt.Errorf("page type %#x is not a freelist", h.flags)
 	}
-	if id := le.Uint64(hdr[0:8]); id != m.freelist {
+	if h.id != m.freelist {
 		// bbolt frees the page its header names at the next commit: a
 		// page of a tree would then be handed out twice.
-		return nil, fmt.Errorf("the freelist page says it is page %d", id)
+		return nil, fmt.Errorf("the freelist page says it is page %d", h.id)
 	}
-	first, count := uint64(0), uint64(le.Uint16(hdr[10:12]))
-	if count == 0xFFFF { // the count overflowed into the first element
-		first, count = 1, le.Uint64(hdr[pageHeaderSize:])
-	}
-	span := uint64(1+le.Uint32(hdr[12:16])) * uint64(ps)
-	if count > m.pgid || pageHeaderSize+(first+count)*8 > span || m.freelist+span/uint64(ps) > m.pgid {
+	first, count := freelistIDs(b)
+	span := h.span(ps)
+	if count > m.pgid || pageHeaderSize+(first+count)*8 > span || m.freelist+span/ps > m.pgid {
 		return nil, fmt.Errorf("%d ids do not fit in the page", count)
 	}
 	raw := make([]byte, count*8)
-	if _, err := f.ReadAt(raw, int64(m.freelist)*ps+pageHeaderSize+int64(first*8)); err != nil {
+	if _, err := f.ReadAt(raw, int64(m.freelist*ps+pageHeaderSize+first*8)); err != nil {
 		return nil, err
 	}
 	// The freelist's own pages are in no tree: the tree check marks them
 	// with the free ones (bbolt frees them, by the header's overflow, at
 	// the next commit).
-	ids := make([]uint64, count, count+span/uint64(ps))
-	for id := m.freelist; id < m.freelist+span/uint64(ps); id++ {
+	ids := make([]uint64, count, count+span/ps)
+	for id := m.freelist; id < m.freelist+span/ps; id++ {
 		ids = append(ids, id)
 	}
 	for i := range count {
-		if ids[i] = le.Uint64(raw[i*8:]); ids[i] < 2 || ids[i] >= m.pgid {
+		if ids[i] = binary.LittleEndian.Uint64(raw[i*8:]); ids[i] < 2 || ids[i] >= m.pgid {
 			return nil, fmt.Errorf("free page id %d outside the file's %d pages", ids[i], m.pgid)
 		}
 	}

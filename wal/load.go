@@ -35,8 +35,8 @@ func (w *WAL) load(db *bolt.DB) error {
 			case state == metaCurrent:
 				return nil
 			}
-			// A new file, format 1's bare values migrated, or format 2
-			// marked format 3 (once).
+			// A new file, or one of an earlier format (migrate.go),
+			// stored in today's.
 			return m.store(mb)
 		})
 	}); err != nil {

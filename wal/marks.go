@@ -3,7 +3,6 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"os"
 	"slices"
 )
@@ -20,9 +19,8 @@ import (
 //
 // Layout: reserved u64 | removed u64 | flags u64, big-endian, through the
 // meta codec under the key "marks" (then crc32c of "marks" and the three,
-// u32), at offset 0 (28 bytes). The formats of earlier versions (the same
-// with the checksum of the three alone; reserved | removed | crc32c, 20
-// bytes, no flags) are still read. A missing or damaged marks file reads as
+// u32), at offset 0 (28 bytes); migrate.go reads earlier formats. A
+// missing or damaged marks file reads as
 // zeros (damaged is set and Open logs it): the numbers then come from
 // spool.db alone.
 //
@@ -39,7 +37,6 @@ const (
 	marksFileName = "marks"
 	markStep      = 1 << 16
 	marksSize     = 28
-	marksSizeV1   = 20
 )
 
 type marks struct {
@@ -78,29 +75,22 @@ func openMarks(d *spoolDir, sync bool) (*marks, error) {
 // parse reads the numbers from the marks file's contents; a damaged file
 // leaves them zero.
 func (m *marks) parse(buf []byte) {
-	n := len(buf)
-	var err error
-	if n >= marksSize {
-		_, err = decodeMeta(keyMarks, buf[:marksSize])
+	var p []byte
+	if len(buf) >= marksSize {
+		p, _ = decodeMeta(keyMarks, buf[:marksSize])
 	}
-	switch {
-	case n >= marksSize && err == nil:
-		m.reserved = binary.BigEndian.Uint64(buf[0:8])
-		m.removed = binary.BigEndian.Uint64(buf[8:16])
-		m.exact = binary.BigEndian.Uint64(buf[16:24])&1 != 0
-	case n >= marksSize && binary.BigEndian.Uint32(buf[24:]) == crc32.Checksum(buf[:24], castagnoli):
-		// Before the meta codec: the checksum without the key.
-		m.reserved = binary.BigEndian.Uint64(buf[0:8])
-		m.removed = binary.BigEndian.Uint64(buf[8:16])
-		m.exact = binary.BigEndian.Uint64(buf[16:24])&1 != 0
-	case n >= marksSizeV1 && binary.BigEndian.Uint32(buf[16:]) == crc32.Checksum(buf[:16], castagnoli):
-		m.reserved = binary.BigEndian.Uint64(buf[0:8])
-		m.removed = binary.BigEndian.Uint64(buf[8:16])
-	default:
+	if p == nil {
+		p = olderMarks(buf)
+	}
+	if p == nil {
 		// Written but unreadable: a value that fails its check is
 		// damage, never trusted. The numbers come from spool.db alone.
 		m.damaged = slices.ContainsFunc(buf, func(b byte) bool { return b != 0 })
+		return
 	}
+	m.reserved = binary.BigEndian.Uint64(p[0:8])
+	m.removed = binary.BigEndian.Uint64(p[8:16])
+	m.exact = len(p) > 16 && binary.BigEndian.Uint64(p[16:24])&1 != 0
 }
 
 // reserve makes sure every sequence number below next is covered by the

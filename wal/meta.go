@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
@@ -30,21 +29,10 @@ var (
 	keyRefused       = []byte("refused_events")    // see reported.go
 )
 
-const (
-	// formatVersion 3: events of a commit may share a value, a frame
-	// (record.go). Its meta values are format 2's.
-	formatVersion = 3
-	// framelessFormat 2: every meta value checksummed (metacodec.go), an
-	// event a value. Read as it is; the first Open marks it format 3
-	// before anything is stored, so that an evspool of format 2, which
-	// would take a frame for damage, refuses the file instead.
-	framelessFormat = 2
-	// legacyFormat 1: bare 8-byte values, migrated by the first Open.
-	legacyFormat = 1
-)
-
-// checkedFormat tells the versions whose meta values are checksummed.
-func checkedFormat(v uint64) bool { return v == formatVersion || v == framelessFormat }
+// formatVersion 3: events of a commit may share a value, a frame
+// (record.go); every meta value checksummed (metacodec.go). migrate.go reads
+// the earlier ones.
+const formatVersion = 3
 
 // meta is the state kept in the meta bucket, written in the same transaction
 // as the events it describes.
@@ -89,10 +77,9 @@ func metaRequired(key []byte) bool {
 type metaState int
 
 const (
-	metaCurrent   metaState = iota // checksummed values, all sound
-	metaEmpty                      // a new file: nothing stored yet
-	metaLegacy                     // bare values of format 1: to be migrated
-	metaFrameless                  // format 2: to be marked format 3
+	metaCurrent metaState = iota // today's format, all sound
+	metaEmpty                    // a new file: nothing stored yet
+	metaOlder                    // an earlier format (migrate.go): to be stored anew
 )
 
 // load reads the meta bucket. Any value that fails its check, a key that
@@ -102,66 +89,74 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	if b == nil {
 		return 0, errors.New("meta bucket missing")
 	}
-	v := b.Get(keyFormat)
-	if v == nil {
+	state, err := m.decode(b.Get, b.ForEach)
+	if err != nil {
+		return 0, err
+	}
+	if state == metaEmpty {
 		if k, _ := b.Cursor().First(); k != nil {
 			return 0, errors.New("meta bucket without its format_version")
 		}
 		return metaEmpty, nil
 	}
-	if len(v) == 8 && binary.BigEndian.Uint64(v) == legacyFormat {
-		return metaLegacy, m.loadLegacy(b)
+	m.noteReportedSeen(b)
+	return state, nil
+}
+
+// metaWalk calls fn for every key and value of a meta bucket (bbolt's
+// Bucket.ForEach; a nested bucket's value is nil).
+type metaWalk func(fn func(k, v []byte) error) error
+
+// decode reads the meta values through get (nil: absent). each, if not
+// nil, walks the whole bucket: every key must hold a value that passes its
+// check.
+func (m *meta) decode(get func([]byte) []byte, each metaWalk) (metaState, error) {
+	*m = meta{nextSeq: 1}
+	v := get(keyFormat)
+	if v == nil {
+		return metaEmpty, nil
 	}
-	version, _, err := getMetaUint(b, keyFormat)
+	if older, err := m.decodeOlder(v, get, each); older {
+		return metaOlder, err
+	}
+	version, err := metaUint(keyFormat, v)
 	if err != nil {
 		return 0, err
 	}
-	if !checkedFormat(version) {
+	if version != formatVersion {
 		return 0, fmt.Errorf("meta format_version %d: this evspool reads versions 1 to 3 (a newer evspool wrote it, or the value is damaged)", version)
 	}
-	c := b.Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if v == nil {
-			return 0, fmt.Errorf("meta key %q is a bucket, not a value", k)
-		}
-		if _, err := decodeMeta(k, v); err != nil {
-			return 0, err
-		}
-	}
-	for _, f := range m.fields() {
-		n, ok, err := getMetaUint(b, f.key)
-		switch {
-		case err != nil:
-			return 0, err
-		case ok:
-			*f.val = n
-		case metaRequired(f.key):
-			return 0, fmt.Errorf("meta value %q missing", f.key)
-		}
-	}
-	m.nextSeq = max(m.nextSeq, 1)
-	m.noteReportedSeen(b)
-	if version == framelessFormat {
-		return metaFrameless, nil
-	}
-	return metaCurrent, nil
+	return metaCurrent, m.decodeValues(get, each)
 }
 
-// loadLegacy reads format 1's bare values (no checksum to check: each must
-// at least be 8 bytes).
-func (m *meta) loadLegacy(b *bolt.Bucket) error {
+// decodeValues reads today's meta values (see decode).
+func (m *meta) decodeValues(get func([]byte) []byte, each metaWalk) error {
+	if each != nil {
+		if err := each(func(k, v []byte) error {
+			if v == nil {
+				return fmt.Errorf("meta key %q is a bucket, not a value", k)
+			}
+			_, err := decodeMeta(k, v)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
 	for _, f := range m.fields() {
-		v := b.Get(f.key)
+		v := get(f.key)
 		if v == nil {
+			if metaRequired(f.key) {
+				return fmt.Errorf("meta value %q missing", f.key)
+			}
 			continue
 		}
-		if len(v) != 8 {
-			return fmt.Errorf("meta value %q of %d bytes (format 1 stores 8)", f.key, len(v))
+		n, err := metaUint(f.key, v)
+		if err != nil {
+			return err
 		}
-		*f.val = binary.BigEndian.Uint64(v)
+		*f.val = n
 	}
 	m.nextSeq = max(m.nextSeq, 1)
-	m.noteReportedSeen(b)
 	return nil
 }
 

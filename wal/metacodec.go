@@ -9,26 +9,38 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Every value the spool keeps about itself goes through one codec: in the
-// meta bucket of spool.db and in the marks file alike, a value is stored as
+// Every value the spool stores carries one checksum, keySum: a CRC-32C over
+// its key and its bytes, so that a flipped bit anywhere in it, or a value
+// moved under another key, is caught. A value that fails its check is
+// damage: never trusted, never compared with other copies. A record
+// (record.go) carries it first; what the spool keeps about itself (the meta
+// bucket, the marks file) carries it last, through this codec:
 //
 //	payload | crc32c(key | payload) (4 bytes, big-endian)
 //
-// so a flipped bit anywhere in it (or a value moved under another key) is
-// caught, and a value that fails its check is damage: never trusted, never
-// compared with other copies. The payload is any bytes: a uint64 is 8 bytes
-// big-endian (putMetaUint, getMetaUint). A value added to the meta bucket
-// goes through putMeta and getMeta, and load checks every value in the
-// bucket, known or not.
+// A uint64 payload is 8 bytes big-endian. load checks every value in the
+// meta bucket, known or not.
 const metaSumSize = 4
 
-var errMetaSum = errors.New("checksum mismatch")
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	errMetaSum = errors.New("checksum mismatch")
+)
+
+// keySum is the CRC-32C of key and then parts.
+func keySum(key []byte, parts ...[]byte) uint32 {
+	c := crc32.Checksum(key, castagnoli)
+	for _, p := range parts {
+		c = crc32.Update(c, castagnoli, p)
+	}
+	return c
+}
 
 // encodeMeta returns the stored form of payload under key.
 func encodeMeta(key, payload []byte) []byte {
 	v := make([]byte, len(payload)+metaSumSize)
 	copy(v, payload)
-	binary.BigEndian.PutUint32(v[len(payload):], metaSum(key, payload))
+	binary.BigEndian.PutUint32(v[len(payload):], keySum(key, payload))
 	return v
 }
 
@@ -39,14 +51,22 @@ func decodeMeta(key, v []byte) ([]byte, error) {
 		return nil, fmt.Errorf("meta value %q of %d bytes: shorter than its checksum", key, len(v))
 	}
 	p := v[:len(v)-metaSumSize]
-	if binary.BigEndian.Uint32(v[len(p):]) != metaSum(key, p) {
+	if binary.BigEndian.Uint32(v[len(p):]) != keySum(key, p) {
 		return nil, fmt.Errorf("meta value %q: %w", key, errMetaSum)
 	}
 	return p, nil
 }
 
-func metaSum(key, payload []byte) uint32 {
-	return crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, payload)
+// metaUint decodes the stored value v of key as a uint64.
+func metaUint(key, v []byte) (uint64, error) {
+	p, err := decodeMeta(key, v)
+	if err != nil {
+		return 0, err
+	}
+	if len(p) != 8 {
+		return 0, fmt.Errorf("meta value %q holds %d bytes, not 8", key, len(p))
+	}
+	return binary.BigEndian.Uint64(p), nil
 }
 
 // putMeta stores payload under key in the meta bucket, checksummed.
@@ -67,19 +87,15 @@ func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
 }
 
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
-	p := make([]byte, 8)
-	binary.BigEndian.PutUint64(p, n)
-	return putMeta(b, key, p)
+	return putMeta(b, key, binary.BigEndian.AppendUint64(nil, n))
 }
 
 // getMetaUint is getMeta for a uint64.
 func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
-	p, ok, err := getMeta(b, key)
-	if err != nil || !ok {
-		return 0, false, err
+	v := b.Get(key)
+	if v == nil {
+		return 0, false, nil
 	}
-	if len(p) != 8 {
-		return 0, false, fmt.Errorf("meta value %q holds %d bytes, not 8", key, len(p))
-	}
-	return binary.BigEndian.Uint64(p), true, nil
+	n, err := metaUint(key, v)
+	return n, err == nil, err
 }

@@ -3,18 +3,12 @@ package wal
 import (
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"os"
 )
 
-// A record is the value stored under an event's key. Version 2, written
-// since the boot-clock stamp was added (see bootstamp.go):
+// A record is the value stored under an event's key. Version 2:
 //
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns (8) | event bytes
-//
-// Version 1, written before and still read:
-//
-//	crc32c (4) | wall unix ns (8) | event bytes
 //
 // Version 3, a frame, holds the events of one commit that share a leaf
 // element (see frames below); it is written only for two events or more:
@@ -24,24 +18,21 @@ import (
 //
 // Its key is the sequence number of its first event; the others follow it,
 // consecutive. Version 2's boot time never has bit 63 set: that bit tells a
-// frame, and the checksum (over a version byte of 3) says for sure.
+// frame, and the checksum says for sure. Version 1 records, which an earlier
+// evspool wrote, are read by migrate.go.
 //
-// All integers are big-endian. The checksum covers the 8-byte key and
-// everything after the checksum, so a record moved under another key is
-// caught as surely as a flipped bit; a version 2 checksum also covers a
-// version byte that is not stored, so a version 1 record is read as version
-// 2 only if its wall time is negative (before 1970) and a 32-bit checksum
-// matches by chance. A version 2 wall time keeps 63 bits: 1824 to 2116.
+// All integers are big-endian. The checksum (keySum, metacodec.go) covers
+// the 8-byte key, the version as a byte that is not stored, and everything
+// after the checksum, so a record moved under another key is caught as
+// surely as a flipped bit, and a record is not read as another version. A
+// version 2 wall time keeps 63 bits: 1824 to 2116.
 const (
-	keySize        = 8
-	recordHeaderV1 = 12
-	recordHeader   = 20 // the header of the records written now
+	keySize      = 8
+	recordHeader = 20 // the header of the records written now
 	// entryOverhead is what an entry takes in a bbolt leaf page beyond the
 	// event bytes: the leaf element header (16), the key and the record header.
 	entryOverhead = 16 + keySize + recordHeader
 	v2Flag        = uint64(1) << 63
-	v2Version     = 2
-	v3Version     = 3
 )
 
 // stamp is when a record was appended: the wall clock, and the boot clock
@@ -69,8 +60,6 @@ func entryCost(n int) int64 {
 	}
 	return (e + pageHeaderSize + costPage - 1) / costPage * costPage
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 var (
 	errShortRecord = errors.New("record shorter than its header")
@@ -102,44 +91,21 @@ func encodeRecordInto(v, key []byte, at stamp, data []byte) []byte {
 	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
 	binary.BigEndian.PutUint64(v[12:20], uint64(at.boot))
 	copy(v[recordHeader:], data)
-	binary.BigEndian.PutUint32(v[0:4], recordSumV2(key, v[4:]))
+	binary.BigEndian.PutUint32(v[0:4], keySum(key, v2Tag, v[4:]))
 	return v
 }
 
-// encodeRecordV1 is the record format of earlier versions, kept for the
-// tests that show such records are still read.
-func encodeRecordV1(key []byte, unixNano int64, data []byte) []byte {
-	v := make([]byte, recordHeaderV1+len(data))
-	binary.BigEndian.PutUint64(v[4:12], uint64(unixNano))
-	copy(v[recordHeaderV1:], data)
-	binary.BigEndian.PutUint32(v[0:4], recordSum(key, v[4:]))
-	return v
-}
-
-// decodeRecord checks a stored record and returns its wall-clock timestamp
+// decodeStamped checks a stored record (not a frame) and returns its stamp
 // and event bytes. The returned slice aliases v.
-func decodeRecord(key, v []byte) (unixNano int64, data []byte, err error) {
-	at, data, err := decodeStamped(key, v)
-	return at.wall, data, err
-}
-
-// decodeStamped is decodeRecord with the whole stamp.
 func decodeStamped(key, v []byte) (stamp, []byte, error) {
 	if len(key) != keySize {
 		return stamp{}, nil, errBadKey
 	}
-	if len(v) < recordHeaderV1 {
-		return stamp{}, nil, errShortRecord
-	}
-	sum := binary.BigEndian.Uint32(v[0:4])
-	if isV2(v) && sum == recordSumV2(key, v[4:]) {
+	if isV2(v) && binary.BigEndian.Uint32(v[0:4]) == keySum(key, v2Tag, v[4:]) {
 		wall := int64(binary.BigEndian.Uint64(v[4:12])<<1) >> 1 // sign-extend 63 bits
 		return stamp{wall: wall, boot: int64(binary.BigEndian.Uint64(v[12:20]))}, v[recordHeader:], nil
 	}
-	if sum != recordSum(key, v[4:]) {
-		return stamp{}, nil, errBadChecksum
-	}
-	return stamp{wall: int64(binary.BigEndian.Uint64(v[4:12]))}, v[recordHeaderV1:], nil
+	return decodeRecordV1(key, v)
 }
 
 // isV2 tells by its flag bit whether v looks like a version 2 record; only
@@ -148,62 +114,31 @@ func isV2(v []byte) bool {
 	return len(v) >= recordHeader && binary.BigEndian.Uint64(v[4:12])&v2Flag != 0
 }
 
-// recordDataLen is the length of the event bytes in a stored record, for
-// the accounting of deletions (the record was checked when it was read).
-func recordDataLen(v []byte) int {
-	if isV2(v) {
-		return len(v) - recordHeader
-	}
-	return len(v) - recordHeaderV1
-}
-
-func recordSum(key, rest []byte) uint32 {
-	return crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, rest)
-}
-
-var (
-	v2Tag = []byte{v2Version}
-	v3Tag = []byte{v3Version}
-)
-
-func recordSumV2(key, rest []byte) uint32 {
-	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v2Tag)
-	return crc32.Update(c, castagnoli, rest)
-}
-
-func recordSumV3(key, rest []byte) uint32 {
-	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v3Tag)
-	return crc32.Update(c, castagnoli, rest)
-}
+// v2Tag and v3Tag are the versions a record's checksum covers.
+var v2Tag, v3Tag = []byte{2}, []byte{3}
 
 // isFrame tells by its flag bits whether v looks like a version 3 record.
 func isFrame(v []byte) bool {
 	return isV2(v) && binary.BigEndian.Uint64(v[12:20])&v2Flag != 0
 }
 
-var (
-	errBadFrame = errors.New("frame lengths do not add up to its bytes")
-)
+var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
-// Frames. Each event of a 64-event commit under a key of its own would cost
-// the commit 64 bbolt puts, each a search from the root, and 64 leaf
-// elements to spill. A commit's events are stored instead as few values as keep leaves well packed: a frame's element takes
-// at most half a page's room, so two fill a leaf page, and entryCost prices
-// it as it prices a lone event. An event too large to share so little room
-// is stored alone, as version 2, as is a lone event.
+// Frames. A commit's events are stored as few values as keep leaves well
+// packed (a bbolt put each, not one an event): a frame's element takes at
+// most half a page's room, so two fill a leaf page, and entryCost prices it
+// as it prices a lone event. An event too large to share so little room is
+// stored alone, as version 2, as is a lone event. A frame leaves the file
+// whole, once its last event is acknowledged or dropped: till then its
+// events up to the removal mark are hidden, as acknowledged entries not yet
+// deleted are (ackdefer.go). Its cost is counted until it leaves, its
+// events while they are pending.
 //
-// A frame leaves the file whole, once its last event is acknowledged or
-// dropped: until then its events up to the removal mark are hidden, as
-// acknowledged entries not yet deleted are (see ackdefer.go). Its cost is
-// counted until it leaves; its events are counted while they are pending.
-//
-// Append prices a request before it is stored, at its events' cost as
-// records (what Block reserves and the policies weigh). The frames it is
-// stored in mostly cost less (19 events of 100 bytes: 2048 bytes against
-// 2793), but rounding to a share of a page can make one cost up to about
-// a quarter of a page more (a frame of 1361 bytes takes half a page, its
-// events as records 1640 bytes): the budget leaves room for that, and the
-// cap on the file itself is enforced on its real size (enforceCap).
+// Append prices a request at its events' cost as records (what Block
+// reserves and the policies weigh). A frame mostly costs less, but rounding
+// to a share of a page can make it cost up to about a quarter of a page
+// more: the budget leaves room for that, and the cap on the file itself is
+// enforced on its real size (enforceCap).
 
 // frameRoom is the most bytes a frame's value may take.
 var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
@@ -250,7 +185,7 @@ func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
 	for _, e := range events {
 		o += copy(v[o:], e)
 	}
-	binary.BigEndian.PutUint32(v[0:4], recordSumV3(key, v[4:]))
+	binary.BigEndian.PutUint32(v[0:4], keySum(key, v3Tag, v[4:]))
 	return v
 }
 
@@ -268,19 +203,9 @@ func (v *value) last() uint64 { return v.first + uint64(v.n) - 1 }
 
 // decodeValue checks the value stored under key. Its slices alias v.
 func decodeValue(key, v []byte) (value, error) {
-	if !isFrame(v) {
-		at, data, err := decodeStamped(key, v)
-		if err != nil {
-			return value{}, err
-		}
-		return value{first: binary.BigEndian.Uint64(key), n: 1, at: at, data: data}, nil
-	}
-	if len(key) != keySize {
-		return value{}, errBadKey
-	}
-	if binary.BigEndian.Uint32(v[0:4]) != recordSumV3(key, v[4:]) {
-		// A version 1 record whose wall time is negative and whose event
-		// bytes begin with a set bit looks like a frame too.
+	if !isFrame(v) || len(key) != keySize || binary.BigEndian.Uint32(v[0:4]) != keySum(key, v3Tag, v[4:]) {
+		// Not a frame (a version 1 record whose wall time is negative and
+		// whose event bytes begin with a set bit looks like one too).
 		at, data, err := decodeStamped(key, v)
 		if err != nil {
 			return value{}, err

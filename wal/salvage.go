@@ -145,7 +145,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 
 // rebuild writes the salvage of spool.db into a new file, dst in the spool
 // directory, and fsyncs it. Two passes: the first finds the meta values
-// (see salvagemeta.go) and the newest sound record, the second copies
+// (see salvagescan.go) and the newest sound record, the second copies
 // entries past the removal mark, a chunk per transaction.
 func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	src, err := w.sd.open(fileName, os.O_RDONLY)

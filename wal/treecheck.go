@@ -2,7 +2,6 @@ package wal
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -18,21 +17,17 @@ import (
 // freelist page makes it read garbage. It reads each tree page once (the
 // events' leaves, the bulk of the file, only their 16-byte header) and keeps
 // one bit per page of the file.
-const (
-	branchPageFlag = 0x01
-	branchElemSize = 16 // pos u32 | ksize u32 | child pgid u64
-	// maxTreeDepth bounds a walk whatever the pages say: a B+tree of 4 KiB
-	// pages is 5 levels deep at a few hundred million entries.
-	maxTreeDepth = 32
-)
+
+// maxTreeDepth bounds a walk whatever the pages say: a B+tree of 4 KiB
+// pages is 5 levels deep at a few hundred million entries.
+const maxTreeDepth = 32
 
 // treeCheck is one walk over a file's trees.
 type treeCheck struct {
-	r    io.ReaderAt
+	pageReader
 	m    boltMeta
 	seen []uint64 // one bit per page: in a tree, or free
-	hdr  []byte
-	elem []byte // leafBounds' element and key, reused
+	elem []byte   // leafBounds' element and key, reused
 	key  []byte
 }
 
@@ -59,7 +54,7 @@ func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) 
 // checkTrees walks the root bucket's tree from m.root and the tree of every
 // bucket it holds that is not inline. free are the freelist's page ids.
 func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
-	c := &treeCheck{r: r, m: m, seen: make([]uint64, (m.pgid+63)/64), hdr: make([]byte, pageHeaderSize)}
+	c := &treeCheck{pageReader: pageReader{r: r, ps: int64(m.pageSize)}, m: m, seen: make([]uint64, (m.pgid+63)/64)}
 	// Free pages are marked first: a tree reaching one is damage too (bbolt
 	// would hand the page out again and overwrite it).
 	for _, id := range free {
@@ -138,9 +133,9 @@ func (c *treeCheck) mark(id uint64) bool {
 //
 // Keys are checked against the branches above them, as bbolt's Seek relies
 // on: a branch's keys increase, and every key under its element i lies in
-// [key i, key i+1) (a leaf's first and last key are checked). A key of a
-// branch that lost a bit sends Seek to the wrong leaf: Read skipped events
-// that Len, which walks every leaf, counted (found by FuzzOpen).
+// [key i, key i+1) (a leaf's first and last key are checked). A branch key
+// that lost a bit would send Seek to the wrong leaf, past events that Len,
+// which walks every leaf, counts.
 func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	type frame struct {
 		id, depth uint64
@@ -151,11 +146,11 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	for len(stack) > 0 {
 		f := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		flags, count, overflow, err := c.header(f.id)
+		h, err := c.visit(f.id)
 		if err != nil {
 			return err
 		}
-		switch {
+		switch flags := h.flags; {
 		case flags == leafPageFlag && leafDepth == maxTreeDepth:
 			leafDepth = f.depth
 		case flags == leafPageFlag && f.depth != leafDepth:
@@ -165,16 +160,16 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 		case flags != leafPageFlag && flags != branchPageFlag:
 			return fmt.Errorf("page %d (depth %d) has type %#x: not a branch or a leaf", f.id, f.depth, flags)
 		}
-		span := (1 + overflow) * uint64(c.m.pageSize)
-		if flags == leafPageFlag {
-			if pageHeaderSize+count*leafElemSize > span {
-				return fmt.Errorf("leaf page %d: %d elements do not fit", f.id, count)
+		span := h.span(uint64(c.ps))
+		if h.flags == leafPageFlag {
+			if elemAt(h.count) > span {
+				return fmt.Errorf("leaf page %d: %d elements do not fit", f.id, h.count)
 			}
-			if err := c.leafBounds(f.id, count, span, f.lo, f.hi); err != nil {
+			if err := c.leafBounds(f.id, h.count, span, f.lo, f.hi); err != nil {
 				return err
 			}
 			if leaf != nil {
-				p, err := c.page(f.id, span)
+				p, err := c.read(f.id, span)
 				if err != nil {
 					return err
 				}
@@ -184,7 +179,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 			}
 			continue
 		}
-		kids, keys, err := c.children(f.id, count, span)
+		kids, keys, err := c.children(f.id, h.count, span)
 		if err != nil {
 			return err
 		}
@@ -208,52 +203,43 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 
 // children reads branch page id, of count elements in span bytes, and
 // returns its children's page ids and their keys.
-func (c *treeCheck) children(id, count, span uint64) ([]uint64, [][]byte, error) {
-	if count == 0 || pageHeaderSize+count*branchElemSize > span {
+func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]byte, error) {
+	if count == 0 || elemAt(count) > span {
 		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
 	}
-	p, err := c.page(id, span)
+	p, err := c.read(id, span)
 	if err != nil {
 		return nil, nil, err
 	}
-	le := binary.LittleEndian
 	kids, keys := make([]uint64, count), make([][]byte, count)
 	for i := range kids {
-		at := uint64(pageHeaderSize + i*branchElemSize)
-		e := p[at : at+branchElemSize]
-		kStart := at + uint64(le.Uint32(e[0:4]))
-		kEnd := kStart + uint64(le.Uint32(e[4:8]))
-		if kEnd > span {
+		var ok bool
+		if kids[i], keys[i], ok = branchAt(p, i); !ok {
 			return nil, nil, fmt.Errorf("branch page %d: key %d out of the page", id, i)
 		}
-		kids[i], keys[i] = le.Uint64(e[8:16]), p[kStart:kEnd]
 	}
 	return kids, keys, nil
 }
 
 // leafBounds checks that the first and last keys of leaf page id (count
 // elements, span bytes) lie in [lo, hi), reading only those two elements.
-func (c *treeCheck) leafBounds(id, count, span uint64, lo, hi []byte) error {
+func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte) error {
 	if count == 0 || (lo == nil && hi == nil) {
 		return nil
 	}
 	if c.elem == nil {
 		c.elem, c.key = make([]byte, leafElemSize), make([]byte, maxBoundKey)
 	}
-	for _, i := range []uint64{0, count - 1} {
-		at := pageHeaderSize + i*leafElemSize
-		e := c.elem
-		if _, err := c.r.ReadAt(e, int64(id)*int64(c.m.pageSize)+int64(at)); err != nil {
+	for _, i := range []int{0, count - 1} {
+		if _, err := c.r.ReadAt(c.elem, int64(id)*c.ps+int64(elemAt(i))); err != nil {
 			return err
 		}
-		le := binary.LittleEndian
-		kStart := at + uint64(le.Uint32(e[4:8]))
-		kLen := uint64(le.Uint32(e[8:12]))
-		if kStart+kLen > span || kLen > maxBoundKey {
+		_, k0, k1, _ := leafElem(c.elem, i)
+		if k1 > span || k1-k0 > maxBoundKey {
 			return fmt.Errorf("leaf page %d: element %d out of its page", id, i)
 		}
-		k := c.key[:kLen]
-		if _, err := c.r.ReadAt(k, int64(id)*int64(c.m.pageSize)+int64(kStart)); err != nil {
+		k := c.key[:k1-k0]
+		if _, err := c.r.ReadAt(k, int64(id)*c.ps+int64(k0)); err != nil {
 			return err
 		}
 		if !inBounds(k, lo, hi) {
@@ -272,37 +258,27 @@ func inBounds(k, lo, hi []byte) bool {
 	return (lo == nil || bytes.Compare(k, lo) >= 0) && (hi == nil || bytes.Compare(k, hi) < 0)
 }
 
-// header reads page id's header and marks it and its overflow pages seen.
-func (c *treeCheck) header(id uint64) (flags uint16, count, overflow uint64, err error) {
+// visit reads page id's header and marks it and its overflow pages seen.
+func (c *treeCheck) visit(id uint64) (pageHeader, error) {
 	if id < 2 || id >= c.m.pgid {
-		return 0, 0, 0, fmt.Errorf("page %d is not a data page of the file's %d", id, c.m.pgid)
+		return pageHeader{}, fmt.Errorf("page %d is not a data page of the file's %d", id, c.m.pgid)
 	}
-	if _, err := c.r.ReadAt(c.hdr, int64(id)*int64(c.m.pageSize)); err != nil {
-		return 0, 0, 0, err
+	h, err := c.header(id)
+	if err != nil {
+		return pageHeader{}, err
 	}
-	le := binary.LittleEndian
-	if got := le.Uint64(c.hdr[0:8]); got != id {
-		return 0, 0, 0, fmt.Errorf("page %d says it is page %d", id, got)
+	if h.id != id {
+		return pageHeader{}, fmt.Errorf("page %d says it is page %d", id, h.id)
 	}
-	flags, count, overflow = le.Uint16(c.hdr[8:10]), uint64(le.Uint16(c.hdr[10:12])), uint64(le.Uint32(c.hdr[12:16]))
-	if overflow >= c.m.pgid-id {
-		return 0, 0, 0, fmt.Errorf("page %d and its %d overflow pages run past the file's %d", id, overflow, c.m.pgid)
+	if h.overflow >= c.m.pgid-id {
+		return pageHeader{}, fmt.Errorf("page %d and its %d overflow pages run past the file's %d", id, h.overflow, c.m.pgid)
 	}
-	for o := id; o <= id+overflow; o++ {
+	for o := id; o <= id+h.overflow; o++ {
 		if !c.mark(o) {
-			return 0, 0, 0, fmt.Errorf("page %d is reached twice (a cycle, two parents, or a free page)", o)
+			return pageHeader{}, fmt.Errorf("page %d is reached twice (a cycle, two parents, or a free page)", o)
 		}
 	}
-	return flags, count, overflow, nil
-}
-
-// page reads span bytes from page id on (header checked by header).
-func (c *treeCheck) page(id, span uint64) ([]byte, error) {
-	p := make([]byte, span)
-	if _, err := c.r.ReadAt(p, int64(id)*int64(c.m.pageSize)); err != nil {
-		return nil, err
-	}
-	return p, nil
+	return h, nil
 }
 
 // bucketRoots calls fn for every element of the root bucket's leaf page p
@@ -314,17 +290,18 @@ func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) erro
 		if flags != bucketLeafFlag {
 			return fmt.Errorf("element %d (%q) has flags %#x: not a bucket", i, k, flags)
 		}
-		if len(v) < bucketHeader {
+		root, inline, ok := bucketValue(v)
+		if !ok {
 			return fmt.Errorf("bucket element %d (%q) of %d bytes", i, k, len(v))
 		}
-		return fn(k, binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:])
+		return fn(k, root, inline)
 	})
 }
 
 // checkInline checks an inline bucket's page: a leaf, every element within
 // it, a value (not a bucket), keys in order.
 func checkInline(p []byte) error {
-	if len(p) < pageHeaderSize || binary.LittleEndian.Uint16(p[8:10]) != leafPageFlag {
+	if len(p) < pageHeaderSize || decodeHeader(p).flags != leafPageFlag {
 		return errors.New("its page is not a leaf")
 	}
 	var prev []byte
@@ -338,28 +315,4 @@ func checkInline(p []byte) error {
 		prev = k
 		return nil
 	})
-}
-
-// leafElems calls fn for every element of leaf page p (header included),
-// each checked to lie within p.
-func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
-	le := binary.LittleEndian
-	count := int(le.Uint16(p[10:12]))
-	if pageHeaderSize+count*leafElemSize > len(p) {
-		return fmt.Errorf("%d elements do not fit in %d bytes", count, len(p))
-	}
-	for i := 0; i < count; i++ {
-		at := pageHeaderSize + i*leafElemSize
-		e := p[at : at+leafElemSize]
-		kStart := uint64(at) + uint64(le.Uint32(e[4:8]))
-		kEnd := kStart + uint64(le.Uint32(e[8:12]))
-		vEnd := kEnd + uint64(le.Uint32(e[12:16]))
-		if vEnd > uint64(len(p)) {
-			return fmt.Errorf("element %d out of its page", i)
-		}
-		if err := fn(i, le.Uint32(e[0:4]), p[kStart:kEnd], p[kEnd:vEnd]); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -1,0 +1,31 @@
+package wal
+
+import "encoding/binary"
+
+// encodeRecordV1 writes a record as an earlier evspool did (migrate.go), for
+// the tests that show such records are still read.
+func encodeRecordV1(key []byte, unixNano int64, data []byte) []byte {
+	v := make([]byte, recordHeaderV1+len(data))
+	binary.BigEndian.PutUint64(v[4:12], uint64(unixNano))
+	copy(v[recordHeaderV1:], data)
+	binary.BigEndian.PutUint32(v[0:4], recordSum(key, v[4:]))
+	return v
+}
+
+// recordSum is a version 1 record's checksum.
+func recordSum(key, rest []byte) uint32 { return keySum(key, rest) }
+
+// decodeRecord checks a record (version 1 or 2) and returns its wall-clock
+// timestamp and event bytes.
+func decodeRecord(key, v []byte) (unixNano int64, data []byte, err error) {
+	at, data, err := decodeStamped(key, v)
+	return at.wall, data, err
+}
+
+// recordDataLen is the length of the event bytes in a checked record.
+func recordDataLen(v []byte) int {
+	if isV2(v) {
+		return len(v) - recordHeader
+	}
+	return len(v) - recordHeaderV1
+}
