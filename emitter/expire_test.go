@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -28,7 +28,9 @@ func (r *rig) flushLossy(d time.Duration) {
 
 // newClock is a clock for Options.Clock that runs with real time and that
 // a test can move on (age events) or step (the wall clock).
-func newClock() *clock.Fake { return clock.NewRunning(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)) }
+func newClock() *clocktest.Fake {
+	return clocktest.NewRunning(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+}
 
 // After a long outage, events older than MaxAge are dropped unsent, counted
 // and logged once; the fresh ones are delivered, in order.

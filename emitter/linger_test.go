@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -39,7 +39,7 @@ func TestLingerProbesBeforeAcknowledging(t *testing.T) {
 	require.NoError(t, err)
 	d := newDrainer(sock, &o, spool)
 	defer d.closeNotes()
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	d.clk = clk
 
 	conn, err := net.Dial("unix", sock)

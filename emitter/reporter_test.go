@@ -6,11 +6,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 )
 
 func TestReporter(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
 	r := reporter{clk: clk, interval: 30 * time.Second}
 
 	// Occurrences: the first at once, then one per interval with the

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
@@ -24,7 +24,7 @@ import (
 // fraction of a second of real time, with the default timeouts.
 type virtualRig struct {
 	t    *testing.T
-	clk  *clock.Fake
+	clk  *clocktest.Fake
 	sock string
 	em   *emitter.Emitter
 	logs *logSink
@@ -33,7 +33,7 @@ type virtualRig struct {
 
 func newVirtualRig(t *testing.T, opts emitter.Options) *virtualRig {
 	dir := t.TempDir()
-	r := &virtualRig{t: t, clk: clock.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)),
+	r := &virtualRig{t: t, clk: clocktest.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)),
 		sock: filepath.Join(dir, "events.sock"), logs: &logSink{}, real: time.Now()}
 	ctx, cancel := context.WithCancel(context.Background())
 	go r.clk.Leap(ctx, 50*time.Microsecond)

@@ -8,13 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 )
 
 // Records carry the boot clock: within a boot their age ignores wall steps;
 // after a reboot only the wall clock is left.
 func TestEntryAgeIgnoresWallStepsWithinABoot(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	w, err := Open(dir, &Options{NoSync: true, Clock: clk})
 	require.NoError(t, err)
@@ -55,7 +55,7 @@ func TestEntryAgeIgnoresWallStepsWithinABoot(t *testing.T) {
 // new records appended after them get the boot clock; and compaction and
 // salvage keep both kinds of record as they are.
 func TestVersion1RecordsStillRead(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	dir := t.TempDir()
 	w, err := Open(dir, &Options{NoSync: true, Clock: clk})
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 )
 
 // notifySocket listens on a unixgram socket as systemd does for a
@@ -260,7 +260,7 @@ func TestNotifyWatchdogStopsWhenDrainerWedges(t *testing.T) {
 	}()
 	var logs bytes.Buffer
 	var logMu sync.Mutex
-	clk := clock.NewFake(time.Now())
+	clk := clocktest.NewFake(time.Now())
 	n := newNotifier(sdNotify, clk, slog.New(slog.NewTextHandler(&syncWriter{mu: &logMu, w: &logs}, nil)), 200*time.Millisecond)
 	n.begin("opening the spool")
 	defer n.close()

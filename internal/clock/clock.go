@@ -26,6 +26,3 @@ type Timer interface {
 	Stop() bool
 	Reset(d time.Duration) bool
 }
-
-// Since is c.Boot() - boot: the time elapsed since a Boot reading.
-func Since(c Clock, boot time.Duration) time.Duration { return c.Boot() - boot }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/internal/clock/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -37,7 +38,7 @@ func TestSystemBootID(t *testing.T) {
 func TestFakeStepWallMovesNothingElse(t *testing.T) {
 	t.Parallel()
 	start := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
-	f := clock.NewFake(start)
+	f := clocktest.NewFake(start)
 	boot := f.Boot()
 	tm := f.NewTimer(time.Second)
 	f.StepWall(37 * time.Second)
@@ -53,7 +54,7 @@ func TestFakeStepWallMovesNothingElse(t *testing.T) {
 
 func TestFakeTimers(t *testing.T) {
 	t.Parallel()
-	f := clock.NewFake(time.Unix(0, 0))
+	f := clocktest.NewFake(time.Unix(0, 0))
 	a, b := f.NewTimer(2*time.Second), f.NewTimer(time.Second)
 	require.Equal(t, 2, f.Timers())
 	f.Advance(time.Second)
@@ -83,7 +84,7 @@ func TestFakeTimers(t *testing.T) {
 
 func TestFakeReboot(t *testing.T) {
 	t.Parallel()
-	f := clock.NewFake(time.Unix(100, 0))
+	f := clocktest.NewFake(time.Unix(100, 0))
 	f.Advance(time.Hour)
 	id := f.BootID()
 	f.Reboot("fake-boot-2")

@@ -1,7 +1,11 @@
-package clock
+// Package clocktest is a fake clock.Clock for tests: one that moves only
+// when told to, one that also runs with real time, and Leap, which drives
+// code that waits only on the clock from timer to timer.
+package clocktest
 
 import (
 	"context"
+	"github.com/evspool/evspool/internal/clock"
 	"sort"
 	"sync"
 	"time"
@@ -96,7 +100,7 @@ func (f *Fake) Reboot(id string) {
 func (f *Fake) Timers() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.timers) }
 
 // NewTimer implements Clock.
-func (f *Fake) NewTimer(d time.Duration) Timer {
+func (f *Fake) NewTimer(d time.Duration) clock.Timer {
 	t := &fakeTimer{f: f, c: make(chan time.Time, 1)}
 	t.Reset(d)
 	return t
