@@ -70,7 +70,7 @@ func (d *drainer) deadLetter(seq uint64) {
 		return
 	}
 	e := entries[0]
-	attempts := d.dv.strikes.n
+	attempts := d.view.strikes.n
 	dl := wal.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
 	path := filepath.Join(d.spool.Dir(), wal.DeadLetterFile)
 	if err := wal.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
@@ -83,8 +83,7 @@ func (d *drainer) deadLetter(seq uint64) {
 			"seq", seq, "error", err)
 		return
 	}
-	d.dv.setAsideDone(seq)
-	d.saveStrikes()
+	d.step(msg{kind: msgSetAside, seq: seq})
 	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
 		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
 		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
@@ -97,7 +96,7 @@ func (d *drainer) deadLetter(seq uint64) {
 // saveStrikes keeps delivery's strike record in the spool, with the
 // witness's bytes.
 func (d *drainer) saveStrikes() {
-	s := d.dv.strikes
+	s := d.view.strikes
 	rec := wal.Strikes{Seq: s.seq, Count: s.n}
 	if s.seq != 0 && s.witness != 0 && d.held.witness.Seq == s.witness {
 		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
@@ -114,7 +113,7 @@ func (d *drainer) restoreStrikes() {
 	if err != nil {
 		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
 	}
-	d.dv.restore(d.spool.FirstSeq(), strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq})
+	d.step(msg{kind: msgRestore, seq: d.spool.FirstSeq(), strikes: strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq}})
 	if rec.WitnessSeq != 0 {
 		d.held.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
 	}

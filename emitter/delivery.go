@@ -64,16 +64,125 @@ type strikeRecord struct {
 	witness uint64 // the event before it, which the receiver handled
 }
 
+// msg is what the shell tells delivery happened, and when. step is the
+// only way in.
+type msg struct {
+	kind    msgKind
+	now     time.Time
+	lines   []line       // msgWrote
+	n       int          // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
+	seq     uint64       // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event
+	reset   bool         // msgHungUp: it closed with bytes unread
+	strikes strikeRecord // msgRestore: what an earlier process saved
+}
+
+type msgKind int
+
+const (
+	msgRestore   msgKind = iota + 1 // at start: the spool's oldest pending, the saved strikes
+	msgConnected                    // a connection was made
+	msgFirst                        // the spool's oldest pending is seq (others expired or were dropped)
+	msgNext                         // as msgFirst, and what to write next (ready.send)
+	msgWrote                        // lines were written
+	msgRead                         // a SIOCOUTQ reading: n bytes unread
+	msgTick                         // time passed
+	msgFin                          // the receiver's FIN, with n bytes unread (ready.closed)
+	msgHungUp                       // the receiver hung up
+	msgLost                         // the shell dropped the connection for a reason of its own
+	msgSetAside                     // seq was moved to the dead letters and removed from the spool
+	msgRewind                       // the spool was salvaged: write from the oldest pending
+	msgNoWitness                    // the witness is not at hand
+)
+
+// step takes one msg and returns what the shell must do, with the view of
+// delivery's state the shell acts on until the next step.
+func (d *delivery) step(m msg) ready {
+	var r ready
+	switch m.kind {
+	case msgRestore:
+		d.restore(m.seq, m.strikes)
+	case msgConnected:
+		d.connected(m.now)
+	case msgFirst:
+		d.skipTo(m.seq)
+	case msgNext:
+		d.skipTo(m.seq)
+		r.send, r.sendOK = d.next(m.now)
+	case msgWrote:
+		d.wrote(m.now, m.lines, m.n)
+	case msgRead:
+		r = d.observed(m.now, m.n).then(d.tick(m.now))
+	case msgTick:
+		r = d.tick(m.now)
+	case msgFin:
+		r.closed = d.peerFin(m.now, m.n)
+	case msgHungUp:
+		r = d.hungUp(m.now, m.reset)
+	case msgLost:
+		r = d.lost()
+	case msgSetAside:
+		r = d.setAsideDone(m.seq)
+	case msgRewind:
+		d.cursor = 0
+	case msgNoWitness:
+		d.witness = 0
+	}
+	r.view = d.view()
+	return r
+}
+
 // ready is what the shell does after a step, in this order: acknowledge,
 // set aside, save the strikes, drop the connection, log, and dial no sooner
 // than dialAfter.
 type ready struct {
 	ackThrough uint64 // acknowledge the spool through this sequence; 0: nothing
 	setAside   uint64 // move this sequence (the oldest pending) to the dead letters
-	saveStrike bool   // strikes changed: persist delivery.strikes
+	saveStrike bool   // strikes changed: persist view.strikes
 	abandon    bool   // close the connection
+	closed     bool   // msgFin: the FIN ends the connection
 	dialAfter  time.Time
 	notes      []note
+	send       sendPlan // msgNext: what to write, if sendOK
+	sendOK     bool
+	view
+}
+
+// then is r followed by o, as one ready.
+func (r ready) then(o ready) ready {
+	r.ackThrough = max(r.ackThrough, o.ackThrough)
+	if o.setAside != 0 {
+		r.setAside = o.setAside
+	}
+	r.saveStrike = r.saveStrike || o.saveStrike
+	if o.abandon || !o.dialAfter.IsZero() {
+		r.abandon, r.dialAfter = r.abandon || o.abandon, o.dialAfter
+	}
+	r.notes = append(r.notes, o.notes...)
+	return r
+}
+
+// view is what the shell may know of delivery's state: it never reads
+// delivery's fields.
+type view struct {
+	acked    uint64       // acknowledged or set aside through
+	strikes  strikeRecord // the suspect, to persist
+	unread   int          // the last SIOCOUTQ reading on this connection
+	frozen   bool         // the receiver reads nothing, connected
+	reading  bool         // written bytes wait to be read
+	readSome bool         // it has read something on this connection
+	crashing bool         // the last connection handled nothing
+	wantsFin bool         // look for the receiver's FIN (TCP)
+	wakes    bool         // a msgTick has something to do at wake
+	wake     time.Time
+}
+
+func (d *delivery) view() view {
+	v := view{acked: d.acked, strikes: d.strikes, crashing: d.empty > 0, wantsFin: d.wantsFin()}
+	if c := d.conn; c != nil {
+		v.unread, v.frozen, v.reading, v.readSome = c.unread, c.frozen, !c.allRead(), c.read > 0
+	}
+	v.wake, v.wakes = d.wakeAt()
+	return v
 }
 
 // note is something the shell logs.
@@ -245,34 +354,3 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	}
 	return c
 }
-
-// Queries and small steps the shell needs.
-
-// frozen reports whether the receiver is frozen on the current connection.
-func (d *delivery) frozen() bool { return d.conn != nil && d.conn.frozen }
-
-// reading reports whether written bytes wait to be read on the current
-// connection.
-func (d *delivery) reading() bool { return d.conn != nil && !d.conn.allRead() }
-
-// lastUnread is the last SIOCOUTQ reading on the current connection.
-func (d *delivery) lastUnread() int {
-	if d.conn == nil {
-		return 0
-	}
-	return d.conn.unread
-}
-
-// readSome reports whether the receiver has read anything on the current
-// connection.
-func (d *delivery) readSome() bool { return d.conn != nil && d.conn.read > 0 }
-
-// crashing reports whether the last connection handled nothing.
-func (d *delivery) crashing() bool { return d.empty > 0 }
-
-// forgetWitness drops a witness the shell does not have at hand.
-func (d *delivery) forgetWitness() { d.witness = 0 }
-
-// rewind makes the next write start at the oldest pending event (the spool
-// was salvaged).
-func (d *delivery) rewind() { d.cursor = 0 }

@@ -42,8 +42,9 @@ type drainer struct {
 	done   chan struct{}
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
-	clk   Clock // Options.Clock: every wait and every now
-	dv    *delivery
+	clk   Clock     // Options.Clock: every wait and every now
+	dv    *delivery // stepped through step, never read
+	view  view      // delivery's state as of its last step
 	w     wire
 	held  held
 	peer  peerNote // see peer.go
@@ -183,6 +184,15 @@ func (d *drainer) notify() {
 
 func (d *drainer) stop() { d.cancel() }
 
+// step tells delivery m, at the clock's now, and carries out the ready it
+// returns (apply).
+func (d *drainer) step(m msg) (ready, error) {
+	m.now = d.clk.Now()
+	r := d.dv.step(m)
+	d.view = r.view
+	return r, d.apply(r)
+}
+
 func (d *drainer) run() {
 	defer close(d.done)
 	defer d.scans.Wait()
@@ -208,7 +218,7 @@ func (d *drainer) run() {
 		if n > 0 {
 			continue
 		}
-		if !d.dv.frozen() {
+		if !d.view.frozen {
 			d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
 		d.idle()
@@ -254,7 +264,7 @@ func (d *drainer) idle() {
 // acknowledged events wait for their deletion to be committed.
 func (d *drainer) idlePoll() bool {
 	switch {
-	case d.dv.frozen(), d.dv.lastUnread() > 0:
+	case d.view.frozen, d.view.unread > 0:
 		return true
 	case d.w.conn != nil && d.w.waiter.Supported() && d.w.hup == nil:
 		return true
@@ -267,7 +277,7 @@ func (d *drainer) idlePoll() bool {
 // deadlineTimer arms a timer for delivery's next deadline (replay linger,
 // stall clock); its channel is nil when there is none.
 func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
-	at, ok := d.dv.wakeAt()
+	at, ok := d.view.wake, d.view.wakes
 	if !ok {
 		return nil, func() {}
 	}
@@ -284,7 +294,7 @@ func (d *drainer) onDeadline() {
 		d.checkIdle()
 		return
 	}
-	if err := d.apply(d.dv.tick(d.clk.Now())); err != nil {
+	if _, err := d.step(msg{kind: msgTick}); err != nil {
 		d.fail(err)
 	}
 }
@@ -301,7 +311,7 @@ func (d *drainer) onIdleCheck() {
 // connect dials until it succeeds or the drainer is stopped, no sooner than
 // delivery asked (longer and longer after connections that handled nothing).
 func (d *drainer) connect() bool {
-	wait := d.dv.crashing() && d.link.connects > 0
+	wait := d.view.crashing && d.link.connects > 0
 	for {
 		if pause := d.dial.after.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
 			return false
@@ -352,7 +362,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 		d.w.hup = nil // nothing to look at: no poll either
 	}
 	d.resetPeer()
-	d.dv.connected(d.clk.Now())
+	d.step(msg{kind: msgConnected})
 	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -379,19 +389,16 @@ func (d *drainer) fail(err error) {
 	if !errors.Is(err, errAbandoned) {
 		d.record(func(l *linkStats) { l.writeErrors++ }, err)
 	}
-	now := d.clk.Now()
-	var r ready
+	m := msg{kind: msgLost}
 	var gone *sockwait.PeerGoneError
 	switch {
 	case errors.As(err, &gone):
-		r = d.dv.hungUp(now, errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0)
+		m = msg{kind: msgHungUp, reset: errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0}
 	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, errPeerClosed),
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
-		r = d.dv.hungUp(now, true)
-	default:
-		r = d.dv.lost()
+		m = msg{kind: msgHungUp, reset: true}
 	}
-	aerr := d.apply(r)
+	r, aerr := d.step(m)
 	d.forgetPeer()
 	d.disconnect()
 	d.dial.after = r.dialAfter

@@ -52,7 +52,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	d.dv.skipTo(entries[old-1].Seq + 1)
+	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
 	d.aged.here.Add(gone.Events)
 	d.logExpired(gone, false)
 	d.progressed()

@@ -42,7 +42,7 @@ type peerNote struct {
 
 // openPeerNotes opens the notes, where they can be used.
 func (d *drainer) openPeerNotes() {
-	if d.opts.Network != "unix" || d.dv.cfg.mode != lastRead {
+	if d.opts.Network != "unix" || deliveryConfigOf(d.opts).mode != lastRead {
 		return
 	}
 	n, err := wal.OpenPeerNotes(d.spool.Dir())
@@ -83,7 +83,7 @@ func (d *drainer) identifyPeer() {
 		ino, retry := peerEnd(d.w.conn)
 		if ino != 0 {
 			d.peer.ino = ino
-			d.writePeerNote(d.dv.acked)
+			d.writePeerNote(d.view.acked)
 			return
 		}
 		waited := d.clk.Now().Sub(start)
@@ -147,7 +147,7 @@ func (d *drainer) notePeer(through uint64) {
 // once.
 func (d *drainer) seekReader() {
 	d.takeReader(false)
-	if d.peer.notes == nil || d.peer.sought || !d.dv.readSome() {
+	if d.peer.notes == nil || d.peer.sought || !d.view.readSome {
 		return
 	}
 	if d.peer.ino == 0 {

@@ -27,11 +27,9 @@ var errPeerClosed = errors.New("receiver closed the connection (FIN) after readi
 // isolating, or the witness), then waits until the receiver has read it,
 // telling delivery what it sees. It returns how many events were written.
 func (d *drainer) sendBatch() (int, error) {
-	if first := d.spool.FirstSeq(); first != 0 {
-		d.dv.skipTo(first)
-	}
-	p, ok := d.dv.next(d.clk.Now())
-	if !ok {
+	r, _ := d.step(msg{kind: msgNext, seq: d.spool.FirstSeq()})
+	p := r.send
+	if !r.sendOK {
 		return 0, nil
 	}
 	entries, n, err := d.batchFor(p)
@@ -43,7 +41,8 @@ func (d *drainer) sendBatch() (int, error) {
 	}
 	d.dial.bo.Reset()
 	if d.opts.AckOnWrite || !d.w.waiter.Supported() {
-		return len(entries), d.apply(d.dv.observed(d.clk.Now(), 0))
+		_, err := d.step(msg{kind: msgRead})
+		return len(entries), err
 	}
 	if err := d.waitConsumed(); err != nil {
 		return 0, err
@@ -57,7 +56,7 @@ func (d *drainer) sendBatch() (int, error) {
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
 		if d.held.witness.Seq != p.resendWitness {
-			d.dv.forgetWitness() // not at hand: go on without it
+			d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
 			return nil, 0, nil
 		}
 		return []wal.Entry{d.held.witness}, 0, nil
@@ -179,11 +178,11 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 	lines := make([]line, len(entries))
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
-		if e.Seq > d.dv.acked {
+		if e.Seq > d.view.acked {
 			d.held.sent = append(d.held.sent, e)
 		}
 	}
-	d.dv.wrote(d.clk.Now(), lines, mem)
+	d.step(msg{kind: msgWrote, lines: lines, n: mem})
 	d.notePeer(lines[len(lines)-1].seq)
 }
 
@@ -217,19 +216,20 @@ func (d *drainer) check() error {
 	if gone != nil {
 		// A dying peer's queue is freed, which also reads as 0: say what
 		// was unread at the check before.
-		last := d.dv.lastUnread()
+		last := d.view.unread
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(last, unread))
 	}
-	now := d.clk.Now()
-	if d.dv.wantsFin() {
+	if d.view.wantsFin {
 		// Before anything lingers: a FIN means it stopped reading.
 		fin, err := d.w.waiter.PeerClosedWrite()
-		if err == nil && fin && d.dv.peerFin(now, unread) {
-			return errPeerClosed
+		if err == nil && fin {
+			if r, _ := d.step(msg{kind: msgFin, n: unread}); r.closed {
+				return errPeerClosed
+			}
 		}
 	}
-	err = errors.Join(d.apply(d.dv.observed(now, unread)), d.apply(d.dv.tick(now)))
+	_, err = d.step(msg{kind: msgRead, n: unread})
 	d.seekReader() // once a connection, after its first read: see peer.go
 	return err
 }
@@ -264,15 +264,15 @@ func (d *drainer) waitConsumed() error {
 		if err := d.check(); err != nil {
 			return err
 		}
-		if !d.dv.reading() {
+		if !d.view.reading {
 			return nil
 		}
 		now := d.clk.Now()
-		if u := d.dv.lastUnread(); u != unread {
+		if u := d.view.unread; u != unread {
 			unread, since = u, now
 		}
 		maxInterval := roomPoll(now.Sub(since))
-		if d.dv.frozen() {
+		if d.view.frozen {
 			maxInterval = idleCheck
 		}
 		t.Reset(interval)
@@ -297,7 +297,7 @@ func (d *drainer) repair(cause error) {
 		// A read fault, not damage: the file was reopened (wal logged it).
 		return
 	}
-	d.dv.rewind()
+	d.step(msg{kind: msgRewind})
 	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
 		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", cause,
 		"removed_damaged_copies", r.RemovedCopies)
