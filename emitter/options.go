@@ -165,11 +165,12 @@ type Options struct {
 	// false.
 	AckOnWrite bool
 
-	// Clock is the time source of the stamps on events, their ages
-	// (MaxAge) and the delivery hold (Hold, MaxHold): a test steps it
-	// instead of sleeping. The connection's own timing (dial pauses,
-	// replay linger, stalls, write deadlines) is the system's. Default:
-	// the system clock, with ages on CLOCK_BOOTTIME.
+	// Clock times everything the emitter times: the stamps on events and
+	// their ages (MaxAge), the hold (MaxHold), dial pauses, the replay
+	// linger, stalls, every wait and poll, Flush and the warnings' rate.
+	// Only socket deadlines (DialTimeout, WriteTimeout on one system
+	// call) run on real time. A test can drive a whole emitter on a fake
+	// clock. Default: the system clock, with ages on CLOCK_BOOTTIME.
 	Clock Clock
 }
 
