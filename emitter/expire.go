@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -70,7 +71,7 @@ func (d *drainer) logExpired(gone wal.Counter, now time.Time, final bool) {
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	markReported(d.spool, d.opts.Logger, wal.Losses{Expired: d.spool.Stats().Expired.Events})
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
 }
 
 // progressed wakes Flush callers: events left the spool.
