@@ -58,8 +58,6 @@ type drainer struct {
 	health health        // see health.go
 	gate   gate          // see gate.go
 	preGen uint64        // the gate's generation at this connection's last preamble
-	// regroupT times awaitRegroup's wait (send.go), reused.
-	regroupT *time.Timer
 	// scans are the reader scans in flight (peer.go), waited for at stop.
 	scans sync.WaitGroup
 
