@@ -59,10 +59,12 @@ func Reported(spool *wal.WAL) (total, reported Losses) {
 }
 
 // ReportedKnown tells whether spool records what was reported: spools of
-// versions before that do not, until the first MarkReported.
+// versions before that do not, until the first MarkReported. A spool that
+// lost nothing has nothing to take as reported: known.
 func ReportedKnown(spool *wal.WAL) bool {
 	_, known, err := loadReported(spool)
-	return known && err == nil
+	total, _ := Reported(spool)
+	return err == nil && (known || total == Losses{})
 }
 
 // loadReported reads the reported counts; known is false when the spool
