@@ -106,20 +106,13 @@ func copyValues(src, dst *bolt.Tx) error {
 type valueCopies map[string][]byte
 
 func (c valueCopies) add(k, v []byte) {
-	if !userKey(k) {
+	p, err := decodeMeta(k, v)
+	if !userKey(k) || err != nil {
 		return
 	}
-	if _, err := decodeMeta(k, v); err == nil && bytes.Compare(v[:len(v)-metaSumSize], c.payload(k)) >= 0 {
+	if old, ok := c[string(k)]; !ok || bytes.Compare(p, old[:len(old)-metaSumSize]) >= 0 {
 		c[string(k)] = bytes.Clone(v)
 	}
-}
-
-// payload is the kept copy's payload; nil if none.
-func (c valueCopies) payload(k []byte) []byte {
-	if v, ok := c[string(k)]; ok {
-		return v[:len(v)-metaSumSize]
-	}
-	return nil
 }
 
 // put stores the kept copies in a salvaged file's meta bucket.

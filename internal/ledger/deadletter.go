@@ -2,7 +2,6 @@ package ledger
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -53,9 +52,8 @@ func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
 		maxBytes = DefaultMaxDeadLetterBytes
 	}
 	path := filepath.Join(dir, DeadLetterFile)
-	rec := fmt.Appendf(nil, "%s seq=%d appended=%s at=%s attempts=%d len=%d\n", deadLetterMagic, dl.Seq,
-		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
-	rec = append(append(rec, dl.Data...), '\n')
+	rec := append([]byte(deadLetterMagic+" "+FormatDeadLetter(dl)+"\n"), dl.Data...)
+	rec = append(rec, '\n')
 	f, err := wal.OpenFile(dir, DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
 		return fmt.Errorf("ledger: open dead-letter file: %w", err)
@@ -171,8 +169,6 @@ func parseDeadLetterHeader(h string) (DeadLetter, int, error) {
 // FormatDeadLetter is the header line of dl as AppendDeadLetter writes it,
 // without the bytes: for listings.
 func FormatDeadLetter(dl DeadLetter) string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
+	return fmt.Sprintf("seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
 		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
-	return b.String()
 }

@@ -52,10 +52,14 @@ var markMu sync.Mutex
 // Reported returns the losses spool counts, across restarts, and how many of
 // them were reported (see MarkReported; zero where they cannot be read).
 func Reported(spool *wal.WAL) (total, reported Losses) {
-	st := spool.Stats()
-	total = Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
 	reported, _, _ = loadReported(spool)
-	return total, reported
+	return totals(spool), reported
+}
+
+// totals are the loss counts of spool.
+func totals(spool *wal.WAL) Losses {
+	st := spool.Stats()
+	return Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
 }
 
 // ReportedKnown tells whether spool records what was reported: spools of
@@ -63,8 +67,7 @@ func Reported(spool *wal.WAL) (total, reported Losses) {
 // lost nothing has nothing to take as reported: known.
 func ReportedKnown(spool *wal.WAL) bool {
 	_, known, err := loadReported(spool)
-	total, _ := Reported(spool)
-	return err == nil && (known || total == Losses{})
+	return err == nil && (known || totals(spool) == Losses{})
 }
 
 // loadReported reads the reported counts; known is false when the spool
