@@ -381,7 +381,7 @@ func rawGroupCommits(dir string, n, goroutines int) (sideRun, error) {
 // spoolAlone is evspool's spool without its emitter, fed as emitToReceiver
 // feeds the library (goroutines callers, one event per Append), its events
 // read and acknowledged as the drainer does: woken by the callers, it waits
-// out the callers' way back (Regrouping), reads up to 1,000 events and
+// out the callers' way back (wal's Read does), reads up to 1,000 events and
 // acknowledges them at once, writing them nowhere. The time is until every
 // event is acknowledged. What evspool loses to it is delivery: the drainer's
 // socket writes, readings of the socket and receiver notes, and the
@@ -428,16 +428,6 @@ func readAndAck(w *wal.WAL, n uint64, readTo *atomic.Uint64, wake <-chan struct{
 	idle := time.NewTimer(time.Millisecond)
 	defer idle.Stop()
 	for from := uint64(1); from <= n; {
-		if started, wait, ok := w.Regrouping(); ok {
-			if wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-started:
-				case <-t.C:
-				}
-				t.Stop()
-			}
-		}
 		es, err := w.Read(from, 1000, 1<<20)
 		if err != nil {
 			return err

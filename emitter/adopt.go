@@ -3,7 +3,7 @@ package emitter
 import (
 	"time"
 
-	"github.com/evspool/evspool/wal"
+	"github.com/evspool/evspool/internal/ledger"
 )
 
 // Adoption at start: what an earlier process wrote to a receiver that
@@ -22,7 +22,7 @@ func (d *drainer) adoptPeerMark() {
 	if d.peer.notes == nil {
 		return
 	}
-	m, err := wal.ReadPeerMark(d.spool.Dir())
+	m, err := ledger.ReadPeerMark(d.spool.Dir())
 	if err != nil {
 		return
 	}

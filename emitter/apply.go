@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -71,9 +72,9 @@ func (d *drainer) deadLetter(seq uint64) {
 	}
 	e := entries[0]
 	attempts := d.view.strikes.n
-	dl := wal.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
-	path := filepath.Join(d.spool.Dir(), wal.DeadLetterFile)
-	if err := wal.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
+	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
+	path := filepath.Join(d.spool.Dir(), ledger.DeadLetterFile)
+	if err := ledger.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
 		d.warns.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
 		return
@@ -97,11 +98,11 @@ func (d *drainer) deadLetter(seq uint64) {
 // witness's bytes.
 func (d *drainer) saveStrikes() {
 	s := d.view.strikes
-	rec := wal.Strikes{Seq: s.seq, Count: s.n}
+	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
 	if s.seq != 0 && s.witness != 0 && d.held.witness.Seq == s.witness {
 		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
 	}
-	if err := d.spool.SetStrikes(rec); err != nil {
+	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
 		d.warns.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
 			"seq", s.seq, "error", err.Error())
 	}
@@ -109,7 +110,7 @@ func (d *drainer) saveStrikes() {
 
 // restoreStrikes takes the strike record an earlier process saved.
 func (d *drainer) restoreStrikes() {
-	rec, err := d.spool.Strikes()
+	rec, err := ledger.LoadStrikes(d.spool)
 	if err != nil {
 		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
 	}

@@ -57,7 +57,7 @@ type deliveryConfig struct {
 }
 
 // strikeRecord is the one event under suspicion and its strikes; the shell
-// keeps it in the spool (wal.Strikes) so that a restart does not forget it.
+// keeps it in the spool (ledger.Strikes) so that a restart does not forget it.
 type strikeRecord struct {
 	seq     uint64
 	n       int

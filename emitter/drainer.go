@@ -58,9 +58,6 @@ type drainer struct {
 	health health        // see health.go
 	gate   gate          // see gate.go
 	preGen uint64        // the gate's generation at this connection's last preamble
-	// regroupT times awaitRegroup's wait (send.go), reused: a real-time
-	// timer, as the spool's group commit it waits on runs on real time.
-	regroupT *time.Timer
 	// scans are the reader scans in flight (peer.go), waited for at stop.
 	scans sync.WaitGroup
 

@@ -3,7 +3,7 @@ package emitter
 import (
 	"time"
 
-	"github.com/evspool/evspool/wal"
+	"github.com/evspool/evspool/internal/ledger"
 )
 
 // dropCheckEvery is how often the drainer looks for new drop-oldest drops.
@@ -40,5 +40,5 @@ func (d *drainer) checkDrops(final bool) {
 	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
 		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
 		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
-	markReported(d.spool, d.opts.Logger, wal.Losses{DroppedOldest: total})
+	markReported(d.spool, d.opts.Logger, ledger.Losses{DroppedOldest: total})
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -43,7 +44,7 @@ type Emitter struct {
 	writerRefused atomic.Uint64 // see writer.go
 	// reportedAtOpen are the spool's losses that were reported before this
 	// Open: earlier runs' losses, not this one's (see losses.go).
-	reportedAtOpen wal.Losses
+	reportedAtOpen ledger.Losses
 	atOpen         wal.Stats // the spool as Open found it, before any delivery
 }
 

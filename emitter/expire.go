@@ -3,6 +3,7 @@ package emitter
 import (
 	"sync/atomic"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -69,7 +70,7 @@ func (d *drainer) logExpired(gone wal.Counter, final bool) {
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	markReported(d.spool, d.opts.Logger, wal.Losses{Expired: d.spool.Stats().Expired.Events})
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
 }
 
 // progressed wakes Flush callers: events left the spool.

@@ -6,13 +6,14 @@ import (
 	"log/slog"
 	"sync"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
 // Every loss is reported, exactly, by some process. The spool counts drops,
 // expiries, events a salvage could not read and events refused before the
 // spool, each in the transaction that loses the events, and how much of each
-// count was logged (wal.MarkReported, raised after each log line that
+// count was logged (ledger.MarkReported, raised after each log line that
 // reports losses, and at Close). A process killed before it logged leaves
 // the difference, which the next Open logs ("the previous run dropped 29
 // events and did not report it") and counts as its own loss (Stats.Lost).
@@ -27,27 +28,27 @@ import (
 // previousLoss is the line that reports a predecessor's loss, per kind.
 var previousLoss = []struct {
 	msg, kind string
-	n         func(wal.Losses) uint64
+	n         func(ledger.Losses) uint64
 }{
 	{"the previous run dropped %d events and did not report it", "dropped_oldest",
-		func(l wal.Losses) uint64 { return l.DroppedOldest }},
+		func(l ledger.Losses) uint64 { return l.DroppedOldest }},
 	{"the previous run refused %d events (spool full) and did not report it", "dropped_newest",
-		func(l wal.Losses) uint64 { return l.DroppedNewest }},
+		func(l ledger.Losses) uint64 { return l.DroppedNewest }},
 	{"the previous run expired %d events and did not report it", "expired",
-		func(l wal.Losses) uint64 { return l.Expired }},
+		func(l ledger.Losses) uint64 { return l.Expired }},
 	{"the previous run found %d events unreadable in its damaged spool and did not report it", "unreadable",
-		func(l wal.Losses) uint64 { return l.Unreadable }},
+		func(l ledger.Losses) uint64 { return l.Unreadable }},
 	{"the previous run refused %d lines (over the size limit, or not a line) and did not report it", "refused",
-		func(l wal.Losses) uint64 { return l.Refused }},
+		func(l ledger.Losses) uint64 { return l.Refused }},
 }
 
 // reportPrevious logs what earlier processes lost and did not report, and
 // returns the losses that are not this process's to report: those reported
 // already. salvaged is what this Open's salvage found unreadable (logged
 // with the salvage).
-func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (reported wal.Losses) {
-	total, rep := spool.Reported()
-	if !spool.ReportedKnown() {
+func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (reported ledger.Losses) {
+	total, rep := ledger.Reported(spool)
+	if !ledger.ReportedKnown(spool) {
 		// A spool of an earlier version, which did not record what it
 		// reported: its losses were logged then, as that version did.
 		logger.Debug("spool of an earlier version: its loss counts are taken as reported")
@@ -70,8 +71,8 @@ func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (repor
 }
 
 // markReported records that the losses up to r were logged.
-func markReported(spool *wal.WAL, logger *slog.Logger, r wal.Losses) {
-	if err := spool.MarkReported(r); err != nil && !errors.Is(err, wal.ErrClosed) {
+func markReported(spool *wal.WAL, logger *slog.Logger, r ledger.Losses) {
+	if err := ledger.MarkReported(spool, r); err != nil && !errors.Is(err, wal.ErrClosed) {
 		logger.Warn("cannot record in the spool that losses were reported; the next start may report them again", "error", err.Error())
 	}
 }
@@ -108,8 +109,8 @@ func (e *Emitter) noteNotSpooled(n int, err error) {
 // logNotSpooled logs what was not logged yet; the caller holds the lock.
 func (e *Emitter) logNotSpooled(args ...any) {
 	e.opts.Logger.Warn("events not spooled, echoed only", append([]any{"events", e.notSpooled.take()}, args...)...)
-	total, _ := e.spool.Reported()
-	markReported(e.spool, e.opts.Logger, wal.Losses{DroppedNewest: total.DroppedNewest})
+	total, _ := ledger.Reported(e.spool)
+	markReported(e.spool, e.opts.Logger, ledger.Losses{DroppedNewest: total.DroppedNewest})
 }
 
 // Refuse counts n events that their producer refused before they reached
@@ -151,15 +152,15 @@ func (e *Emitter) logRefused(cause error) {
 		args = append(args, "final", true)
 	}
 	e.opts.Logger.Warn("events refused, not spooled", args...)
-	total, _ := e.spool.Reported()
-	markReported(e.spool, e.opts.Logger, wal.Losses{Refused: total.Refused})
+	total, _ := ledger.Reported(e.spool)
+	markReported(e.spool, e.opts.Logger, ledger.Losses{Refused: total.Refused})
 }
 
 // checkUnreadable logs events a salvage found unreadable since the last
 // line about them: a salvage set off by a commit rather than by the
 // drainer, which logs its own (see unreadableLogged).
 func (d *drainer) checkUnreadable() {
-	total, _ := d.spool.Reported()
+	total, _ := ledger.Reported(d.spool)
 	if total.Unreadable <= d.drops.unreadable {
 		return
 	}
@@ -174,9 +175,9 @@ func (d *drainer) checkUnreadable() {
 
 // unreadableLogged records that the spool's unreadable events were logged.
 func (d *drainer) unreadableLogged() {
-	total, _ := d.spool.Reported()
+	total, _ := ledger.Reported(d.spool)
 	d.drops.unreadable = total.Unreadable
-	markReported(d.spool, d.opts.Logger, wal.Losses{Unreadable: total.Unreadable})
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
 }
 
 // reportFinal logs the losses not logged yet and records them as reported:
@@ -194,6 +195,6 @@ func (e *Emitter) reportFinal() {
 		e.logRefused(nil)
 	}
 	e.refused.mu.Unlock()
-	total, _ := e.spool.Reported()
+	total, _ := ledger.Reported(e.spool)
 	markReported(e.spool, e.opts.Logger, total)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/wal"
 )
@@ -27,6 +28,8 @@ func damagedSpool(t *testing.T, dir string) {
 		_, err := w.Append(context.Background(), lossEvent(i))
 		require.NoError(t, err)
 	}
+	// As the first emitter on a spool records: nothing reported yet.
+	require.NoError(t, ledger.MarkReported(w, ledger.Losses{}))
 	require.NoError(t, w.Close())
 	flipBit(t, filepath.Join(dir, "spool.db"), lossEvent(25))
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -151,13 +152,13 @@ type Options struct {
 	ReplayLinger time.Duration
 	// MaxAttempts is how many failures of the receiver with an event shown
 	// to be the culprit (see package doc, "Poison events") set it aside in
-	// the dead-letter file (wal.DeadLetterFile in the spool directory). The
+	// the dead-letter file (dead-letters in the spool directory). The
 	// count is kept in the spool across restarts. Default 3; negative:
 	// never set anything aside.
 	MaxAttempts int
 	// MaxDeadLetterBytes is the dead-letter file's size at which it is
 	// rotated (to dead-letters.1, replacing the older one). Default
-	// wal.DefaultMaxDeadLetterBytes (16 MiB).
+	// 16 MiB.
 	MaxDeadLetterBytes int64
 	// AckOnWrite acknowledges events once written instead of once read by
 	// the receiver. It is what happens anyway where the read cannot be seen
@@ -205,7 +206,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.WarnInterval, DefaultWarnInterval)
 	setDefault(&c.ReplayLinger, DefaultReplayLinger)
 	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
-	setDefault(&c.MaxDeadLetterBytes, wal.DefaultMaxDeadLetterBytes)
+	setDefault(&c.MaxDeadLetterBytes, ledger.DefaultMaxDeadLetterBytes)
 	if c.ReplayLinger < 0 {
 		return c, fmt.Errorf("emitter: ReplayLinger %v is negative: give a positive duration", c.ReplayLinger)
 	}

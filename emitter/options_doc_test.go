@@ -113,7 +113,7 @@ func TestDocCommentDefaults(t *testing.T) {
 		}
 		phrase := m[1]
 		if p := paren.FindStringSubmatch(phrase); p != nil {
-			phrase = p[1] // "wal.DefaultMaxDeadLetterBytes (16 MiB)"
+			phrase = p[1] // "a name (16 MiB)"
 		}
 		phrase, _, _ = strings.Cut(phrase, ",")
 		values := strings.Split(phrase, " and ")

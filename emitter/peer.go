@@ -4,12 +4,12 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/evspool/evspool/wal"
+	"github.com/evspool/evspool/internal/ledger"
 )
 
 // Evspool's own crash, the receiver alive. A receiver still reads and
 // handles what its socket holds after evspool dies, then sees EOF and closes
-// its end. So the drainer notes (wal.PeerFile) the receiver's end of the
+// its end. So the drainer notes (ledger.PeerFile) the receiver's end of the
 // connection (its inode, before the first write: identifyPeer), the process
 // that reads it (the one process holding that end, looked for once, after
 // its first read: seekReader), and the last event written. At the next
@@ -28,7 +28,7 @@ import (
 
 // peerNote is what the drainer notes of the current connection's receiver.
 type peerNote struct {
-	notes   *wal.PeerNotes
+	notes   *ledger.PeerNotes
 	ino     uint64          // the receiver's end of this connection; 0: not known yet
 	reader  peerIdent       // the process that reads it; pid 0: not known
 	sought  bool            // the reader was looked for on this connection
@@ -45,7 +45,7 @@ func (d *drainer) openPeerNotes() {
 	if d.opts.Network != "unix" || deliveryConfigOf(d.opts).mode != lastRead {
 		return
 	}
-	n, err := wal.OpenPeerNotes(d.spool.Dir())
+	n, err := ledger.OpenPeerNotes(d.spool.Dir())
 	if err != nil {
 		d.opts.Logger.Warn("cannot note the receiver written to; after a crash its window is resent", "error", err.Error())
 		return
@@ -116,7 +116,7 @@ const peerSpin = time.Millisecond
 func (d *drainer) writePeerNote(through uint64) {
 	d.peer.through, d.peer.noted = through, true
 	r := d.peer.reader
-	_ = d.peer.notes.Write(wal.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.peer.ino, Through: through})
+	_ = d.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.peer.ino, Through: through})
 }
 
 // notePeer notes the last event written to the current receiver. Until the

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/testrecv"
-	"github.com/evspool/evspool/wal"
 )
 
 // The reader of a connection is the one process holding the receiver's
@@ -208,7 +208,7 @@ func TestReceiverNotedBeforeTheFirstWrite(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "first event\n", line)
 
-	m, err := wal.ReadPeerMark(spool)
+	m, err := ledger.ReadPeerMark(spool)
 	require.NoError(t, err, "no note of the receiver when its first byte arrived")
 	var st syscall.Stat_t
 	f, err := c.(*net.UnixConn).File()
@@ -220,7 +220,7 @@ func TestReceiverNotedBeforeTheFirstWrite(t *testing.T) {
 	// Its reader is looked for once it has read: this process, the one
 	// holding that end.
 	require.Eventually(t, func() bool {
-		m, err = wal.ReadPeerMark(spool)
+		m, err = ledger.ReadPeerMark(spool)
 		return err == nil && m.Pid != 0
 	}, 5*time.Second, time.Millisecond, "the reader noted after its first read")
 	assert.EqualValues(t, os.Getpid(), m.Pid)

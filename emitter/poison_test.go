@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/internal/verify"
-	"github.com/evspool/evspool/wal"
 )
 
 // cepRig is an emitter and a cloud-event-proxy-like receiver child.
@@ -59,7 +59,7 @@ func TestPoisonLongLineSetAside(t *testing.T) {
 	sent := append(append([]string{}, before...), after...)
 	res := verify.Check(sent, rcv.Lines())
 	assert.True(t, res.OK(), res.String())
-	dls, err := wal.ReadDeadLetters(spool)
+	dls, err := ledger.ReadDeadLetters(spool)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	assert.Equal(t, long, string(dls[0].Data), "bytes exact")

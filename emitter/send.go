@@ -61,7 +61,6 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 		}
 		return []wal.Entry{d.held.witness}, 0, nil
 	}
-	d.awaitRegroup()
 	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
 	d.noteRead(entries) // see notifyFor
 	if errors.Is(err, wal.ErrCorrupt) {
@@ -73,39 +72,6 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	}
 	entries, expired, err := d.applyMaxAge(entries) // see expire.go
 	return entries, expired, err
-}
-
-// awaitRegroup holds the Read back while the callers of the commit that
-// woke the drainer are on their way back to the next one (wal's
-// Regrouping, at most a commit and a half, 2 ms at most): reading and
-// writing then would take the CPU they need, and the next commit waits for
-// the slowest of them. Read once that commit has started, the events go out
-// while it waits on fsync, not in the gap between commits.
-// A lone Emit releases no group: no wait.
-func (d *drainer) awaitRegroup() {
-	started, wait, ok := d.spool.Regrouping()
-	if !ok || wait <= 0 {
-		return
-	}
-	if d.regroupT == nil {
-		d.regroupT = time.NewTimer(wait)
-	} else {
-		d.regroupT.Reset(wait)
-	}
-	select {
-	case <-started:
-	case <-d.regroupT.C:
-	case <-d.ctx.Done():
-	}
-	if !d.regroupT.Stop() {
-		// Fired unread: drain it, or under the pre-Go 1.23 timers an
-		// embedding program may still run (asynctimerchan=1) the next
-		// wait would end at once on this stale tick.
-		select {
-		case <-d.regroupT.C:
-		default:
-		}
-	}
 }
 
 // writeChunk bounds one write(2). On a Unix socket each write becomes one

@@ -3,6 +3,7 @@ package emitter
 import (
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -45,7 +46,7 @@ type Stats struct {
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
 	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize (counted in Refused too)
 
-	reportedAtOpen wal.Losses // the spool's losses reported before Open
+	reportedAtOpen ledger.Losses // the spool's losses reported before Open
 }
 
 // LostEvents is Stats.Lost by kind.

@@ -39,19 +39,6 @@ func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err er
 	return req.last, req.err
 }
 
-// Regrouping reports whether the callers the last group commit released
-// are on their way back to form the next one. If so, it returns a channel
-// closed when that commit starts, and how long until it will have started
-// if it comes at all (the group runs on real time). A reader that polls the spool while appends
-// flow (the emitter's drainer) waits for either before it reads: the
-// callers' way back is the one stretch of a group commit's cycle where the
-// CPU, not the disk, sets the pace (the commit waits for the slowest of
-// them), while during the commit the CPU idles on fsync. A lone caller's
-// commit releases no group: nothing to wait for.
-func (w *WAL) Regrouping() (started <-chan struct{}, within time.Duration, ok bool) {
-	return w.group.regrouping()
-}
-
 // reserve waits until req fits beside what is stored and what is queued.
 func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 	g := &w.group

@@ -135,7 +135,7 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 	}
 	var reframed, restored int64 // the cost of the frames stored anew, before and after
 	err = w.db.View(func(src *bolt.Tx) error {
-		if err := dst.Update(func(tx *bolt.Tx) error { return copyStrikes(src, tx) }); err != nil {
+		if err := dst.Update(func(tx *bolt.Tx) error { return copyValues(src, tx) }); err != nil {
 			return err
 		}
 		// Values are copied as they are, frames whole: what is removed, or

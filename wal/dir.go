@@ -315,3 +315,23 @@ func ReadFile(dir, name string) (b []byte, err error) {
 	})
 	return b, err
 }
+
+// OpenFile opens the file name in the spool directory dir with flag
+// (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...), creating it 0600, never
+// through a link: a link or anything but a regular file there is
+// ErrUnsafeFile. It is for the files a spool's user keeps beside it; to
+// write, the directory must be one Open accepts.
+func OpenFile(dir, name string, flag int) (f *os.File, err error) {
+	owned := flag&(os.O_WRONLY|os.O_RDWR) != 0
+	err = withSpoolDir(dir, owned, func(d *spoolDir) error {
+		f, err = d.open(name, flag)
+		return err
+	})
+	return f, err
+}
+
+// Rename renames the file from to to, both in the spool directory dir (one
+// Open accepts); a link named to is replaced, never followed.
+func Rename(dir, from, to string) error {
+	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.rename(from, to) })
+}

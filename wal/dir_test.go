@@ -143,9 +143,9 @@ func TestOpenRefusesLinkedDir(t *testing.T) {
 	require.ErrorIs(t, err, wal.ErrUnsafeDir, "inspect does not follow it either")
 }
 
-// TestSpoolFilesRefuseLinks: the files the emitter and the CLI keep in a
-// spool directory (the receiver note, the dead letters, a file the CLI
-// replaces) never write through a link; a leftover of compaction that is
+// TestSpoolFilesRefuseLinks: the files a spool's user keeps in its
+// directory (OpenFile, Rename, WriteFile, ReadFile) are never read or
+// written through a link; a leftover of compaction that is
 // a link is removed, its target left alone.
 func TestSpoolFilesRefuseLinks(t *testing.T) {
 	t.Parallel()
@@ -155,30 +155,24 @@ func TestSpoolFilesRefuseLinks(t *testing.T) {
 		require.NoError(t, os.Symlink(o.path, filepath.Join(dir, name)))
 		return dir, o
 	}
-	t.Run("receiver", func(t *testing.T) {
-		dir, o := plant(t, wal.PeerFile)
-		_, err := wal.OpenPeerNotes(dir)
+	t.Run("side file", func(t *testing.T) {
+		dir, o := plant(t, "receiver")
+		_, err := wal.OpenFile(dir, "receiver", os.O_RDWR|os.O_CREATE)
 		require.ErrorIs(t, err, wal.ErrUnsafeFile)
-		_, err = wal.ReadPeerMark(dir)
-		require.ErrorIs(t, err, wal.ErrUnsafeFile)
+		_, err = wal.OpenFile(dir, "receiver", os.O_RDONLY)
+		require.ErrorIs(t, err, wal.ErrUnsafeFile, "not read through it either")
 		o.untouched(t)
 	})
-	t.Run("dead-letters", func(t *testing.T) {
-		dir, o := plant(t, wal.DeadLetterFile)
-		err := wal.AppendDeadLetter(dir, wal.DeadLetter{Seq: 1, Data: []byte("poison")}, 0)
-		require.ErrorIs(t, err, wal.ErrUnsafeFile)
-		_, err = wal.ReadDeadLetters(dir)
-		require.ErrorIs(t, err, wal.ErrUnsafeFile, "inspect does not read through it")
-		o.untouched(t)
-	})
-	t.Run("dead-letters rotated over a link", func(t *testing.T) {
-		dir, o := plant(t, wal.DeadLetterFile+".1")
-		for i := range 3 {
-			require.NoError(t, wal.AppendDeadLetter(dir, wal.DeadLetter{Seq: uint64(i + 1), Data: make([]byte, 400)}, 1000))
-		}
-		fi, err := os.Lstat(filepath.Join(dir, wal.DeadLetterFile+".1"))
+	t.Run("renamed over a link", func(t *testing.T) {
+		dir, o := plant(t, "dead-letters.1")
+		f, err := wal.OpenFile(dir, "dead-letters", os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 		require.NoError(t, err)
-		require.True(t, fi.Mode().IsRegular(), "the rotation replaced the link")
+		require.NoError(t, f.Close())
+		require.NoError(t, wal.Rename(dir, "dead-letters", "dead-letters.1"))
+		fi, err := os.Lstat(filepath.Join(dir, "dead-letters.1"))
+		require.NoError(t, err)
+		require.True(t, fi.Mode().IsRegular(), "the rename replaced the link")
+		require.Equal(t, os.FileMode(0o600), fi.Mode())
 		o.untouched(t)
 	})
 	t.Run("replaced file", func(t *testing.T) {

@@ -14,10 +14,12 @@
 // write to (Open refuses any other, and a symlink), holding spool.db (the
 // bbolt file), lock (flock(2)ed while a process has the spool open), marks
 // (what salvage needs if spool.db is lost), and the files its users keep
-// beside it (dead-letters, receiver, status.json). Every file is opened
-// relative to the directory held open, O_NOFOLLOW, created 0600: a symlink
-// or a non-regular file where one should be is refused (ErrUnsafeFile),
-// never followed.
+// beside it (dead-letters, receiver, status.json: OpenFile, Rename,
+// ReadFile, WriteFile). Every file is opened relative to the directory held
+// open, O_NOFOLLOW, created 0600: a symlink or a non-regular file where one
+// should be is refused (ErrUnsafeFile), never followed. A few small values
+// its user keeps beside the events (SetValues, Value) are stored in
+// spool.db, checksummed, and carried over by compaction and salvage.
 //
 // # Guarantees
 //
@@ -32,7 +34,8 @@
 // as one contiguous run from the head, in order.
 //
 // Concurrent Appends are committed together (group commit): about one fsync
-// per group of callers.
+// per group of callers. A Read between two commits waits (2 ms at most) for
+// the callers to regroup.
 //
 // # Size cap
 //

@@ -43,7 +43,7 @@ type group struct {
 	want int
 	full chan struct{}
 	// regroup is open from a commit's release of two or more callers until
-	// the next commit takes its batch (see regrouping); regroupBy is when
+	// the next commit takes its batch (see awaitRegroup); regroupBy is when
 	// waiting for that stops being worth it.
 	regroup   chan struct{}
 	regroupBy time.Time
@@ -90,19 +90,25 @@ func (g *group) close() {
 	g.regrouped()
 }
 
-// regrouping reports whether the callers the last commit released are on
-// their way back to form the next group: then it returns a channel closed
-// when that group's commit starts, and how long until it will have started
-// if it is coming at all (see gather). A reader that runs in that
-// window takes the CPU the callers need, and the commit waits for the
-// slowest of them; during the commit the CPU is idle, waiting on fsync.
-func (g *group) regrouping() (<-chan struct{}, time.Duration, bool) {
+// awaitRegroup holds a reader back while the callers the last commit
+// released are on their way back to the next one: at most until that
+// commit starts, a commit and a half after the last one ended (2 ms at
+// most). A reader that runs in that window takes the CPU the callers need,
+// and the commit waits for the slowest of them; during the commit the CPU
+// is idle, waiting on fsync. A lone caller's commit releases no group.
+func (g *group) awaitRegroup() {
 	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.regroup == nil {
-		return nil, 0, false
+	started, wait := g.regroup, time.Until(g.regroupBy)
+	g.mu.Unlock()
+	if started == nil || wait <= 0 {
+		return
 	}
-	return g.regroup, time.Until(g.regroupBy), true
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-started:
+	case <-t.C:
+	}
 }
 
 // regrouped ends the regrouping window. The caller holds g.mu.

@@ -51,7 +51,7 @@ func TestRegrouping(t *testing.T) {
 	t.Parallel()
 	var g group
 	g.init()
-	_, _, ok := g.regrouping()
+	_, _, ok := regrouping(&g)
 	require.False(t, ok, "nothing committed yet")
 
 	// A leads alone; B and C queue during its commit and make one batch.
@@ -84,14 +84,13 @@ func TestRegrouping(t *testing.T) {
 	require.Len(t, batches[0], 1, "A alone")
 	require.Len(t, batches[1], 2, "B and C together")
 
-	started, within, ok := g.regrouping()
+	started, by, ok := regrouping(&g)
 	require.True(t, ok, "a commit of two callers opens the window")
 	g.mu.Lock()
-	released, took, by := g.released, g.lastCommit, g.regroupBy
+	released, took := g.released, g.lastCommit
 	g.mu.Unlock()
 	require.Equal(t, released.Add(min(took+took/2, maxLinger)), by)
 	require.LessOrEqual(t, by.Sub(released), maxLinger)
-	require.LessOrEqual(t, within, maxLinger, "how long is what is left of the window")
 	select {
 	case <-started:
 		t.Fatal("the window closed before the next commit")
@@ -108,8 +107,27 @@ func TestRegrouping(t *testing.T) {
 		}
 	})
 	require.True(t, closedAtCommit, "the next commit did not close the window")
-	_, _, ok = g.regrouping()
+	_, _, ok = regrouping(&g)
 	require.False(t, ok, "a lone caller's commit opens no window")
+
+	// A reader waits for an open window until the next commit starts, or
+	// until the window's deadline.
+	g.mu.Lock()
+	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Hour)
+	g.mu.Unlock()
+	waited := make(chan struct{})
+	go func() { g.awaitRegroup(); close(waited) }()
+	select {
+	case <-waited:
+		t.Fatal("the reader did not wait for the commit")
+	case <-time.After(10 * time.Millisecond):
+	}
+	g.run(newReq(nil), func([]*appendReq) {})
+	<-waited
+	g.mu.Lock()
+	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Millisecond)
+	g.mu.Unlock()
+	g.awaitRegroup() // returns by the deadline
 
 	// Close ends an open window too.
 	g.mu.Lock()
@@ -122,6 +140,14 @@ func TestRegrouping(t *testing.T) {
 	default:
 		t.Fatal("close left the window open")
 	}
+}
+
+// regrouping is the window awaitRegroup waits for: the channel the next
+// commit closes, and its deadline; ok false when none is open.
+func regrouping(g *group) (started chan struct{}, by time.Time, ok bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.regroup, g.regroupBy, g.regroup != nil
 }
 
 // TestAppendReqReuse: requests come back from the pool with their wake

@@ -26,7 +26,7 @@ var (
 	keyExpiredEvt    = []byte("expired_events") // see Expire
 	keyExpiredB      = []byte("expired_bytes")
 	keyUnreadable    = []byte("unreadable_events") // see salvage.go
-	keyRefused       = []byte("refused_events")    // see reported.go
+	keyRefused       = []byte("refused_events")    // see CountRefused
 )
 
 // formatVersion 3: events of a commit may share a value, a frame
@@ -45,9 +45,7 @@ type meta struct {
 	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
 	bootFirstSeq  uint64  // the first sequence number written in that boot
 	unreadable    uint64  // events lost to damage: not recovered by a salvage (salvage.go)
-	refused       uint64  // events refused before they reached the spool (reported.go)
-	reported      Losses  // of the loss counters, how much was reported (reported.go)
-	reportedSeen  bool    // reported was in the file (not a spool of an earlier version)
+	refused       uint64  // events refused before they reached the spool (CountRefused)
 }
 
 type metaField struct {
@@ -64,7 +62,7 @@ func (m *meta) fields() []metaField {
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
 		{keyUnreadable, &m.unreadable}, {keyRefused, &m.refused},
-	}, append(m.bootFields(), m.reportedFields()...)...)
+	}, m.bootFields()...)
 }
 
 // metaRequired tells the values every file of format 2 holds; the others
@@ -99,7 +97,6 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 		}
 		return metaEmpty, nil
 	}
-	m.noteReportedSeen(b)
 	return state, nil
 }
 
@@ -162,7 +159,6 @@ func (m *meta) decodeValues(get func([]byte) []byte, each metaWalk) error {
 
 // store writes every value, checksummed, and the format version.
 func (m *meta) store(b *bolt.Bucket) error {
-	m.reportedSeen = true
 	for _, f := range m.fields() {
 		if err := putMetaUint(b, f.key, *f.val); err != nil {
 			return err
@@ -173,12 +169,10 @@ func (m *meta) store(b *bolt.Bucket) error {
 
 // storeChanged is store for an append's commit: the two numbers a commit
 // moves, and of the others those that differ from prev, what the file holds
-// (the state as last committed; values missing from it read 0). Writing all
-// of them, checksummed, took a fifth of a 64-event commit's own work.
+// (the state as last committed; values missing from it read 0, as load
+// reads them). Writing all of them, checksummed, took a fifth of a 64-event
+// commit's own work.
 func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
-	if !prev.reportedSeen {
-		return m.store(b) // a file of an earlier version: complete it
-	}
 	now, was := m.fields(), prev.fields()
 	for i, f := range now {
 		if metaRequired(f.key) || *f.val != *was[i].val {
@@ -200,8 +194,8 @@ func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
 }
 
 // updateMeta runs f on the meta bucket in a write transaction of its own,
-// for the rare values written apart from an append (strikes, reported
-// losses). The caller holds w.wmu.
+// for the rare values written apart from an append (SetValues,
+// CountRefused). The caller holds w.wmu.
 func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()

@@ -24,11 +24,13 @@ type Entry struct {
 // first, without removing them (acknowledged ones are never returned): at
 // most maxEvents entries and, beyond the first, at most maxBytes of event
 // bytes (0 means no limit). A damaged record is reported as a
-// *CorruptionError; Repair salvages the spool.
+// *CorruptionError; Repair salvages the spool. While appends flow, it first
+// lets the next group commit start (at most 2 ms; see awaitRegroup).
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
+	w.group.awaitRegroup()
 	// Entries acknowledged but not yet deleted from the file are hidden.
 	from = max(from, w.acked.Load()+1)
 	w.dbmu.RLock()

@@ -324,6 +324,11 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 		_, err := w.Append(context.Background(), e)
 		require.NoError(t, err)
 	}
+	// A value its user keeps beside the events, raised twice: the salvage
+	// keeps the largest copy, the last one stored.
+	for _, n := range []byte{1, 2} {
+		require.NoError(t, w.SetValues(map[string][]byte{"reported_unreadable_events": {0, 0, 0, 0, 0, 0, 0, n}}))
+	}
 
 	// Flip a bit of event 25's bytes in the file, under bbolt's feet.
 	raw, err := os.ReadFile(w.Path())
@@ -381,9 +386,10 @@ func TestReadCorruptRecordThenRepair(t *testing.T) {
 	w = spOpen(t, dir, &wal.Options{NoSync: true})
 	require.Nil(t, w.Salvaged())
 	require.Equal(t, append(want, last), spSeqs(spReadAll(t, w)))
-	total, reported := w.Reported()
-	require.EqualValues(t, 1, total.Unreadable, "the count survives a restart")
-	require.Zero(t, reported.Unreadable, "and is left for a process to report")
+	require.EqualValues(t, 1, w.Stats().Unreadable, "the count survives a restart")
+	v, err := w.Value("reported_unreadable_events")
+	require.NoError(t, err)
+	require.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0, 2}, v, "the user's value is kept as it was: the salvage reported nothing")
 }
 
 // TestSalvageKeepsAcks: the damage destroys the only copy of the meta bucket

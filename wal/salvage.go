@@ -145,7 +145,8 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 
 // rebuild writes the salvage of spool.db into a new file, dst in the spool
 // directory, and fsyncs it. Two passes: the first finds the meta values
-// (see salvagescan.go) and the newest sound record, the second copies
+// (see salvagescan.go), the user's values (kv.go) and the newest sound
+// record, the second copies
 // entries past the removal mark, a chunk per transaction.
 func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	src, err := w.sd.open(fileName, os.O_RDONLY)
@@ -154,9 +155,11 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	}
 	defer src.Close()
 	var copies metaCopies
+	values := valueCopies{}
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
 		copies.add(k, v)
+		values.add(k, v)
 		if val, err := decodeValue(k, v); err == nil {
 			maxSeq = max(maxSeq, val.last())
 		}
@@ -185,7 +188,12 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		return err
 	}
 	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &m) }); err != nil {
+	if err := db.Update(func(tx *bolt.Tx) error {
+		if err := createBuckets(tx, &m); err != nil {
+			return err
+		}
+		return values.put(tx.Bucket(metaBucket))
+	}); err != nil {
 		return err
 	}
 	seen := make(map[uint64]struct{})

@@ -1,6 +1,9 @@
 package wal
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Counter counts dropped events and their bytes.
 type Counter struct {
@@ -112,4 +115,30 @@ func (w *WAL) OldestAge() time.Duration {
 		return 0
 	}
 	return w.opts.Now().Sub(time.Unix(0, w.firstAt))
+}
+
+// CountRefused records that n events were refused before they reached the
+// spool (a line over the size limit, say): a loss the spool keeps with the
+// others (Stats.Refused), so that a process killed before it logged it
+// leaves it for the next one to report. It commits a small transaction,
+// synced as appends are.
+func (w *WAL) CountRefused(n uint64) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	m := w.meta
+	m.refused += n
+	if err := w.updateMeta(m.store); err != nil {
+		return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
+	}
+	w.meta.refused = m.refused
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -23,8 +24,8 @@ type deadLetterSummary struct {
 // summarizeDeadLetters reads the dead-letter file in dir; nil when there is
 // none.
 func summarizeDeadLetters(dir string) *deadLetterSummary {
-	dls, err := wal.ReadDeadLetters(dir)
-	s := &deadLetterSummary{Events: len(dls), File: filepath.Join(dir, wal.DeadLetterFile)}
+	dls, err := ledger.ReadDeadLetters(dir)
+	s := &deadLetterSummary{Events: len(dls), File: filepath.Join(dir, ledger.DeadLetterFile)}
 	if err != nil {
 		s.Error = err.Error()
 	} else if len(dls) == 0 {
@@ -40,7 +41,7 @@ func summarizeDeadLetters(dir string) *deadLetterSummary {
 // event and its bytes (quoted if not printable), or with raw only the bytes,
 // one event a line, ready to be piped back into 'evspool run'.
 func printDeadLetters(w io.Writer, dir string, raw bool) error {
-	dls, err := wal.ReadDeadLetters(dir)
+	dls, err := ledger.ReadDeadLetters(dir)
 	if errors.Is(err, wal.ErrUnsafeFile) {
 		return err // not a file of evspool's: never read
 	}
@@ -50,7 +51,7 @@ func printDeadLetters(w io.Writer, dir string, raw bool) error {
 	bw := bufio.NewWriter(w)
 	if !raw {
 		fmt.Fprintf(bw, "%d dead letters in %s (oldest first; re-inject with --raw | evspool run ...):\n",
-			len(dls), filepath.Join(dir, wal.DeadLetterFile))
+			len(dls), filepath.Join(dir, ledger.DeadLetterFile))
 	}
 	for _, dl := range dls {
 		if raw {
@@ -58,7 +59,7 @@ func printDeadLetters(w io.Writer, dir string, raw bool) error {
 			bw.WriteByte('\n')
 			continue
 		}
-		fmt.Fprintf(bw, "%s\n\t%s\n", wal.FormatDeadLetter(dl), printable(string(dl.Data)))
+		fmt.Fprintf(bw, "%s\n\t%s\n", ledger.FormatDeadLetter(dl), printable(string(dl.Data)))
 	}
 	return bw.Flush()
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/wal"
+	"github.com/evspool/evspool/internal/ledger"
 )
 
 // TestInspectDeadLetters lists dead letters, counts them in --json, and
@@ -23,7 +23,7 @@ func TestInspectDeadLetters(t *testing.T) {
 
 	poison := []string{"CMD RESTART", "tab\there \x00 and \xff"}
 	for i, p := range poison {
-		require.NoError(t, wal.AppendDeadLetter(spool, wal.DeadLetter{Seq: uint64(10 + i), At: time.Now(), Attempts: 3, Data: []byte(p)}, 0))
+		require.NoError(t, ledger.AppendDeadLetter(spool, ledger.DeadLetter{Seq: uint64(10 + i), At: time.Now(), Attempts: 3, Data: []byte(p)}, 0))
 	}
 	rep = inspectJSON(t, "--spool", spool)
 	require.NotNil(t, rep.DeadLetters)

@@ -1,15 +1,17 @@
-package wal
+package ledger
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/evspool/evspool/wal"
 )
 
 // DeadLetterFile is the file in a spool directory that holds the events set
@@ -46,30 +48,25 @@ type DeadLetter struct {
 // newline inside is impossible). A crash before the caller removes the event
 // from the spool makes it a duplicate here later, never a loss.
 func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
-	return withSpoolDir(dir, true, func(d *spoolDir) error { return appendDeadLetter(d, dl, maxBytes) })
-}
-
-func appendDeadLetter(d *spoolDir, dl DeadLetter, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxDeadLetterBytes
 	}
-	path := d.join(DeadLetterFile)
-	rec := fmt.Appendf(nil, "%s seq=%d appended=%s at=%s attempts=%d len=%d\n", deadLetterMagic, dl.Seq,
-		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
-	rec = append(append(rec, dl.Data...), '\n')
-	f, err := d.open(DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
+	path := filepath.Join(dir, DeadLetterFile)
+	rec := append([]byte(deadLetterMagic+" "+FormatDeadLetter(dl)+"\n"), dl.Data...)
+	rec = append(rec, '\n')
+	f, err := wal.OpenFile(dir, DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND)
 	if err != nil {
-		return fmt.Errorf("wal: open dead-letter file: %w", err)
+		return fmt.Errorf("ledger: open dead-letter file: %w", err)
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size()+int64(len(rec)) > maxBytes {
 		f.Close()
 		// The rotated generation is replaced (a link there too: the link,
 		// never its target).
-		if err := d.rename(DeadLetterFile, DeadLetterFile+".1"); err != nil {
-			return fmt.Errorf("wal: rotate dead-letter file %s: %w", path, err)
+		if err := wal.Rename(dir, DeadLetterFile, DeadLetterFile+".1"); err != nil {
+			return fmt.Errorf("ledger: rotate dead-letter file %s: %w", path, err)
 		}
-		if f, err = d.open(DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL); err != nil {
-			return fmt.Errorf("wal: open dead-letter file: %w", err)
+		if f, err = wal.OpenFile(dir, DeadLetterFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|os.O_EXCL); err != nil {
+			return fmt.Errorf("ledger: open dead-letter file: %w", err)
 		}
 	}
 	_, err = f.Write(rec)
@@ -80,7 +77,7 @@ func appendDeadLetter(d *spoolDir, dl DeadLetter, maxBytes int64) error {
 		err = cerr
 	}
 	if err != nil {
-		return fmt.Errorf("wal: write dead-letter file %s: %w", path, err)
+		return fmt.Errorf("ledger: write dead-letter file %s: %w", path, err)
 	}
 	return nil
 }
@@ -89,29 +86,21 @@ func appendDeadLetter(d *spoolDir, dl DeadLetter, maxBytes int64) error {
 // rotated generation, then the current file). No file means none. A record
 // cut short at the end of a file (a crash while writing it) is skipped: its
 // event was still in the spool, so it was delivered or set aside again.
-func ReadDeadLetters(dir string) (out []DeadLetter, err error) {
-	err = withSpoolDir(dir, false, func(d *spoolDir) error {
-		out, err = readDeadLetters(d)
-		return err
-	})
-	return out, err
-}
-
-func readDeadLetters(d *spoolDir) ([]DeadLetter, error) {
+func ReadDeadLetters(dir string) ([]DeadLetter, error) {
 	var out []DeadLetter
 	for _, name := range []string{DeadLetterFile + ".1", DeadLetterFile} {
-		path := d.join(name)
-		f, err := d.open(name, os.O_RDONLY)
-		if errors.Is(err, os.ErrNotExist) {
+		f, err := wal.OpenFile(dir, name, os.O_RDONLY)
+		var pe *os.PathError // the file missing, not the directory
+		if errors.As(err, &pe) && pe.Path == filepath.Join(dir, name) && errors.Is(err, os.ErrNotExist) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("wal: read dead letters: %w", err)
+			return nil, fmt.Errorf("ledger: read dead letters: %w", err)
 		}
 		dls, err := parseDeadLetters(f)
 		f.Close()
 		if err != nil {
-			return nil, fmt.Errorf("wal: dead-letter file %s: %w", path, err)
+			return nil, fmt.Errorf("ledger: dead-letter file %s: %w", filepath.Join(dir, name), err)
 		}
 		out = append(out, dls...)
 	}
@@ -180,8 +169,6 @@ func parseDeadLetterHeader(h string) (DeadLetter, int, error) {
 // FormatDeadLetter is the header line of dl as AppendDeadLetter writes it,
 // without the bytes: for listings.
 func FormatDeadLetter(dl DeadLetter) string {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
+	return fmt.Sprintf("seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
 		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))
-	return b.String()
 }

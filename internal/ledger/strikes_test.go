@@ -1,38 +1,43 @@
-package wal
+package ledger
 
 import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/wal"
 )
 
 func TestStrikesSurviveReopenAndCompaction(t *testing.T) {
 	dir := t.TempDir()
-	w, err := Open(dir, &Options{NoSync: true})
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
 	_, err = w.Append(t.Context(), []byte("a"), []byte("b"), []byte("poison"), []byte("d"))
 	require.NoError(t, err)
-	s, err := w.Strikes()
+	s, err := LoadStrikes(w)
 	require.NoError(t, err)
 	assert.Zero(t, s, "none yet")
 	want := Strikes{Seq: 3, Count: 2, WitnessSeq: 2, Witness: []byte("b")}
-	require.NoError(t, w.SetStrikes(want))
+	require.NoError(t, SaveStrikes(w, want))
 	require.NoError(t, w.Ack(2))
 	require.NoError(t, w.Compact())
 	require.NoError(t, w.Close())
 
-	w, err = Open(dir, &Options{NoSync: true})
+	w, err = wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
 	defer w.Close()
-	s, err = w.Strikes()
+	s, err = LoadStrikes(w)
 	require.NoError(t, err)
 	assert.Equal(t, want, s)
 	require.NoError(t, w.Ack(3))
-	s, err = w.Strikes()
+	s, err = LoadStrikes(w)
 	require.NoError(t, err)
 	assert.Zero(t, s, "the suspect left the spool")
-	require.NoError(t, w.SetStrikes(Strikes{}))
+	require.NoError(t, SaveStrikes(w, Strikes{}))
+	v, err := w.Value(keyStrikes)
+	require.NoError(t, err)
+	assert.Nil(t, v, "the zero Strikes clears the record")
 }
 
 func TestStrikesDamagedRecordIsNone(t *testing.T) {
@@ -42,4 +47,14 @@ func TestStrikesDamagedRecordIsNone(t *testing.T) {
 	got, err := decodeStrikes(s.encode())
 	require.NoError(t, err)
 	assert.Equal(t, uint64(9), got.Seq)
+
+	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	defer w.Close()
+	_, err = w.Append(t.Context(), []byte("a"))
+	require.NoError(t, err)
+	require.NoError(t, w.SetValues(map[string][]byte{keyStrikes: {1, 2, 3}}))
+	s, err = LoadStrikes(w)
+	require.NoError(t, err)
+	assert.Zero(t, s, "a lost strike count is a few more attempts")
 }

@@ -1,4 +1,4 @@
-package wal
+package ledger
 
 import (
 	"encoding/binary"
@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+
+	"github.com/evspool/evspool/wal"
 )
 
 // PeerFile is the file in a spool directory where the emitter notes, as it
@@ -32,6 +34,8 @@ const peerMarkVersion = 2
 
 const peerMarkSize = 1 + 4 + 8*4 + 4 // version, fields, then a CRC-32C
 
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
 // PeerNotes writes PeerMarks. It is not safe for concurrent use.
 type PeerNotes struct {
 	f   *os.File
@@ -39,17 +43,13 @@ type PeerNotes struct {
 }
 
 // OpenPeerNotes opens (or creates, 0600) the PeerFile in the spool
-// directory dir, never through a link (ErrUnsafeFile).
-func OpenPeerNotes(dir string) (n *PeerNotes, err error) {
-	err = withSpoolDir(dir, true, func(d *spoolDir) error {
-		f, err := d.open(PeerFile, os.O_RDWR|os.O_CREATE)
-		if err != nil {
-			return fmt.Errorf("wal: open %s: %w", PeerFile, err)
-		}
-		n = &PeerNotes{f: f}
-		return nil
-	})
-	return n, err
+// directory dir, never through a link (wal.ErrUnsafeFile).
+func OpenPeerNotes(dir string) (*PeerNotes, error) {
+	f, err := wal.OpenFile(dir, PeerFile, os.O_RDWR|os.O_CREATE)
+	if err != nil {
+		return nil, fmt.Errorf("ledger: open %s: %w", PeerFile, err)
+	}
+	return &PeerNotes{f: f}, nil
 }
 
 // Write replaces the note with m.
@@ -71,12 +71,12 @@ func (p *PeerNotes) Clear() error { return p.Write(PeerMark{}) }
 func (p *PeerNotes) Close() error { return p.f.Close() }
 
 // errPeerMark is a note that cannot be used.
-var errPeerMark = errors.New("wal: no usable receiver note")
+var errPeerMark = errors.New("ledger: no usable receiver note")
 
 // ReadPeerMark returns the note in dir; an error when there is none, or it is
 // damaged.
 func ReadPeerMark(dir string) (PeerMark, error) {
-	b, err := ReadFile(dir, PeerFile)
+	b, err := wal.ReadFile(dir, PeerFile)
 	if err != nil {
 		return PeerMark{}, err
 	}

@@ -1,4 +1,4 @@
-package wal
+package ledger
 
 import (
 	"encoding/binary"
@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/wal"
 )
 
 func TestPeerMark(t *testing.T) {
@@ -63,4 +65,20 @@ func TestPeerMark(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, PeerFile), old, 0o600))
 	_, err = ReadPeerMark(dir)
 	assert.ErrorIs(t, err, errPeerMark, "first format")
+}
+
+// TestPeerNotesRefuseLinks: the receiver note is never read or written
+// through a link.
+func TestPeerNotesRefuseLinks(t *testing.T) {
+	o := filepath.Join(t.TempDir(), "outside")
+	require.NoError(t, os.WriteFile(o, []byte("not evspool's"), 0o644))
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink(o, filepath.Join(dir, PeerFile)))
+	_, err := OpenPeerNotes(dir)
+	require.ErrorIs(t, err, wal.ErrUnsafeFile)
+	_, err = ReadPeerMark(dir)
+	require.ErrorIs(t, err, wal.ErrUnsafeFile)
+	b, err := os.ReadFile(o)
+	require.NoError(t, err)
+	require.Equal(t, "not evspool's", string(b))
 }

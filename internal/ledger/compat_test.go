@@ -1,0 +1,93 @@
+package ledger_test
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/wal"
+)
+
+// TestSpoolOfWalDays: a spool written when package wal kept these records
+// itself (testdata/spool-today.tar.gz: events 1..10, 1..2 expired, 5
+// refused; reported 1 expired and 2 refused; strikes on 4 with witness 3;
+// a receiver note; one dead letter) opens with its strikes, receiver note,
+// reported counts and dead letters, and keeps them through a compaction.
+func TestSpoolOfWalDays(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "spool")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	untar(t, "testdata/spool-today.tar.gz", dir)
+
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	check := func(w *wal.WAL) {
+		t.Helper()
+		require.Nil(t, w.Salvaged())
+		require.EqualValues(t, 8, w.Len())
+		s, err := ledger.LoadStrikes(w)
+		require.NoError(t, err)
+		require.Equal(t, ledger.Strikes{Seq: 4, Count: 2, WitnessSeq: 3, Witness: []byte("event 3")}, s)
+		require.True(t, ledger.ReportedKnown(w))
+		total, reported := ledger.Reported(w)
+		require.Equal(t, ledger.Losses{Expired: 2, Refused: 5}, total)
+		require.Equal(t, ledger.Losses{Expired: 1, Refused: 2}, reported)
+		m, err := ledger.ReadPeerMark(dir)
+		require.NoError(t, err)
+		require.Equal(t, ledger.PeerMark{Pid: 4242, Start: 7, Stack: 0x7ffd0000, Ino: 99, Through: 6}, m)
+		dls, err := ledger.ReadDeadLetters(dir)
+		require.NoError(t, err)
+		require.Len(t, dls, 1)
+		require.Equal(t, uint64(1), dls[0].Seq)
+		require.Equal(t, 3, dls[0].Attempts)
+		require.True(t, dls[0].Appended.Equal(at) && dls[0].At.Equal(at.Add(time.Second)))
+		require.Equal(t, []byte("poison\x00bytes"), dls[0].Data)
+	}
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	check(w)
+	_, err = w.Append(t.Context(), []byte("event 11"))
+	require.NoError(t, err)
+	require.NoError(t, w.Ack(3))
+	require.NoError(t, w.Compact())
+	require.NoError(t, w.Close())
+
+	w, err = wal.Open(dir, &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	defer w.Close()
+	require.EqualValues(t, 8, w.Len())
+	s, err := ledger.LoadStrikes(w)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), s.Seq, "kept through the compaction")
+	total, reported := ledger.Reported(w)
+	require.Equal(t, ledger.Losses{Expired: 2, Refused: 5}, total)
+	require.Equal(t, ledger.Losses{Expired: 1, Refused: 2}, reported, "kept through the compaction")
+}
+
+func untar(t *testing.T, archive, dir string) {
+	t.Helper()
+	f, err := os.Open(archive)
+	require.NoError(t, err)
+	defer f.Close()
+	gz, err := gzip.NewReader(f)
+	require.NoError(t, err)
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		require.NoError(t, err)
+		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY, 0o600)
+		require.NoError(t, err)
+		_, err = io.Copy(out, tr)
+		require.NoError(t, err)
+		require.NoError(t, out.Close())
+	}
+}

@@ -1,0 +1,114 @@
+package ledger
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sync"
+
+	"github.com/evspool/evspool/wal"
+)
+
+// Every loss is reported by some process: the spool counts its losses
+// (drops, expiries, events a salvage could not read, events refused before
+// the spool) in the transaction that loses the events, and the ledger keeps
+// beside each count, as a spool value, how much of it a process has
+// reported (logged). A process killed before it logged its losses leaves
+// the difference, which the next one reports. The reported values only
+// grow, as the counts do.
+const (
+	keyReportedDropOldest = "reported_dropped_oldest_events"
+	keyReportedDropNewest = "reported_dropped_newest_events"
+	keyReportedExpired    = "reported_expired_events"
+	keyReportedUnreadable = "reported_unreadable_events"
+	keyReportedRefused    = "reported_refused_events"
+)
+
+// Losses are event counts of the losses a spool records.
+type Losses struct {
+	DroppedOldest uint64 // removed under DropOldest
+	DroppedNewest uint64 // refused under DropNewest
+	Expired       uint64 // removed by Expire
+	Unreadable    uint64 // pending when the file was damaged, not recovered by its salvage
+	Refused       uint64 // refused before the spool, recorded by wal's CountRefused
+}
+
+// lossField is a count and the key of its spool value.
+type lossField struct {
+	key string
+	n   *uint64
+}
+
+// fields pairs each count with its spool value.
+func (l *Losses) fields() []lossField {
+	return []lossField{
+		{keyReportedDropOldest, &l.DroppedOldest}, {keyReportedDropNewest, &l.DroppedNewest},
+		{keyReportedExpired, &l.Expired}, {keyReportedUnreadable, &l.Unreadable}, {keyReportedRefused, &l.Refused},
+	}
+}
+
+// markMu orders MarkReported's read, raise and store.
+var markMu sync.Mutex
+
+// Reported returns the losses spool counts, across restarts, and how many of
+// them were reported (see MarkReported; zero where they cannot be read).
+func Reported(spool *wal.WAL) (total, reported Losses) {
+	reported, _, _ = loadReported(spool)
+	return totals(spool), reported
+}
+
+// totals are the loss counts of spool.
+func totals(spool *wal.WAL) Losses {
+	st := spool.Stats()
+	return Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
+}
+
+// ReportedKnown tells whether spool records what was reported: spools of
+// versions before that do not, until the first MarkReported. A spool that
+// lost nothing has nothing to take as reported: known.
+func ReportedKnown(spool *wal.WAL) bool {
+	_, known, err := loadReported(spool)
+	return err == nil && (known || totals(spool) == Losses{})
+}
+
+// loadReported reads the reported counts; known is false when the spool
+// holds none.
+func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
+	for _, f := range r.fields() {
+		v, err := spool.Value(f.key)
+		if err != nil {
+			return Losses{}, false, err
+		}
+		if len(v) == 8 {
+			*f.n, known = binary.BigEndian.Uint64(v), true
+		}
+	}
+	return r, known, nil
+}
+
+// MarkReported records in spool that the losses up to r were reported: each
+// count is raised to r's where r's is larger, never lowered. It commits a
+// small transaction when something changed, or when the spool recorded
+// nothing yet.
+func MarkReported(spool *wal.WAL, r Losses) error {
+	markMu.Lock()
+	defer markMu.Unlock()
+	was, known, err := loadReported(spool)
+	if err != nil {
+		return err
+	}
+	values := make(map[string][]byte, 5)
+	changed := !known
+	now, old := r.fields(), was.fields()
+	for i, f := range now {
+		n := max(*f.n, *old[i].n)
+		changed = changed || n != *old[i].n
+		values[f.key] = binary.BigEndian.AppendUint64(nil, n)
+	}
+	if !changed {
+		return nil
+	}
+	if err := spool.SetValues(values); err != nil {
+		return fmt.Errorf("ledger: record reported losses: %w", err)
+	}
+	return nil
+}

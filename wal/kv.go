@@ -1,0 +1,126 @@
+package wal
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Values the spool's user keeps beside the events (see SetValues) live in
+// the meta bucket under the user's keys, through the meta codec: each is
+// checksummed, and Open checks it with the spool's own values. Compaction
+// copies them as they are stored; a salvage keeps, of each, the largest
+// copy in the damaged file (in byte order) that passes its check, which for
+// a big-endian counter that only grows is its newest.
+
+// errValueKey is a key SetValues cannot store.
+var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (an event's key), and not one of the spool's own")
+
+// userKey tells a key a user may store: not the spool's own, and not 8
+// bytes long, so that a page scan never takes it for an event's key.
+func userKey(k []byte) bool {
+	if len(k) == 0 || len(k) == keySize || len(k) > 255 || bytes.Equal(k, keyFormat) {
+		return false
+	}
+	for _, f := range (&meta{}).fields() {
+		if bytes.Equal(k, f.key) {
+			return false
+		}
+	}
+	return true
+}
+
+// Value returns the value SetValues stored under key; nil if none.
+func (w *WAL) Value(key string) ([]byte, error) {
+	if err := w.usable(); err != nil {
+		return nil, err
+	}
+	var v []byte
+	err := w.viewMeta(func(mb *bolt.Bucket) error {
+		p, ok, err := getMeta(mb, []byte(key))
+		if ok {
+			v = bytes.Clone(p)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wal: read value %q in %s: %w", key, w.path, err)
+	}
+	return v, nil
+}
+
+// SetValues stores each value under its key beside the events (a nil value
+// removes its key), all in one transaction of its own, synced as appends
+// are. It is for a few small values written now and then: each call costs
+// a commit. Compaction carries them over; see the package documentation for
+// salvage.
+func (w *WAL) SetValues(values map[string][]byte) error {
+	for k := range values {
+		if !userKey([]byte(k)) {
+			return fmt.Errorf("%w: %q", errValueKey, k)
+		}
+	}
+	if err := w.usable(); err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	err := w.updateMeta(func(mb *bolt.Bucket) error {
+		for k, v := range values {
+			var err error
+			if v == nil {
+				err = mb.Delete([]byte(k))
+			} else {
+				err = putMeta(mb, []byte(k), v)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// copyValues carries the user's values into a compacted copy, as stored.
+func copyValues(src, dst *bolt.Tx) error {
+	mb := dst.Bucket(metaBucket)
+	c := src.Bucket(metaBucket).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if v != nil && userKey(k) {
+			if err := mb.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// valueCopies keeps, per user key, the largest stored copy that passes its
+// check, for salvage.
+type valueCopies map[string][]byte
+
+func (c valueCopies) add(k, v []byte) {
+	p, err := decodeMeta(k, v)
+	if !userKey(k) || err != nil {
+		return
+	}
+	if old, ok := c[string(k)]; !ok || bytes.Compare(p, old[:len(old)-metaSumSize]) >= 0 {
+		c[string(k)] = bytes.Clone(v)
+	}
+}
+
+// put stores the kept copies in a salvaged file's meta bucket.
+func (c valueCopies) put(mb *bolt.Bucket) error {
+	for k, v := range c {
+		if err := mb.Put([]byte(k), v); err != nil {
+			return err
+		}
+	}
+	return nil
+}
