@@ -36,12 +36,10 @@ type Collector struct {
 	commits *CommitHistogram
 	metrics []metric
 	dropped *prometheus.Desc
-	now     func() time.Time
 }
 
-// NewCollector returns a Collector of em's figures. commits may be nil; when
-// it is not, it should be the histogram em's Options.OnCommit feeds. Register
-// the Collector once, in one registry.
+// NewCollector returns a Collector of em's figures. commits may be nil, or
+// the histogram em's Options.OnCommit feeds. Register it in one registry.
 func NewCollector(em *emitter.Emitter, commits *CommitHistogram) *Collector {
 	return &Collector{
 		em:      em,
@@ -50,7 +48,6 @@ func NewCollector(em *emitter.Emitter, commits *CommitHistogram) *Collector {
 		dropped: prometheus.NewDesc(namespace+"_events_dropped_total",
 			"Events dropped by the full-spool policy, by policy; kept in the spool file across restarts.",
 			[]string{"reason"}, nil),
-		now: time.Now,
 	}
 }
 
@@ -125,7 +122,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: it takes one Stats snapshot.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.em.Stats()
-	now := c.now()
+	now := time.Now()
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&s, now))
 	}

@@ -6,17 +6,15 @@ import (
 	"github.com/evspool/evspool/emitter"
 )
 
-// LiveHandler answers a liveness probe (/healthz): 200 "ok" while em's
-// drainer runs and is not wedged (see emitter.Emitter.Alive), else 503 with
-// the reason. A receiver outage is not a failure: restarting evspool would
-// not bring the receiver back.
+// LiveHandler answers a liveness probe (/healthz) from emitter.Emitter.Alive:
+// 200 "ok", else 503 and the reason. A receiver outage is not a failure:
+// restarting evspool would not bring the receiver back.
 func LiveHandler(em *emitter.Emitter) http.Handler {
 	return probe(em.Alive)
 }
 
-// ReadyHandler answers a readiness probe (/readyz): 200 "ok" while em's
-// spool is open and usable (see emitter.Emitter.Ready), else 503 with the
-// reason.
+// ReadyHandler answers a readiness probe (/readyz) from
+// emitter.Emitter.Ready: 200 "ok", else 503 and the reason.
 func ReadyHandler(em *emitter.Emitter) http.Handler {
 	return probe(em.Ready)
 }

@@ -2,17 +2,16 @@ package clock
 
 import "time"
 
-// Clock is what evspool reads the time from. System is the real one; Fake
-// is for tests.
+// Clock is what evspool reads the time from.
 type Clock interface {
 	// Now is the wall clock.
 	Now() time.Time
 	// Boot is the time since the machine booted (CLOCK_BOOTTIME): monotonic
 	// across process restarts within a boot, unmoved by wall-clock steps.
 	Boot() time.Duration
-	// BootID names the current boot (Linux's
-	// /proc/sys/kernel/random/boot_id); "" where it cannot be read, and
-	// then Boot readings are only comparable within this process.
+	// BootID names the current boot (/proc/sys/kernel/random/boot_id); ""
+	// where it cannot be read, and then Boot readings are only comparable
+	// within this process.
 	BootID() string
 	// NewTimer is time.NewTimer on this clock.
 	NewTimer(d time.Duration) Timer

@@ -33,15 +33,13 @@ func New(path string) (*Watch, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("pathwatch: watch directory %s: %w", dir, err)
 	}
-	// Non-blocking, so os.NewFile hands it to the runtime's poller: reads
-	// honour deadlines and park no thread.
+	// Non-blocking, so os.NewFile hands it to the runtime's poller.
 	return &Watch{f: os.NewFile(uintptr(fd), "inotify:"+dir), name: []byte(filepath.Base(path)),
 		buf: make([]byte, 16*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))}, nil
 }
 
-// Wait returns true as soon as the path is created or renamed into place
-// (at once if that happened since the last Wait), false once ctx has
-// ended. After ErrGone the watch sees nothing more.
+// Wait returns true once the path is created or renamed into place (at
+// once if that happened since the last Wait), false once ctx has ended.
 func (w *Watch) Wait(ctx context.Context) (bool, error) {
 	if err := w.f.SetReadDeadline(time.Time{}); err != nil {
 		return false, err
@@ -66,8 +64,7 @@ func (w *Watch) Wait(ctx context.Context) (bool, error) {
 	}
 }
 
-// parse reads a buffer of inotify events: did the name appear, did the
-// directory go.
+// parse reads a buffer of inotify events.
 func (w *Watch) parse(buf []byte) (appeared, gone bool) {
 	for len(buf) >= unix.SizeofInotifyEvent {
 		// struct inotify_event: wd i32, mask u32, cookie u32, len u32, name.

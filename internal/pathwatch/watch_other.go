@@ -2,10 +2,7 @@
 
 package pathwatch
 
-import (
-	"context"
-	"time"
-)
+import "context"
 
 // Watch is not available on this system: New always fails.
 type Watch struct{}
@@ -13,7 +10,7 @@ type Watch struct{}
 // New returns ErrUnsupported.
 func New(string) (*Watch, error) { return nil, ErrUnsupported }
 
-// Wait is never reached (New fails); it reports nothing.
+// Wait returns ErrUnsupported.
 func (*Watch) Wait(context.Context) (bool, error) { return false, ErrUnsupported }
 
 // Close does nothing.

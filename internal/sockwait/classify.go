@@ -8,45 +8,32 @@ import (
 	"syscall"
 )
 
-// Error classes returned by Classify, stable enough for metric labels.
-const (
-	ClassBrokenPipe        = "broken_pipe"
-	ClassConnectionRefused = "connection_refused"
-	ClassNotSocket         = "not_a_socket"
-	ClassNoSuchSocket      = "no_such_socket"
-	ClassTimeout           = "timeout"
-	ClassPermission        = "permission"
-	ClassConnectionReset   = "connection_reset"
-	ClassClosed            = "closed"
-	ClassOther             = "other"
-)
-
 // Classify names the kind of a connection error for logs and metric labels:
-// one of the Class constants, or "" for a nil error. It looks through wrapped
-// errors, so a *PeerGoneError is classed by its cause (connection_reset when
-// the peer closed with data unread, closed otherwise).
+// broken_pipe, not_a_socket, connection_refused, no_such_socket,
+// connection_reset, permission, timeout, closed or other; "" for nil. A
+// *PeerGoneError is classed by its cause.
 func Classify(err error) string {
 	var ne net.Error
 	switch {
 	case err == nil:
 		return ""
 	case errors.Is(err, syscall.EPIPE):
-		return ClassBrokenPipe
+		return "broken_pipe"
 	case errors.Is(err, ErrNotSocket):
-		return ClassNotSocket
+		return "not_a_socket"
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ClassConnectionRefused
+		return "connection_refused"
 	case errors.Is(err, syscall.ENOENT):
-		return ClassNoSuchSocket
+		return "no_such_socket"
 	case errors.Is(err, syscall.ECONNRESET):
-		return ClassConnectionReset
+		return "connection_reset"
 	case errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
-		return ClassPermission
+		return "permission"
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return ClassTimeout
+		return "timeout"
 	case errors.Is(err, net.ErrClosed), errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, ErrPeerGone):
-		return ClassClosed
+		return "closed"
 	}
-	return ClassOther
+	return "other"
 }

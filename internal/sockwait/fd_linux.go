@@ -16,10 +16,8 @@ import (
 // export for Linux. The value is 0x2000 on every architecture Go supports.
 const pollRDHUP = 0x2000
 
-// hangupEvents are the poll events that mean the peer is gone. POLLHUP and
-// POLLERR are always reported; asking for them keeps the intent visible.
-// POLLRDHUP is not one of them: it only says the peer will send nothing more
-// (shutdown(SHUT_WR), a receive-only peer), and such a peer still reads.
+// hangupEvents mean the peer is gone. POLLRDHUP is not one: a peer that
+// will send nothing more may still read.
 const hangupEvents = unix.POLLHUP | unix.POLLERR
 
 // rawStream returns the raw connection of c if c is a Unix stream or TCP
@@ -54,24 +52,21 @@ func outq(fd uintptr) (int, error) {
 	return n, nil
 }
 
-// hungUp polls fd with a zero timeout. Poll never reads, so no data is lost.
-// A Unix peer that closed sets both shutdown bits on our end (POLLHUP); a
-// TCP peer that closed after reading everything only sent a FIN, which looks
-// like a half-close until our next write draws its reset (POLLERR, POLLHUP).
+// hungUp polls fd for a hang-up without waiting; poll consumes nothing.
 func hungUp(fd uintptr) (bool, error) {
 	rev, err := pollNow(fd, hangupEvents)
 	return rev&(hangupEvents|unix.POLLNVAL) != 0, err
 }
 
-// closedWrite polls fd for POLLRDHUP with a zero timeout: the peer will
-// send nothing more.
+// closedWrite polls fd for POLLRDHUP without waiting: the peer will send
+// nothing more.
 func closedWrite(fd uintptr) (bool, error) {
 	rev, err := pollNow(fd, pollRDHUP)
 	return rev&(pollRDHUP|unix.POLLHUP|unix.POLLNVAL) != 0, err
 }
 
-// pollNow polls fd for events with a zero timeout, again after EINTR, and
-// returns the events reported; on an error, none.
+// pollNow polls fd for events without waiting, retrying on EINTR, and
+// returns the events reported.
 func pollNow(fd uintptr, events int16) (int16, error) {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
 	for {
@@ -86,9 +81,8 @@ func pollNow(fd uintptr, events int16) (int16, error) {
 	}
 }
 
-// pendingError returns the socket's pending error (ECONNRESET when a Unix
-// peer closed with unread data, or a TCP reset), or io.EOF if there is none.
-// Reading SO_ERROR clears it; the connection is dead by then anyway.
+// pendingError returns the socket's pending error, or io.EOF if there is
+// none. Reading SO_ERROR clears it; the connection is dead by then anyway.
 func pendingError(fd uintptr) error {
 	errno, err := unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_ERROR)
 	if err != nil || errno == 0 {
@@ -97,10 +91,8 @@ func pendingError(fd uintptr) error {
 	return syscall.Errno(errno)
 }
 
-// readable reports whether a read on fd would not block: data, the end of
-// the stream, or an error are waiting. It polls, consuming nothing: a recv,
-// even with MSG_PEEK, would clear a pending ECONNRESET, which tells a peer
-// that closed with bytes unread from one that read everything.
+// readable reports whether a read on fd would not block. It polls rather
+// than recv (even with MSG_PEEK), which would clear a pending ECONNRESET.
 func readable(fd uintptr) bool {
 	rev, err := pollNow(fd, unix.POLLIN|pollRDHUP)
 	return err != nil || rev != 0

@@ -30,8 +30,7 @@ func (e *NotSocketError) Unwrap() []error { return []error{ErrNotSocket, e.Err} 
 
 // ExplainDial returns err, the error of a dial to path on network, as a
 // *NotSocketError when it is a Unix dial refused at a path that exists and
-// is not a socket (Linux refuses those as it refuses a socket nobody
-// listens on). Any other error is returned as it is.
+// is not a socket (Linux refuses both alike); any other error as it is.
 func ExplainDial(network, path string, err error) error {
 	if network != "unix" || !errors.Is(err, syscall.ECONNREFUSED) {
 		return err

@@ -37,7 +37,9 @@ func TestUnsupportedConnections(t *testing.T) {
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
 			_, err = w.HungUp()
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
-			_, err = w.Closed()
+			_, err = w.PeerClosedWrite()
+			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
+			_, _, err = w.Probe()
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
 			assert.ErrorIs(t, w.WaitConsumed(context.Background()), sockwait.ErrUnsupported)
 		})
@@ -66,7 +68,7 @@ func TestClosedConnection(t *testing.T) {
 
 	_, err := w.Unread()
 	require.ErrorIs(t, err, net.ErrClosed)
-	assert.Equal(t, sockwait.ClassClosed, sockwait.Classify(err))
+	assert.Equal(t, "closed", sockwait.Classify(err))
 	_, err = w.HungUp()
 	require.ErrorIs(t, err, net.ErrClosed)
 	require.ErrorIs(t, w.WaitConsumed(context.Background()), net.ErrClosed)
@@ -78,7 +80,7 @@ func TestWaitConsumedCancelled(t *testing.T) {
 		t.Skip("Linux only")
 	}
 	client, _ := unixPair(t)
-	w := sockwait.NewWithOptions(client, &sockwait.Options{MinInterval: time.Millisecond, MaxInterval: time.Millisecond})
+	w := sockwait.New(client)
 	_, err := client.Write([]byte("never read\n"))
 	require.NoError(t, err)
 
