@@ -28,7 +28,6 @@ func (d *drainer) apply(r ready) error {
 		d.logNote(n)
 	}
 	if r.abandon {
-		d.dial.after = r.dialAfter
 		return errAbandoned
 	}
 	return err

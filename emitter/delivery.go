@@ -1,6 +1,10 @@
 package emitter
 
-import "time"
+import (
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
 
 // delivery is the drainer's decisions, apart from its I/O: what the receiver
 // has handled (the replay window), what to write next (the cursor, one event
@@ -22,6 +26,7 @@ type delivery struct {
 	tcp       tcpIsolation // see delivery_tcp.go
 	empty     int          // connections in a row that failed before handling anything
 	conn      *connState
+	dial      dialPlan // see delivery_dial.go
 }
 
 // windowMode is how an event read by the receiver becomes handled.
@@ -52,8 +57,10 @@ type deliveryConfig struct {
 	stallAfter  time.Duration // no read for this long with bytes unread: frozen
 	maxAttempts int           // strikes that set an event aside; 0: never
 	batch       int           // events per write outside isolation
-	backoff     time.Duration // the first pause after a connection that handled nothing
-	maxBackoff  time.Duration // the longest such pause
+	backoff     time.Duration // the first pause before a dial
+	maxBackoff  time.Duration // the longest pause after refused dials
+	crashPause  time.Duration // the longest pause in a crash loop
+	jitter      float64       // the backoff's randomization factor
 }
 
 // strikeRecord is the one event under suspicion and its strikes; the shell
@@ -79,19 +86,21 @@ type msg struct {
 type msgKind int
 
 const (
-	msgRestore   msgKind = iota + 1 // at start: the spool's oldest pending, the saved strikes
-	msgConnected                    // a connection was made
-	msgFirst                        // the spool's oldest pending is seq (others expired or were dropped)
-	msgNext                         // as msgFirst, and what to write next (ready.send)
-	msgWrote                        // lines were written
-	msgRead                         // a SIOCOUTQ reading: n bytes unread
-	msgTick                         // time passed
-	msgFin                          // the receiver's FIN, with n bytes unread (ready.closed)
-	msgHungUp                       // the receiver hung up
-	msgLost                         // the shell dropped the connection for a reason of its own
-	msgSetAside                     // seq was moved to the dead letters and removed from the spool
-	msgRewind                       // the spool was salvaged: write from the oldest pending
-	msgNoWitness                    // the witness is not at hand
+	msgRestore    msgKind = iota + 1 // at start: the spool's oldest pending, the saved strikes
+	msgConnected                     // a connection was made
+	msgFirst                         // the spool's oldest pending is seq (others expired or were dropped)
+	msgNext                          // as msgFirst, and what to write next (ready.send)
+	msgWrote                         // lines were written
+	msgRead                          // a SIOCOUTQ reading: n bytes unread
+	msgTick                          // time passed
+	msgFin                           // the receiver's FIN, with n bytes unread (ready.closed)
+	msgHungUp                        // the receiver hung up
+	msgLost                          // the shell dropped the connection for a reason of its own
+	msgSetAside                      // seq was moved to the dead letters and removed from the spool
+	msgRewind                        // the spool was salvaged: write from the oldest pending
+	msgNoWitness                     // the witness is not at hand
+	msgDialFailed                    // a dial, or the preamble on its connection, failed
+	msgAppeared                      // the socket path appeared (the receiver is binding)
 )
 
 // step takes one msg and returns what the shell must do, with the view of
@@ -120,6 +129,12 @@ func (d *delivery) step(m msg) ready {
 		r = d.hungUp(m.now, m.reset)
 	case msgLost:
 		r = d.lost()
+		d.backOff(m.now, d.empty > 0)
+	case msgDialFailed:
+		r = d.lost()
+		d.dialFailed(m.now)
+	case msgAppeared:
+		d.dial.quick, d.dial.at = quickDials, m.now
 	case msgSetAside:
 		r = d.setAsideDone(m.seq)
 	case msgRewind:
@@ -132,15 +147,14 @@ func (d *delivery) step(m msg) ready {
 }
 
 // ready is what the shell does after a step, in this order: acknowledge,
-// set aside, save the strikes, drop the connection, log, and dial no sooner
-// than dialAfter.
+// set aside, save the strikes, drop the connection, log; then it dials no
+// sooner than view.dialAt.
 type ready struct {
 	ackThrough uint64 // acknowledge the spool through this sequence; 0: nothing
 	setAside   uint64 // move this sequence (the oldest pending) to the dead letters
 	saveStrike bool   // strikes changed: persist view.strikes
 	abandon    bool   // close the connection
 	closed     bool   // msgFin: the FIN ends the connection
-	dialAfter  time.Time
 	notes      []note
 	send       sendPlan // msgNext: what to write, if sendOK
 	sendOK     bool
@@ -154,9 +168,7 @@ func (r ready) then(o ready) ready {
 		r.setAside = o.setAside
 	}
 	r.saveStrike = r.saveStrike || o.saveStrike
-	if o.abandon || !o.dialAfter.IsZero() {
-		r.abandon, r.dialAfter = r.abandon || o.abandon, o.dialAfter
-	}
+	r.abandon = r.abandon || o.abandon
 	r.notes = append(r.notes, o.notes...)
 	return r
 }
@@ -170,14 +182,16 @@ type view struct {
 	frozen   bool         // the receiver reads nothing, connected
 	reading  bool         // written bytes wait to be read
 	readSome bool         // it has read something on this connection
-	crashing bool         // the last connection handled nothing
 	wantsFin bool         // look for the receiver's FIN (TCP)
 	wakes    bool         // a msgTick has something to do at wake
 	wake     time.Time
+	dialAt   time.Time // dial no sooner
+	early    bool      // the socket path appearing may end the wait for dialAt
 }
 
 func (d *delivery) view() view {
-	v := view{acked: d.acked, strikes: d.strikes, crashing: d.empty > 0, wantsFin: d.wantsFin()}
+	v := view{acked: d.acked, strikes: d.strikes, wantsFin: d.wantsFin(),
+		dialAt: d.dial.at, early: d.dial.early}
 	if c := d.conn; c != nil {
 		v.unread, v.frozen, v.reading, v.readSome = c.unread, c.frozen, !c.allRead(), c.read > 0
 	}
@@ -211,7 +225,12 @@ type sendPlan struct {
 	resendWitness uint64
 }
 
-func newDelivery(cfg deliveryConfig) *delivery { return &delivery{cfg: cfg} }
+func newDelivery(cfg deliveryConfig) *delivery {
+	bo := &backoff.ExponentialBackOff{InitialInterval: cfg.backoff, RandomizationFactor: cfg.jitter,
+		Multiplier: 2, MaxInterval: max(cfg.crashPause, cfg.maxBackoff), Stop: backoff.Stop, Clock: noClock{}}
+	bo.Reset()
+	return &delivery{cfg: cfg, dial: dialPlan{bo: bo}}
+}
 
 // restore takes what the spool kept: strikes of an earlier process, and the
 // sequence before the oldest pending (acknowledged, or the spool's start).
@@ -233,6 +252,7 @@ func (d *delivery) restore(oldest uint64, s strikeRecord) {
 func (d *delivery) connected(now time.Time) {
 	d.conn = &connState{start: now, lastMove: now}
 	d.cursor = 0
+	d.dial.quick = 0
 }
 
 // next says what to write at now; ok false means nothing: not connected,
@@ -335,15 +355,12 @@ func (d *delivery) clearStrikes(seq uint64) bool {
 	return true
 }
 
-// crashLoopMaxPause caps the pause before dialling a receiver that keeps
-// failing before it handles anything (at least Options.MaxBackoff).
-const crashLoopMaxPause = 5 * time.Second
-
 // deliveryConfigOf maps Options (defaults filled) to delivery's settings.
 func deliveryConfigOf(o *Options) deliveryConfig {
 	c := deliveryConfig{mode: lastRead, linger: o.ReplayLinger, warnAfter: o.WriteTimeout,
 		stuckAfter: o.WriteTimeout, stallAfter: o.StallTimeout, maxAttempts: max(o.MaxAttempts, 0),
-		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: max(o.MaxBackoff, crashLoopMaxPause)}
+		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
+		crashPause: max(o.MaxBackoff, crashLoopMaxPause), jitter: 0.5}
 	switch {
 	case o.ReplayWindow < 0 || o.AckOnWrite:
 		c.mode = noWindow

@@ -57,20 +57,9 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 			r.notes = append(r.notes, note{kind: noteCrashLoop, n: d.empty, since: c.start})
 		}
 	}
-	r.dialAfter = now.Add(d.pause())
+	d.backOff(now, !c.handled)
 	d.conn, d.cursor = nil, 0
 	return r
-}
-
-// pause is how long to wait before dialling after a connection ended: none
-// after one that handled something, or after a first failure (the dial
-// backoff applies), then longer each time.
-func (d *delivery) pause() time.Duration {
-	if d.empty < 2 {
-		return 0
-	}
-	p := d.cfg.backoff << min(d.empty-2, 20)
-	return min(p, d.cfg.maxBackoff)
 }
 
 // tick is the clock: lines read at least linger ago by a receiver still
@@ -110,7 +99,7 @@ func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
 	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: d.conn.lastMove})
 	r = d.strike(r, k.seq)
 	d.isolateTo = max(d.isolateTo, last.seq)
-	r.abandon, r.dialAfter = true, now
+	r.abandon, d.dial.at = true, now
 	d.conn, d.cursor = nil, 0
 	return r
 }

@@ -17,7 +17,7 @@ func at(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) 
 func testConfig(mode windowMode) deliveryConfig {
 	return deliveryConfig{mode: mode, windowBytes: 300, linger: 2 * time.Second, stallAfter: 30 * time.Second,
 		warnAfter: 5 * time.Second, stuckAfter: 5 * time.Second,
-		maxAttempts: 3, batch: 100, backoff: 10 * time.Millisecond, maxBackoff: 5 * time.Second}
+		maxAttempts: 3, batch: 100, backoff: 10 * time.Millisecond, maxBackoff: 100 * time.Millisecond, crashPause: 5 * time.Second}
 }
 
 // lines returns n lines of size bytes from seq from.
@@ -191,6 +191,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	d := newDelivery(testConfig(lastRead))
 	d.restore(1, strikeRecord{})
 	var pauses []time.Duration
+	var early []bool
 	var notes int
 	for i := range 9 {
 		now := at(1000 * i)
@@ -201,7 +202,8 @@ func TestDeliveryCrashLoop(t *testing.T) {
 		d.observed(now, 0)
 		r := d.hungUp(now, false) // died handling the first line it read
 		assert.False(t, r.saveStrike, "no strike: it handled nothing")
-		pauses = append(pauses, r.dialAfter.Sub(now))
+		v := d.view()
+		pauses, early = append(pauses, v.dialAt.Sub(now)), append(early, v.early)
 		for _, n := range r.notes {
 			if n.kind == noteCrashLoop {
 				notes++
@@ -213,14 +215,16 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	for i := 1; i < len(pauses); i++ {
 		assert.GreaterOrEqual(t, pauses[i], pauses[i-1], "longer each time")
 	}
-	assert.Equal(t, 1280*time.Millisecond, pauses[8])
+	assert.Equal(t, 2560*time.Millisecond, pauses[8], "one backoff: 10 ms doubling, past MaxBackoff up to the crash loop's cap")
+	assert.Equal(t, []bool{true, false, false, false, false, false, false, false, false}, early,
+		"the socket path appearing ends only the first pause: a crash-looping receiver binds at each start")
 	// Healthy again: it handles, and the pause is gone.
 	d.connected(at(20000))
 	writeRead(d, 20000, lines(1, 1, 100))
 	writeRead(d, 20001, lines(2, 1, 100))
-	r := d.hungUp(at(20002), false)
+	d.hungUp(at(20002), false)
 	assert.EqualValues(t, 1, d.acked)
-	assert.Equal(t, at(20002), r.dialAfter)
+	assert.Equal(t, at(20002), d.view().dialAt)
 }
 
 func TestDeliveryStall(t *testing.T) {

@@ -9,8 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
-
+	"github.com/evspool/evspool/internal/pathwatch"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -47,8 +46,8 @@ type drainer struct {
 	view  view      // delivery's state as of its last step
 	w     wire
 	held  held
-	peer  peerNote // see peer.go
-	dial  dialState
+	peer  peerNote         // see peer.go
+	watch *pathwatch.Watch // the socket's directory, while waiting to dial (resume.go)
 	warns warns
 	drops dropLog
 	out   outage
@@ -100,13 +99,6 @@ type held struct {
 	witness wal.Entry   // the newest acknowledged event, resent as proof
 }
 
-// dialState paces the dials.
-type dialState struct {
-	bo     *backoff.ExponentialBackOff
-	after  time.Time // delivery's pause: no dial before
-	resume resume    // cuts the backoff short on a Unix socket
-}
-
 // warns rate-limits the drainer's warnings.
 type warns struct {
 	delivery   reporter // slow, frozen and crash-loop receivers
@@ -128,18 +120,11 @@ type linkStats struct {
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
 	ctx, cancel := context.WithCancel(context.Background())
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = opts.MinBackoff
-	bo.MaxInterval = opts.MaxBackoff
-	bo.RandomizationFactor = 0.5
-	bo.Multiplier = 2
-	bo.MaxElapsedTime = 0 // never give up
-	bo.Reset()
 	d := &drainer{
 		clk: opts.Clock, health: health{clk: opts.Clock},
 		addr: addr, opts: opts, spool: spool,
 		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		dv: newDelivery(deliveryConfigOf(opts)), dial: dialState{bo: bo}, progress: make(chan struct{}),
+		dv: newDelivery(deliveryConfigOf(opts)), progress: make(chan struct{}),
 		drops: dropLog{seen: dropped, rep: newReporter(opts)},
 		aged:  expiredLog{rep: newReporter(opts)},
 		out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
@@ -194,7 +179,7 @@ func (d *drainer) run() {
 	defer close(d.done)
 	defer d.scans.Wait()
 	defer d.disconnect()
-	defer d.dial.resume.close()
+	defer d.closeWatch()
 	defer d.closeNotes()
 	d.adoptPeerMark()
 	for d.ctx.Err() == nil {
@@ -305,18 +290,13 @@ func (d *drainer) onIdleCheck() {
 	_ = d.spool.FlushAcks(idleCheck)
 }
 
-// connect dials until it succeeds or the drainer is stopped, no sooner than
-// delivery asked (longer and longer after connections that handled nothing).
+// connect dials until it succeeds or the drainer is stopped, each time no
+// sooner than delivery says (delivery_dial.go).
 func (d *drainer) connect() bool {
-	wait := d.view.crashing && d.link.connects > 0
 	for {
-		if pause := d.dial.after.Sub(d.clk.Now()); pause > 0 && !d.sleep(pause) {
+		if !d.waitDial() {
 			return false
 		}
-		if wait && !d.backoffWait() {
-			return false
-		}
-		wait = true
 		d.health.beat()
 		d.checkDrops(false) // an outage is when a spool fills up
 		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
@@ -326,6 +306,7 @@ func (d *drainer) connect() bool {
 			d.onConnect(conn)
 			d.identifyPeer() // before the first write: see peer.go
 			if d.gatedPreamble() != nil {
+				d.step(msg{kind: msgDialFailed})
 				continue // dropped: back off and dial again (gate.go, preamble.go)
 			}
 			return true
@@ -336,6 +317,7 @@ func (d *drainer) connect() bool {
 		err = sockwait.ExplainDial(d.opts.Network, d.addr, err)
 		d.record(func(l *linkStats) { l.dialErrors++ }, err)
 		d.out.down(err, d.spool.Len, time.Time{})
+		d.step(msg{kind: msgDialFailed})
 	}
 }
 
@@ -395,10 +377,9 @@ func (d *drainer) fail(err error) {
 		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
 		m = msg{kind: msgHungUp, reset: true}
 	}
-	r, aerr := d.step(m)
+	_, aerr := d.step(m)
 	d.forgetPeer()
 	d.disconnect()
-	d.dial.after = r.dialAfter
 	d.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
 

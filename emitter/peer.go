@@ -78,7 +78,7 @@ func (d *drainer) identifyPeer() {
 	}
 	start := d.clk.Now()
 	interval := time.Millisecond
-	for {
+	for spins := 0; ; spins++ {
 		d.health.beat() // waiting, by design: not wedged
 		ino, retry := peerEnd(d.w.conn)
 		if ino != 0 {
@@ -90,7 +90,7 @@ func (d *drainer) identifyPeer() {
 		if !retry || waited > peerAcceptWait || d.ctx.Err() != nil {
 			return
 		}
-		if waited < peerSpin {
+		if spins < peerSpins {
 			runtime.Gosched()
 			continue
 		}
@@ -101,14 +101,12 @@ func (d *drainer) identifyPeer() {
 	}
 }
 
-// peerSpin is how long identifyPeer asks again at once, before it sleeps
-// between attempts: a receiver at hand accepts within tens of
-// microseconds, and a sleep under a millisecond takes one (the runtime's
-// poller counts in milliseconds), which a receiver's restart would wait
-// (BenchmarkResume went from 1.0 to 1.6-2.2 ms with 100 µs sleeps). An
-// attempt costs about ten system calls; the spin, at most a millisecond of
-// one core, once a connection.
-const peerSpin = time.Millisecond
+// peerSpins is how many times identifyPeer asks again at once (about a
+// millisecond) before it sleeps between attempts: a receiver at hand
+// accepts within tens of microseconds, and a sleep under a millisecond
+// takes one (the runtime's poller counts in milliseconds). Counted, not
+// timed: the spin waits on no clock.
+const peerSpins = 100
 
 // writePeerNote notes that the current receiver end has been written
 // through seq (or, from identifyPeer, nothing beyond what is acknowledged),

@@ -8,62 +8,37 @@ import (
 	"github.com/evspool/evspool/internal/pathwatch"
 )
 
-const (
-	// After a socket path appeared, up to quickDials refused dials are
-	// retried quickly rather than at the backoff's pace, the first after
-	// quickFirst, doubling up to quickMax: the path appears at the
-	// listener's bind(2), and a dial before its listen(2), which usually
-	// follows within microseconds, is refused.
-	quickDials = 25
-	quickFirst = 250 * time.Microsecond
-	quickMax   = 2 * time.Millisecond
-)
-
-// resume cuts the backoff between dials short when the receiver comes back
-// on a Unix socket: it watches the socket's directory (see pathwatch) and
-// dials as soon as the path appears. On TCP, or where the watch cannot be
-// set up, the backoff alone paces the dials. Owned by the run goroutine.
-type resume struct {
-	watch *pathwatch.Watch
-	quick int    // quick dials left since the path last appeared
-	since uint64 // connections made when it appeared: one more ends the quick dials
-}
-
-// backoffWait waits before the next dial: the backoff's next interval, or
-// less. It returns false when the drainer is stopped.
-func (d *drainer) backoffWait() bool {
-	dur := d.dial.bo.NextBackOff()
-	if d.opts.Network != "unix" {
+// waitDial waits until delivery's next dial (view.dialAt). Where the wait may
+// end early (the receiver was down) and the receiver is on a Unix socket, it
+// watches the socket's directory (pathwatch) and ends when the path
+// appears. It returns false when the drainer is stopped.
+func (d *drainer) waitDial() bool {
+	dur := d.view.dialAt.Sub(d.clk.Now())
+	if dur <= 0 {
+		return d.ctx.Err() == nil
+	}
+	if !d.view.early || d.opts.Network != "unix" {
 		return d.sleep(dur)
 	}
-	r := &d.dial.resume
-	// The run goroutine is the only writer of d.link: no lock to read it.
-	if r.quick > 0 && d.link.connects == r.since {
-		dur = min(dur, quickFirst<<min(quickDials-r.quick, 3), quickMax)
-		r.quick--
-	} else {
-		r.quick = 0
-	}
-	if r.watch == nil {
+	if d.watch == nil {
 		w, err := pathwatch.New(d.addr)
 		if err != nil {
 			return d.sleep(dur) // no directory yet, or no inotify
 		}
-		r.watch = w
+		d.watch = w
 		// It may have appeared between the failed dial and the watch.
 		if pathExists(d.addr) {
+			d.step(msg{kind: msgAppeared})
 			return d.ctx.Err() == nil
 		}
 	}
 	ctx, cancel := d.timeout(dur)
-	appeared, err := r.watch.Wait(ctx)
+	appeared, err := d.watch.Wait(ctx)
 	cancel()
 	if err != nil {
-		r.close() // the directory went: watch it anew next time
-		return d.ctx.Err() == nil
-	}
-	if appeared {
-		r.quick, r.since = quickDials, d.link.connects
+		d.closeWatch() // the directory went: watch it anew next time
+	} else if appeared {
+		d.step(msg{kind: msgAppeared})
 	}
 	return d.ctx.Err() == nil
 }
@@ -89,9 +64,9 @@ func pathExists(path string) bool {
 	return err == nil
 }
 
-func (r *resume) close() {
-	if r.watch != nil {
-		r.watch.Close()
-		r.watch = nil
+func (d *drainer) closeWatch() {
+	if d.watch != nil {
+		d.watch.Close()
+		d.watch = nil
 	}
 }

@@ -39,7 +39,6 @@ func (d *drainer) sendBatch() (int, error) {
 	if err := d.write(entries); err != nil {
 		return 0, err
 	}
-	d.dial.bo.Reset()
 	if d.opts.AckOnWrite || !d.w.waiter.Supported() {
 		_, err := d.step(msg{kind: msgRead})
 		return len(entries), err
