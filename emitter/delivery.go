@@ -2,15 +2,11 @@ package emitter
 
 import "time"
 
-// delivery is the drainer's decisions, apart from its I/O: what the receiver
-// has handled (the replay window), what to write next (the cursor, one event
-// at a time while isolating), whom to blame when the receiver fails (strikes,
-// set-asides), how long to wait before dialling again, and what a receiver
-// that reads nothing looks like. It has no goroutine, no socket and no clock:
-// the drainer (its shell, as etcd raft's node is raft's) tells it what
-// happened, with the time it happened, and carries out the ready it returns.
-// See delivery_window.go (what was read, what is handled) and
-// delivery_blame.go (hang-ups, stalls, strikes).
+// delivery is the drainer's decisions without its I/O: what the receiver has
+// handled, what to write next, whom to blame for failures, and how long to
+// wait before dialling. Like etcd raft, it has no goroutine, socket or clock:
+// the drainer steps it with what happened and when, and carries out the
+// ready it returns.
 type delivery struct {
 	cfg deliveryConfig
 
@@ -32,13 +28,11 @@ const (
 	// read again), so only the lines of its last read can be unhandled.
 	lastRead windowMode = iota
 	// fixedBytes: a line is handled once the receiver has read windowBytes
-	// after it (a receiver that hands lines to another goroutine; TCP, where
-	// "read" only means its kernel took it).
+	// after it.
 	fixedBytes
-	// noWindow: a line is handled once read.
-	noWindow
-	// kernelTook: a "read" is the receiver's kernel taking the bytes (TCP):
-	// it proves nothing handled; only ReplayLinger does. See delivery_tcp.go.
+	noWindow // a line is handled once read
+	// kernelTook: a "read" is the receiver's kernel taking the bytes (TCP);
+	// only ReplayLinger proves a line handled.
 	kernelTook
 )
 
@@ -56,16 +50,15 @@ type deliveryConfig struct {
 	maxBackoff  time.Duration // the longest such pause
 }
 
-// strikeRecord is the one event under suspicion and its strikes; the shell
-// keeps it in the spool (wal.Strikes) so that a restart does not forget it.
+// strikeRecord is the one event under suspicion and its strikes, kept in the
+// spool so that a restart does not forget it.
 type strikeRecord struct {
 	seq     uint64
 	n       int
 	witness uint64 // the event before it, which the receiver handled
 }
 
-// msg is what the shell tells delivery happened, and when. step is the
-// only way in.
+// msg is what the shell tells delivery happened, and when.
 type msg struct {
 	kind    msgKind
 	now     time.Time
@@ -94,8 +87,8 @@ const (
 	msgNoWitness                    // the witness is not at hand
 )
 
-// step takes one msg and returns what the shell must do, with the view of
-// delivery's state the shell acts on until the next step.
+// step is the only way into delivery: it takes one msg and returns what the
+// shell must do, with the view the shell acts on until the next step.
 func (d *delivery) step(m msg) ready {
 	var r ready
 	switch m.kind {
@@ -161,8 +154,7 @@ func (r ready) then(o ready) ready {
 	return r
 }
 
-// view is what the shell may know of delivery's state: it never reads
-// delivery's fields.
+// view is what the shell may know of delivery's state.
 type view struct {
 	acked    uint64       // acknowledged or set aside through
 	strikes  strikeRecord // the suspect, to persist
@@ -236,9 +228,7 @@ func (d *delivery) connected(now time.Time) {
 }
 
 // next says what to write at now; ok false means nothing: not connected,
-// the receiver has not read what was written (isolating), or it is frozen.
-// Over TCP "read" means its kernel took it: isolated events are paced, and
-// held around a suspect (delivery_tcp.go).
+// frozen, or isolating and the last write is unread (or held, over TCP).
 func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	c := d.conn
 	if c == nil || c.frozen {
@@ -291,8 +281,7 @@ func (d *delivery) wrote(now time.Time, lines []line, mem int) {
 	}
 }
 
-// setAsideDone records that the shell moved seq to the dead letters and
-// removed it from the spool.
+// setAsideDone records that the shell moved seq to the dead letters.
 func (d *delivery) setAsideDone(seq uint64) ready {
 	var r ready
 	if seq == d.acked+1 {
@@ -325,8 +314,8 @@ func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	return d.clearStrikes(seq)
 }
 
-// clearStrikes forgets the suspect once it is behind seq: it was handled (or
-// set aside). It reports whether there was one.
+// clearStrikes forgets the suspect once it is behind seq, and reports
+// whether there was one.
 func (d *delivery) clearStrikes(seq uint64) bool {
 	if d.strikes.seq == 0 || d.strikes.seq > seq {
 		return false

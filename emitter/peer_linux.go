@@ -24,11 +24,9 @@ type peerIdent struct {
 	ino   uint64 // the inode of its end of the connection
 }
 
-// peerEnd returns the inode of the receiver's end of c, 0 when it cannot be
-// told: not a Unix socket, sock_diag failing, or an end sock_diag cannot
-// see (its close could not be seen either). retry is true when the only thing missing is that end,
-// which has no inode until the receiver accepts the connection: ask again
-// later.
+// peerEnd returns the inode of the receiver's end of c, or 0 when it cannot
+// be told. retry is true when that end has no inode yet because the
+// receiver has not accepted: ask again later.
 func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -48,8 +46,7 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	if cerr != nil || err != nil {
 		return 0, false
 	}
-	// Not accepted yet: sock_diag names a peer of inode 0. An error
-	// (ENOENT from a kernel without unix_diag, say) will not pass.
+	// Not accepted yet: sock_diag names a peer of inode 0.
 	if ino, err = unixPeerIno(own); err != nil || ino == 0 {
 		return 0, err == nil
 	}
@@ -59,14 +56,10 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	return ino, false
 }
 
-// readerOf returns the process that reads the receiver's end ino: the one
-// process in this pid namespace holding it in its file descriptor table.
-// SO_PEERCRED names the process that called listen(), which is not always
-// the one that accepts and reads (pre-fork workers, systemd socket
-// activation, socat fork). why, when not empty, says why no single reader
-// could be named: several holders, none (another pid namespace, /proc
-// hidden), a table that cannot be read (not root), or its stack address
-// hidden.
+// readerOf returns the one process in this pid namespace holding the
+// receiver's end ino. Not SO_PEERCRED: it names the process that called
+// listen(), not always the one that reads. why, when not empty, says why no
+// single reader could be named.
 func readerOf(ino uint64) (id peerIdent, why string) {
 	pids, complete, err := socketHolders(ino)
 	switch {
@@ -86,10 +79,9 @@ func readerOf(ino uint64) (id peerIdent, why string) {
 	return id, ""
 }
 
-// socketHolders returns the processes that hold the socket ino, from a
-// scan of /proc/*/fd (as ss -p and lsof do: there is no other way from a
-// socket to its holders). complete is false when some process's table could
-// not be read: it may hold the socket too.
+// socketHolders returns the processes that hold the socket ino, from a scan
+// of /proc/*/fd, the only way from a socket to its holders. complete is false
+// when some process's table could not be read.
 func socketHolders(ino uint64) (pids []int32, complete bool, err error) {
 	proc, err := os.Open("/proc")
 	if err != nil {
@@ -124,9 +116,8 @@ type fdScan struct {
 	names                 []string
 }
 
-// holds reports whether the fd directory dir has a link to the target; ok
-// is false when it could not be read (a process that exited meanwhile
-// holds nothing: ok).
+// holds reports whether the fd directory dir links to the target; ok is
+// false when it could not be read (a process that exited is ok).
 func (s *fdScan) holds(dir string) (held, ok bool) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -204,8 +195,7 @@ func unixPeerIno(ino uint64) (uint64, error) {
 	return 0, errNoSocket
 }
 
-// unixSocketGone reports whether the Unix socket ino no longer exists (its
-// owner closed it, or died).
+// unixSocketGone reports whether the Unix socket ino no longer exists.
 func unixSocketGone(ino uint64) (bool, error) {
 	_, err := unixDiag(ino, udiagShowRqlen)
 	if errors.Is(err, errNoSocket) {
@@ -214,8 +204,7 @@ func unixSocketGone(ino uint64) (bool, error) {
 	return false, err
 }
 
-// unixDiag asks the kernel about one Unix socket by inode and returns its
-// attributes.
+// unixDiag returns the attributes the kernel gives of the Unix socket ino.
 func unixDiag(ino uint64, show uint32) (map[uint16][]byte, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
