@@ -24,16 +24,10 @@ type delivery struct {
 type windowMode int
 
 const (
-	// lastRead: the receiver reads sequentially (read, handle every line,
-	// read again), so only the lines of its last read can be unhandled.
-	lastRead windowMode = iota
-	// fixedBytes: a line is handled once the receiver has read windowBytes
-	// after it.
-	fixedBytes
-	noWindow // a line is handled once read
-	// kernelTook: a "read" is the receiver's kernel taking the bytes (TCP);
-	// only ReplayLinger proves a line handled.
-	kernelTook
+	lastRead   windowMode = iota // only a sequential receiver's last read can be unhandled
+	fixedBytes                   // handled once windowBytes more were read after it
+	noWindow                     // handled once read
+	kernelTook                   // TCP: a read is the kernel's; only linger proves handled
 )
 
 // deliveryConfig is what delivery needs of Options.
@@ -124,9 +118,8 @@ func (d *delivery) step(m msg) ready {
 	return r
 }
 
-// ready is what the shell does after a step, in this order: acknowledge,
-// set aside, save the strikes, drop the connection, log, and dial no sooner
-// than dialAfter.
+// ready is what the shell does after a step, in order: acknowledge, set
+// aside, save strikes, drop the connection, log, dial no sooner than dialAfter.
 type ready struct {
 	ackThrough uint64 // acknowledge the spool through this sequence; 0: nothing
 	setAside   uint64 // move this sequence (the oldest pending) to the dead letters
@@ -205,8 +198,7 @@ type sendPlan struct {
 
 func newDelivery(cfg deliveryConfig) *delivery { return &delivery{cfg: cfg} }
 
-// restore takes what the spool kept: strikes of an earlier process, and the
-// sequence before the oldest pending (acknowledged, or the spool's start).
+// restore takes the spool's oldest pending sequence and saved strikes.
 func (d *delivery) restore(oldest uint64, s strikeRecord) {
 	if oldest > 0 {
 		d.acked = oldest - 1
@@ -221,7 +213,6 @@ func (d *delivery) restore(oldest uint64, s strikeRecord) {
 	}
 }
 
-// connected starts a connection at now.
 func (d *delivery) connected(now time.Time) {
 	d.conn = &connState{start: now, lastMove: now}
 	d.cursor = 0
@@ -252,11 +243,9 @@ func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	return sendPlan{from: d.cursor, max: 1}, true
 }
 
-// isolating reports whether the next write carries one event only: while
-// anything up to isolateTo is not known handled.
+// isolating reports whether the next write carries one event only.
 func (d *delivery) isolating() bool { return d.isolateTo > d.acked }
 
-// oldestPending is the oldest sequence not acknowledged.
 func (d *delivery) oldestPending() uint64 { return d.acked + 1 }
 
 // line is one event written: its sequence and size with the newline.
@@ -295,8 +284,7 @@ func (d *delivery) setAsideDone(seq uint64) ready {
 	return r
 }
 
-// ackedThrough records that the spool acknowledged through seq (by the
-// drainer, or by expiry), and keeps the newest as the witness.
+// ackedThrough records that the spool acknowledged through seq.
 func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	if seq <= d.acked {
 		return false
@@ -314,8 +302,7 @@ func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	return d.clearStrikes(seq)
 }
 
-// clearStrikes forgets the suspect once it is behind seq, and reports
-// whether there was one.
+// clearStrikes forgets a suspect at or before seq and reports if there was.
 func (d *delivery) clearStrikes(seq uint64) bool {
 	if d.strikes.seq == 0 || d.strikes.seq > seq {
 		return false
@@ -324,8 +311,8 @@ func (d *delivery) clearStrikes(seq uint64) bool {
 	return true
 }
 
-// crashLoopMaxPause caps the pause before dialling a receiver that keeps
-// failing before it handles anything (at least Options.MaxBackoff).
+// crashLoopMaxPause caps the pause before redialling a crash-looping
+// receiver, unless Options.MaxBackoff is longer.
 const crashLoopMaxPause = 5 * time.Second
 
 // deliveryConfigOf maps Options (defaults filled) to delivery's settings.

@@ -11,12 +11,10 @@ import (
 // "Poison events and the dead-letter file" and "Frozen and crash-looping
 // receivers", gives the rules.
 
-// crashLoopNote is how many connections in a row that handled nothing make
-// the receiver look crash-looping (logged once).
+// crashLoopNote is how many empty connections in a row log a crash loop.
 const crashLoopNote = 3
 
-// hungUp records that the receiver hung up at now; reset says it closed with
-// bytes unread.
+// hungUp records a hang-up at now; reset means with bytes unread.
 func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	c := d.conn
 	if c == nil {
@@ -89,8 +87,8 @@ func (d *delivery) tick(now time.Time) ready {
 	return r
 }
 
-// stuck: the receiver stopped inside k and cannot read it: a strike, and
-// the connection is abandoned.
+// stuck strikes k, inside which the receiver stopped, and abandons the
+// connection.
 func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
 	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: d.conn.lastMove})
 	r = d.strike(r, k.seq)

@@ -6,9 +6,8 @@ import "time"
 // nothing handled: only ReplayLinger does. After a failure events go one at
 // a time, paced, so that a dying receiver's FIN names the last event it
 // read: the suspect. The suspect then goes alone once everything before it
-// is handled, and a FIN right after it is a strike. A FIN before any event
-// was taken is a receive-only peer. See docs/delivery.md, "Poison events
-// and the dead-letter file".
+// is handled, and a FIN right after it is a strike (docs/delivery.md,
+// "Poison events and the dead-letter file").
 
 // tcpPace is the first pause between two isolated events over TCP.
 const tcpPace = 10 * time.Millisecond
@@ -28,7 +27,6 @@ type finState struct {
 
 func (d *delivery) kernelReads() bool { return d.cfg.mode == kernelTook }
 
-// pace is the pause between two isolated events over TCP.
 func (d *delivery) pace() time.Duration {
 	if d.tcp.pace == 0 {
 		return tcpPace
@@ -125,8 +123,7 @@ func (d *delivery) tcpSetAside(seq uint64) {
 	}
 }
 
-// has reports whether seq is written on this connection and not yet
-// acknowledged.
+// has reports whether seq is written here and not yet acknowledged.
 func (c *connState) has(seq uint64) bool {
 	for _, l := range c.lines {
 		if l.seq == seq && !l.witness {
@@ -156,8 +153,7 @@ func (c *connState) lingered(linger time.Duration) time.Time {
 	return at
 }
 
-// tookEvent reports whether the receiver's kernel took an event that is
-// not a witness.
+// tookEvent reports whether the receiver's kernel took a non-witness event.
 func (c *connState) tookEvent() bool {
 	for _, l := range c.lines {
 		if !l.witness && l.end <= c.read {

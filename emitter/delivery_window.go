@@ -7,9 +7,8 @@ import "time"
 //
 // A Unix socket frees a write's buffer only once it is read whole, so a
 // write is read once the writes after it account for all the memory
-// SIOCOUTQ shows held. A write's memory is never overestimated (its payload
-// when unmeasured), so what was read errs on the side of too little.
-// Offsets are payload bytes from the connection's start.
+// SIOCOUTQ shows held. Memory is never overestimated, so what was read errs
+// low. Offsets are payload bytes from the connection's start.
 type connState struct {
 	start     time.Time
 	lastMove  time.Time // when the receiver was last seen reading
@@ -63,8 +62,7 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 	c.unread += mem
 }
 
-// observe takes a SIOCOUTQ reading at now and reports whether the receiver
-// read anything since the last one.
+// observe takes a SIOCOUTQ reading and reports whether the receiver read.
 func (c *connState) observe(now time.Time, unread int) bool {
 	moved := unread < c.unread
 	c.unread = unread
@@ -95,12 +93,10 @@ func (c *connState) observe(now time.Time, unread int) bool {
 	return moved
 }
 
-// readAll records that the receiver read everything written.
 func (c *connState) readAll(now time.Time) {
 	c.observe(now, 0)
 }
 
-// allRead reports whether the receiver has read every write.
 func (c *connState) allRead() bool { return c.read == c.written }
 
 // isHandled reports whether the receiver has handled line l, by cfg, at now.
@@ -122,9 +118,8 @@ func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bo
 	return true
 }
 
-// handledThrough returns the last sequence of the handled prefix of lines
-// (witnesses skipped), 0 if none. A zero now leaves linger out, for a
-// receiver that is gone.
+// handledThrough returns the last sequence of the handled prefix of lines,
+// 0 if none. A zero now leaves linger out, for a receiver that is gone.
 func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
 	var through uint64
 	for _, l := range c.lines {
@@ -148,8 +143,7 @@ func (c *connState) dropThrough(seq uint64) {
 	c.lines = c.lines[i:]
 }
 
-// oldest returns the oldest line written here not acknowledged (witnesses
-// aside), and the newest one.
+// oldest returns the oldest unacknowledged non-witness line, and the newest.
 func (c *connState) oldest() (first, last sentLine, ok bool) {
 	for _, l := range c.lines {
 		if !l.witness {

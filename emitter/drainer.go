@@ -27,10 +27,8 @@ type drainer struct {
 	opts  *Options
 	spool *wal.WAL
 
-	wake chan struct{}
-	// readTo is the newest sequence number a Read has returned on this
-	// connection: an Emit at or below it needs no wake-up (see notifyFor).
-	readTo atomic.Uint64
+	wake   chan struct{}
+	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -47,14 +45,12 @@ type drainer struct {
 	drops dropLog
 	out   outage
 
-	aged   expiredLog    // see expire.go
-	pre    preambleState // see preamble.go
-	health health        // see health.go
-	gate   gate          // see gate.go
-	preGen uint64        // the gate's generation at this connection's last preamble
-	// regroupT times awaitRegroup's wait on real time, as the spool's group
-	// commit does.
-	regroupT *time.Timer
+	aged     expiredLog     // see expire.go
+	pre      preambleState  // see preamble.go
+	health   health         // see health.go
+	gate     gate           // see gate.go
+	preGen   uint64         // the gate's generation at this connection's last preamble
+	regroupT *time.Timer    // awaitRegroup's, on real time as wal's group commit
 	scans    sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
 
 	mu       sync.Mutex
@@ -77,9 +73,8 @@ type wire struct {
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:
-// sndbuf its size (SO_MEMINFO), queued an upper bound of what it holds (the
-// last SIOCOUTQ reading; only the drainer writes). ok is false until both
-// are known, and after a write not followed by a reading.
+// its size, and an upper bound of what it holds (the last SIOCOUTQ reading,
+// as only the drainer writes). ok is false when either is unknown.
 type sendRoom struct {
 	sndbuf, queued int
 	ok             bool
@@ -92,14 +87,12 @@ type held struct {
 	witness wal.Entry   // the newest acknowledged event, resent as proof
 }
 
-// dialState paces the dials.
 type dialState struct {
 	bo     *backoff.ExponentialBackOff
 	after  time.Time // delivery's pause: no dial before
 	resume resume    // cuts the backoff short on a Unix socket
 }
 
-// warns rate-limits the drainer's warnings.
 type warns struct {
 	delivery   reporter // slow, frozen and crash-loop receivers
 	deadLetter reporter
@@ -152,14 +145,12 @@ func (d *drainer) notifyFor(last uint64) {
 	}
 }
 
-// noteRead records the newest sequence number a Read returned.
 func (d *drainer) noteRead(entries []wal.Entry) {
 	if len(entries) > 0 {
 		d.readTo.Store(max(d.readTo.Load(), entries[len(entries)-1].Seq))
 	}
 }
 
-// notify wakes the drainer without blocking.
 func (d *drainer) notify() {
 	select {
 	case d.wake <- struct{}{}:
@@ -254,8 +245,7 @@ func (d *drainer) idlePoll() bool {
 	return d.spool.AcksPending()
 }
 
-// deadlineTimer arms a timer for delivery's next deadline; its channel is
-// nil when there is none.
+// deadlineTimer arms a timer for delivery's next deadline, if any.
 func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	at, ok := d.view.wake, d.view.wakes
 	if !ok {
@@ -390,8 +380,7 @@ func (d *drainer) closeNotes() {
 	}
 }
 
-// checkIdle notices a receiver that went away while nothing was being sent,
-// and one that reads again after a freeze.
+// checkIdle notices a receiver that hung up or reads again while idle.
 func (d *drainer) checkIdle() {
 	if d.w.conn == nil || !d.w.waiter.Supported() {
 		return

@@ -146,8 +146,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	return err
 }
 
-// validateAll returns events without their trailing newlines: the caller's
-// own slice, read only, when none had one, a copy otherwise.
+// validateAll strips trailing newlines, copying events only if one had one.
 func (e *Emitter) validateAll(events [][]byte) ([][]byte, error) {
 	clean, copied := events, false
 	for i, ev := range events {

@@ -12,8 +12,7 @@ const flushPoll = 10 * time.Millisecond
 
 // FlushError is what Flush returns when every event it waited for has left
 // the spool but not all reached the receiver. It matches ErrNotDelivered.
-// The four counts add up to Waited; events emitted during the Flush may
-// blur them.
+// The counts add up to Waited; events emitted meanwhile may blur them.
 type FlushError struct {
 	Waited       uint64 // events Flush waited for
 	Delivered    uint64 // of them, acknowledged by the receiver

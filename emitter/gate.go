@@ -7,9 +7,8 @@ import (
 )
 
 // The live gate: Hold and Release stop and resume writes to the receiver
-// while it rebuilds its state. The drainer meets it before each chunk
-// (enterGate), before a new connection's preamble (gatedPreamble), and at
-// the top of its loop (passGate).
+// while it rebuilds its state. The drainer meets it before each write
+// (enterGate) and at the top of its loop (passGate).
 
 // gate is the state Hold and Release share with the drainer.
 type gate struct {
@@ -29,8 +28,7 @@ func (g *gate) signal() {
 	g.changed = make(chan struct{})
 }
 
-// watch returns the channel closed at the gate's next change; g.mu must be
-// held.
+// watch returns the channel closed at the gate's next change; g.mu is held.
 func (g *gate) watch() <-chan struct{} {
 	if g.changed == nil {
 		g.changed = make(chan struct{})
@@ -109,8 +107,7 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 	return !g.held, g.gen, g.watch(), 0
 }
 
-// holdTimer returns a channel that fires after left (nil if left <= 0) and
-// its stop function.
+// holdTimer returns a channel that fires after left (nil if left <= 0).
 func (d *drainer) holdTimer(left time.Duration) (<-chan time.Time, func()) {
 	if left <= 0 {
 		return nil, func() {}
@@ -151,8 +148,7 @@ func (d *drainer) waitGate() bool {
 	return true
 }
 
-// gatedPreamble writes a new connection's preamble once the gate is open;
-// on an error connect dials again.
+// gatedPreamble writes a new connection's preamble once the gate is open.
 func (d *drainer) gatedPreamble() error {
 	if !d.waitGate() {
 		if d.ctx.Err() != nil {
@@ -184,8 +180,7 @@ func (d *drainer) passGate() bool {
 }
 
 // enterGate waits while the gate is shut and marks a write under way, for
-// Hold to wait on; leaveGate ends it. waited means a deadline set before is
-// stale.
+// Hold to wait on; leaveGate ends it. waited means an earlier deadline is stale.
 func (d *drainer) enterGate() (waited bool, err error) {
 	for {
 		open, _, changed, left := d.gateState()

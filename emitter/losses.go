@@ -10,11 +10,9 @@ import (
 )
 
 // Every loss is reported by some process. The spool counts each kind of
-// loss in the transaction that loses the events, and how much of each count
-// was logged (wal.MarkReported); the next Open logs the difference a killed
-// process left. Logging comes before marking, so a kill between the two
-// reports events twice rather than never. Not covered: events the spool
-// could not record at all (disk full) and dead letters.
+// loss as it happens and how much of each was logged (wal.MarkReported); the
+// next Open logs what a killed process left. Logging comes before marking,
+// so a kill between the two reports events twice rather than never.
 
 // previousLoss is the line that reports a predecessor's loss, per kind.
 var previousLoss = []struct {
@@ -73,8 +71,7 @@ type lossLog struct {
 	rep reporter
 }
 
-// add counts n more and reports whether a line is due now (or anyway when
-// final); the caller holds mu.
+// add counts n more and reports whether a line is due; the caller holds mu.
 func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(n, final) }
 
 // take returns the count to log and starts the next; the caller holds mu.
@@ -83,8 +80,7 @@ func (l *lossLog) take() uint64 {
 	return n
 }
 
-// noteNotSpooled counts n events Emit echoed but could not spool, for err,
-// and logs them if it is time.
+// noteNotSpooled counts and logs n events Emit echoed but could not spool.
 func (e *Emitter) noteNotSpooled(n int, err error) {
 	e.notSpooled.mu.Lock()
 	defer e.notSpooled.mu.Unlock()
@@ -110,7 +106,7 @@ func (e *Emitter) Refuse(n int, cause error) {
 	e.refused.mu.Lock()
 	defer e.refused.mu.Unlock()
 	e.refusedN.Add(uint64(n))
-	// Recorded before it is logged, so a line marks reported only what it counted.
+	// Recorded before logged: a line marks reported only what it counted.
 	if err := e.spool.CountRefused(uint64(n)); err != nil && !errors.Is(err, wal.ErrClosed) {
 		e.opts.Logger.Debug("cannot record refused events in the spool", "error", err.Error())
 	}
@@ -119,8 +115,7 @@ func (e *Emitter) Refuse(n int, cause error) {
 	}
 }
 
-// logRefused logs the refusals not logged yet, with the last one's cause;
-// the caller holds the lock.
+// logRefused logs the refusals not logged yet; the caller holds the lock.
 func (e *Emitter) logRefused(cause error) {
 	args := []any{"events", e.refused.take()}
 	var se *EventSizeError

@@ -74,11 +74,10 @@ type Options struct {
 	WarnInterval time.Duration
 
 	// MaxAge, when positive, is the age past which an event is removed
-	// unsent when its turn comes, counted in Stats.Expired and logged.
-	// Ages run on the boot clock, so wall-clock steps do not move them;
-	// events of an earlier boot are aged on the wall clock. An event may
-	// reach the receiver up to WriteTimeout past MaxAge. See docs/daemon.md,
-	// "MaxAge". Default 0: events never expire.
+	// unsent when its turn comes, counted in Stats.Expired and logged. Ages
+	// run on the boot clock, which wall-clock steps do not move; an event
+	// may arrive up to WriteTimeout past MaxAge (docs/daemon.md, "MaxAge").
+	// Default 0: events never expire.
 	MaxAge time.Duration
 	// Preamble, if set, is written on every new connection before anything
 	// spooled: see PreambleFunc. Default: none.
@@ -98,18 +97,18 @@ type Options struct {
 	Logger *slog.Logger
 	// Dial connects to the receiver. Default a net.Dialer with DialTimeout.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// OnCommit, if set, is called after each spool commit made by Emit with
-	// its duration, event count and error (see package emitter/metrics).
-	// It must be quick.
+	// OnCommit, if set, is called after each commit Emit makes with its
+	// duration, event count and error (see emitter/metrics); it must be quick.
 	OnCommit func(d time.Duration, events int, err error)
 	// ReplayWindow and ReplayLinger bound the replay window: an event the
 	// receiver has read stays spooled, to be resent if the receiver hangs
 	// up, until it is known handled (docs/delivery.md, "The replay window").
 	// ReplayWindow 0 (the default) holds the receiver's last read on a Unix
-	// socket and relies on ReplayLinger alone over TCP; a positive ReplayWindow holds that many bytes after each
-	// event; a negative one acknowledges events once read. In every mode an
-	// event read ReplayLinger ago by a receiver still connected is handled,
-	// and Flush waits up to ReplayLinger after the last read. Default 2 s.
+	// socket and relies on ReplayLinger alone over TCP; a positive one holds
+	// that many bytes after each event; a negative one acknowledges events
+	// once read. In every mode an event read ReplayLinger ago by a receiver
+	// still connected is handled, and Flush waits up to ReplayLinger after
+	// the last read. Default 2 s.
 	ReplayWindow int
 	ReplayLinger time.Duration
 	// MaxAttempts is how many receiver failures blamed on one event set it

@@ -45,15 +45,13 @@ func (d *drainer) openPeerNotes() {
 // whose end has no inode until it accepts.
 const peerTriesMax = 100
 
-// peerAcceptWait bounds how long a new connection waits for its receiver to
-// accept it before anything is written on it (see identifyPeer).
+// peerAcceptWait bounds identifyPeer's wait for the receiver's accept.
 const peerAcceptWait = 2 * time.Second
 
-// identifyPeer notes the receiver's end of a new connection before anything
-// is written on it, so that an evspool killed after its first write leaves a
-// note and the next start does not interleave its resend with the old
-// connection's last lines. Waiting for the accept costs no delivery: the
-// receiver cannot read before it.
+// identifyPeer notes the receiver's end of a new connection before the first
+// write, so that the next start after a kill does not interleave its resend
+// with the old connection's last lines. Waiting for the receiver to accept
+// costs no delivery: it cannot read before.
 func (d *drainer) identifyPeer() {
 	if d.peer.notes == nil {
 		return
@@ -88,9 +86,8 @@ func (d *drainer) identifyPeer() {
 // a millisecond.
 const peerSpin = time.Millisecond
 
-// writePeerNote notes that the current receiver end has been written
-// through seq (or, from identifyPeer, nothing beyond what is acknowledged),
-// with its reader if it is known.
+// writePeerNote notes that the current receiver end was written through
+// seq, with its reader if known.
 func (d *drainer) writePeerNote(through uint64) {
 	d.peer.through, d.peer.noted = through, true
 	r := d.peer.reader
@@ -146,8 +143,8 @@ type readerScan struct {
 	why string // why no single reader, if none
 }
 
-// takeReader notes the reader the current connection's scan found, if it
-// has answered (wait: once it has).
+// takeReader notes the reader the scan found, if it answered (if wait, once
+// it does).
 func (d *drainer) takeReader(wait bool) {
 	if d.peer.scan == nil {
 		return
@@ -177,16 +174,15 @@ func (d *drainer) takeReader(wait bool) {
 	}
 }
 
-// retryPeer notes what was written to a receiver whose end could not be
-// found at the write.
+// retryPeer notes writes made before the receiver's end could be found.
 func (d *drainer) retryPeer() {
 	if d.w.conn != nil && d.peer.written > d.peer.through {
 		d.notePeer(d.peer.written)
 	}
 }
 
-// forgetPeer clears the note: the receiver hung up, or the connection was
-// abandoned, so what it had not read is resent anyway.
+// forgetPeer clears the note of a connection that ended: what it did not
+// read is resent anyway.
 func (d *drainer) forgetPeer() {
 	if d.peer.notes != nil && d.peer.noted {
 		_ = d.peer.notes.Clear()

@@ -15,8 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerIdent names the receiver process that reads a Unix connection, and
-// its end of the connection.
+// peerIdent names the process that reads a Unix connection's receiver end.
 type peerIdent struct {
 	pid   int32
 	start uint64 // clock ticks after boot: with pid, one process
@@ -57,9 +56,8 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 }
 
 // readerOf returns the one process in this pid namespace holding the
-// receiver's end ino. Not SO_PEERCRED: it names the process that called
-// listen(), not always the one that reads. why, when not empty, says why no
-// single reader could be named.
+// receiver's end ino (SO_PEERCRED names the listener, not always the
+// reader); why, if not empty, says why none could be named.
 func readerOf(ino uint64) (id peerIdent, why string) {
 	pids, complete, err := socketHolders(ino)
 	switch {
@@ -109,8 +107,7 @@ func socketHolders(ino uint64) (pids []int32, complete bool, err error) {
 	return pids, complete, nil
 }
 
-// fdScan looks for one link target in /proc/PID/fd directories, reusing
-// its buffers.
+// fdScan looks for one link target in /proc/PID/fd directories.
 type fdScan struct {
 	target, link, dirents []byte
 	names                 []string
@@ -142,8 +139,7 @@ func (s *fdScan) holds(dir string) (held, ok bool) {
 	}
 }
 
-// procStart reads a process's start time and stack start from
-// /proc/PID/stat (fields 22 and 28).
+// procStart reads fields 22 and 28 of /proc/PID/stat: start time and stack.
 func procStart(pid int32) (start, stack uint64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
 	if err != nil {
@@ -165,8 +161,7 @@ func procStart(pid int32) (start, stack uint64, err error) {
 	return start, stack, err
 }
 
-// alive reports whether the process id names is still that process, not
-// re-executed.
+// alive reports whether id's process still runs, not re-executed.
 func (id peerIdent) alive() bool {
 	start, stack, err := procStart(id.pid)
 	return err == nil && start == id.start && stack == id.stack
@@ -232,8 +227,7 @@ func unixDiag(ino uint64, show uint32) (map[uint16][]byte, error) {
 	return parseDiag(buf[:n])
 }
 
-// parseDiag parses one netlink answer: an error, or a unix_diag_msg and its
-// attributes.
+// parseDiag parses one netlink answer: an error, or a socket's attributes.
 func parseDiag(b []byte) (map[uint16][]byte, error) {
 	if len(b) < 16 {
 		return nil, fmt.Errorf("emitter: sock_diag: short answer")

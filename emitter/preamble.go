@@ -19,8 +19,7 @@ import (
 // ctx ends when the emitter is closed: the hook may wait as long as it needs,
 // and waiting is not an outage; it should return soon after ctx ends.
 // A hook that returns an error (or panics) fails the connection: it is
-// closed, counted (Stats.PreambleErrors), logged, and redialled after a
-// backoff.
+// closed, counted (Stats.PreambleErrors), logged, and redialled.
 type PreambleFunc func(ctx context.Context, w io.Writer) error
 
 // ErrPreamble is matched by a failure of Options.Preamble.

@@ -10,34 +10,30 @@ import (
 
 const (
 	// After a socket path appeared, up to quickDials refused dials are
-	// retried quickly rather than at the backoff's pace, the first after
-	// quickFirst, doubling up to quickMax: the path appears at the
-	// listener's bind(2), and a dial before its listen(2), which usually
-	// follows within microseconds, is refused.
+	// retried quickly, from quickFirst doubling to quickMax: the path
+	// appears at bind(2), a moment before listen(2).
 	quickDials = 25
 	quickFirst = 250 * time.Microsecond
 	quickMax   = 2 * time.Millisecond
 )
 
-// resume cuts the backoff between dials short when the receiver comes back
-// on a Unix socket: it watches the socket's directory (see pathwatch) and
-// dials as soon as the path appears. On TCP, or where the watch cannot be
-// set up, the backoff alone paces the dials. Owned by the run goroutine.
+// resume cuts the backoff short when a Unix socket's path appears (see
+// pathwatch); elsewhere the backoff alone paces the dials.
 type resume struct {
 	watch *pathwatch.Watch
 	quick int    // quick dials left since the path last appeared
 	since uint64 // connections made when it appeared: one more ends the quick dials
 }
 
-// backoffWait waits before the next dial: the backoff's next interval, or
-// less. It returns false when the drainer is stopped.
+// backoffWait waits before the next dial, at most the backoff's next
+// interval. It returns false when the drainer is stopped.
 func (d *drainer) backoffWait() bool {
 	dur := d.dial.bo.NextBackOff()
 	if d.opts.Network != "unix" {
 		return d.sleep(dur)
 	}
 	r := &d.dial.resume
-	// The run goroutine is the only writer of d.link: no lock to read it.
+	// Only this goroutine writes d.link: no lock to read it.
 	if r.quick > 0 && d.link.connects == r.since {
 		dur = min(dur, quickFirst<<min(quickDials-r.quick, 3), quickMax)
 		r.quick--
@@ -68,8 +64,7 @@ func (d *drainer) backoffWait() bool {
 	return d.ctx.Err() == nil
 }
 
-// timeout returns a context that ends with the drainer, or once dur has
-// passed on its clock, or at cancel.
+// timeout is context.WithTimeout on the drainer's clock.
 func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	t := d.clk.NewTimer(dur)

@@ -14,8 +14,7 @@ import (
 // avgEventGuess turns a batch's event count into its byte bound.
 const avgEventGuess = 256
 
-// errAbandoned is delivery dropping a connection the receiver will never
-// read again (it stopped inside a line).
+// errAbandoned: the receiver stopped inside a line and will never read on.
 var errAbandoned = errors.New("receiver stopped reading inside an event; connection abandoned")
 
 // errPeerClosed is a TCP receiver's FIN with nothing unread.
@@ -48,8 +47,7 @@ func (d *drainer) sendBatch() (int, error) {
 	return len(entries), nil
 }
 
-// batchFor reads what plan p asks for. n counts events expired instead: the
-// caller comes back.
+// batchFor reads what plan p asks for; n counts events expired instead.
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
 		if d.held.witness.Seq != p.resendWitness {
@@ -149,8 +147,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 }
 
 // wrote tells delivery about a write; before is SIOCOUTQ just before it, so
-// the growth is at most the write's memory, as delivery's estimates must
-// be. The reading after bounds the next chunk's room (sendRoom).
+// the growth never overestimates the write's memory.
 func (d *drainer) wrote(entries []wal.Entry, before int) {
 	mem := 0
 	after, ok := d.unread()

@@ -88,8 +88,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), w.report(errors.Join(errs...))
 }
 
-// hold keeps the start of a line until its newline comes; a line already
-// over the limit is only measured.
+// hold keeps a partial line; one already over the limit is only measured.
 func (w *Writer) hold(b []byte) {
 	if w.skipped > 0 {
 		w.skipped += len(b)
@@ -120,8 +119,7 @@ func (w *Writer) report(err error) error {
 }
 
 // Close emits the partial line left, if any, and makes later Writes fail
-// with ErrWriterClosed. It does not close the Emitter. A second Close
-// returns nil.
+// with ErrWriterClosed; it does not close the Emitter. A second Close is nil.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
