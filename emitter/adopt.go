@@ -6,18 +6,13 @@ import (
 	"github.com/evspool/evspool/internal/ledger"
 )
 
-// Adoption at start: what an earlier process wrote to a receiver that
-// outlived it is acknowledged only as far as the evidence goes (see
-// peer.go, and docs/delivery.md, "Handled means proven").
-
-// peerPoll is how often the start-up check looks whether the receiver has
-// closed its end of the old connection.
+// peerPoll is how often adoptPeerMark looks whether the old end is closed.
 const peerPoll = 10 * time.Millisecond
 
 // adoptPeerMark waits until the receiver's end of an earlier process's last
 // connection is closed, then acknowledges what was written there as far as
-// the evidence goes: its reader is the same process, still alive, and the
-// lines are before the first one longer than the receiver reads.
+// the evidence goes (docs/delivery.md, "Handled means proven"): the same
+// reader, still alive, and lines before the first one longer than it reads.
 func (d *drainer) adoptPeerMark() {
 	if d.peer.notes == nil {
 		return
@@ -59,8 +54,7 @@ func (d *drainer) adoptPeerMark() {
 	d.mu.Unlock()
 }
 
-// adoptRefusal says why nothing written to the previous run's receiver is
-// taken as handled.
+// adoptRefusal says why nothing written to the previous receiver is adopted.
 func adoptRefusal(pid int32, closed bool) string {
 	switch {
 	case pid == 0:
@@ -71,16 +65,12 @@ func adoptRefusal(pid int32, closed bool) string {
 	return "its reader is gone"
 }
 
-// receiverMaxLine is the longest line, newline included, the receiver
-// reads: cloud-event-proxy's bufio.Scanner, the default MaxEventSize.
+// receiverMaxLine is the longest line, newline included, the receiver reads.
 const receiverMaxLine = DefaultMaxEventSize
 
 // closedEndProves returns the last of first..through that a closed end and
-// a live reader prove handled: the receiver stopped reading that connection
-// at its end, or at a line longer than it reads (its scanner fails there,
-// after it handled every complete line before; a garbage collection closes
-// the connection later). So: through, or the event before the first line
-// over receiverMaxLine (long, else 0). A spool error proves nothing.
+// a live reader prove handled: through, or the event before the first line
+// over receiverMaxLine (long, else 0), where the receiver's scanner stops.
 func (d *drainer) closedEndProves(first, through uint64) (last, long uint64) {
 	for seq := first; seq <= through; {
 		entries, err := d.spool.Read(seq, 256, 1<<20)

@@ -10,9 +10,8 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// apply carries out what delivery decided: acknowledge, set aside, save the
-// strikes, log what it noted. It returns errAbandoned when delivery dropped
-// the connection, or the spool's error.
+// apply carries out what delivery decided. It returns errAbandoned when
+// delivery dropped the connection, or the spool's error.
 func (d *drainer) apply(r ready) error {
 	var err error
 	if r.ackThrough != 0 {
@@ -60,9 +59,8 @@ func (d *drainer) signalProgress() {
 	d.progress = make(chan struct{})
 }
 
-// deadLetter moves the event seq, the oldest pending one, to the dead-letter
-// file, then removes it from the spool. A crash in between leaves it in both:
-// a duplicate in the file, never a loss.
+// deadLetter appends the oldest pending event seq to the dead-letter file,
+// then removes it from the spool: a crash in between duplicates, never loses.
 func (d *drainer) deadLetter(seq uint64) {
 	entries, err := d.spool.Read(seq, 1, 0)
 	if err != nil || len(entries) == 0 || entries[0].Seq != seq {
@@ -93,8 +91,7 @@ func (d *drainer) deadLetter(seq uint64) {
 	d.mu.Unlock()
 }
 
-// saveStrikes keeps delivery's strike record in the spool, with the
-// witness's bytes.
+// saveStrikes keeps delivery's strike record, and the witness, in the spool.
 func (d *drainer) saveStrikes() {
 	s := d.view.strikes
 	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
@@ -131,7 +128,6 @@ func (d *drainer) logNote(n note) {
 		d.warns.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteFrozen:
-		// An outage that began at its last read; it ends when it reads.
 		d.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
 			errFrozen, now.Sub(n.since).Round(time.Second)), d.spool.Len, n.since)
 	case noteStuck:

@@ -6,15 +6,11 @@ import (
 	"github.com/cenkalti/backoff/v4"
 )
 
-// delivery is the drainer's decisions, apart from its I/O: what the receiver
-// has handled (the replay window), what to write next (the cursor, one event
-// at a time while isolating), whom to blame when the receiver fails (strikes,
-// set-asides), how long to wait before dialling again, and what a receiver
-// that reads nothing looks like. It has no goroutine, no socket and no clock:
-// the drainer (its shell, as etcd raft's node is raft's) tells it what
-// happened, with the time it happened, and carries out the ready it returns.
-// See delivery_window.go (what was read, what is handled) and
-// delivery_blame.go (hang-ups, stalls, strikes).
+// delivery is the drainer's decisions without its I/O: what the receiver has
+// handled, what to write next, whom to blame for failures, and how long to
+// wait before dialling. Like etcd raft, it has no goroutine, socket or clock:
+// the drainer steps it with what happened and when, and carries out the
+// ready it returns.
 type delivery struct {
 	cfg deliveryConfig
 
@@ -33,18 +29,10 @@ type delivery struct {
 type windowMode int
 
 const (
-	// lastRead: the receiver reads sequentially (read, handle every line,
-	// read again), so only the lines of its last read can be unhandled.
-	lastRead windowMode = iota
-	// fixedBytes: a line is handled once the receiver has read windowBytes
-	// after it (a receiver that hands lines to another goroutine; TCP, where
-	// "read" only means its kernel took it).
-	fixedBytes
-	// noWindow: a line is handled once read.
-	noWindow
-	// kernelTook: a "read" is the receiver's kernel taking the bytes (TCP):
-	// it proves nothing handled; only ReplayLinger does. See delivery_tcp.go.
-	kernelTook
+	lastRead   windowMode = iota // only a sequential receiver's last read can be unhandled
+	fixedBytes                   // handled once windowBytes more were read after it
+	noWindow                     // handled once read
+	kernelTook                   // TCP: a read is the kernel's; only linger proves handled
 )
 
 // deliveryConfig is what delivery needs of Options.
@@ -63,16 +51,15 @@ type deliveryConfig struct {
 	jitter      float64       // the backoff's randomization factor
 }
 
-// strikeRecord is the one event under suspicion and its strikes; the shell
-// keeps it in the spool (ledger.Strikes) so that a restart does not forget it.
+// strikeRecord is the one event under suspicion and its strikes, kept in the
+// spool so that a restart does not forget it.
 type strikeRecord struct {
 	seq     uint64
 	n       int
 	witness uint64 // the event before it, which the receiver handled
 }
 
-// msg is what the shell tells delivery happened, and when. step is the
-// only way in.
+// msg is what the shell tells delivery happened, and when.
 type msg struct {
 	kind    msgKind
 	now     time.Time
@@ -103,8 +90,8 @@ const (
 	msgAppeared                      // the socket path appeared (the receiver is binding)
 )
 
-// step takes one msg and returns what the shell must do, with the view of
-// delivery's state the shell acts on until the next step.
+// step is the only way into delivery: it takes one msg and returns what the
+// shell must do, with the view the shell acts on until the next step.
 func (d *delivery) step(m msg) ready {
 	var r ready
 	switch m.kind {
@@ -173,8 +160,7 @@ func (r ready) then(o ready) ready {
 	return r
 }
 
-// view is what the shell may know of delivery's state: it never reads
-// delivery's fields.
+// view is what the shell may know of delivery's state.
 type view struct {
 	acked    uint64       // acknowledged or set aside through
 	strikes  strikeRecord // the suspect, to persist
@@ -232,8 +218,7 @@ func newDelivery(cfg deliveryConfig) *delivery {
 	return &delivery{cfg: cfg, dial: dialPlan{bo: bo}}
 }
 
-// restore takes what the spool kept: strikes of an earlier process, and the
-// sequence before the oldest pending (acknowledged, or the spool's start).
+// restore takes the spool's oldest pending sequence and saved strikes.
 func (d *delivery) restore(oldest uint64, s strikeRecord) {
 	if oldest > 0 {
 		d.acked = oldest - 1
@@ -248,7 +233,6 @@ func (d *delivery) restore(oldest uint64, s strikeRecord) {
 	}
 }
 
-// connected starts a connection at now.
 func (d *delivery) connected(now time.Time) {
 	d.conn = &connState{start: now, lastMove: now}
 	d.cursor = 0
@@ -256,9 +240,7 @@ func (d *delivery) connected(now time.Time) {
 }
 
 // next says what to write at now; ok false means nothing: not connected,
-// the receiver has not read what was written (isolating), or it is frozen.
-// Over TCP "read" means its kernel took it: isolated events are paced, and
-// held around a suspect (delivery_tcp.go).
+// frozen, or isolating and the last write is unread (or held, over TCP).
 func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	c := d.conn
 	if c == nil || c.frozen {
@@ -282,11 +264,9 @@ func (d *delivery) next(now time.Time) (sendPlan, bool) {
 	return sendPlan{from: d.cursor, max: 1}, true
 }
 
-// isolating reports whether the next write carries one event only: while
-// anything up to isolateTo is not known handled.
+// isolating reports whether the next write carries one event only.
 func (d *delivery) isolating() bool { return d.isolateTo > d.acked }
 
-// oldestPending is the oldest sequence not acknowledged.
 func (d *delivery) oldestPending() uint64 { return d.acked + 1 }
 
 // line is one event written: its sequence and size with the newline.
@@ -311,8 +291,7 @@ func (d *delivery) wrote(now time.Time, lines []line, mem int) {
 	}
 }
 
-// setAsideDone records that the shell moved seq to the dead letters and
-// removed it from the spool.
+// setAsideDone records that the shell moved seq to the dead letters.
 func (d *delivery) setAsideDone(seq uint64) ready {
 	var r ready
 	if seq == d.acked+1 {
@@ -326,8 +305,7 @@ func (d *delivery) setAsideDone(seq uint64) ready {
 	return r
 }
 
-// ackedThrough records that the spool acknowledged through seq (by the
-// drainer, or by expiry), and keeps the newest as the witness.
+// ackedThrough records that the spool acknowledged through seq.
 func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	if seq <= d.acked {
 		return false
@@ -345,8 +323,7 @@ func (d *delivery) ackedThrough(seq uint64, witness bool) bool {
 	return d.clearStrikes(seq)
 }
 
-// clearStrikes forgets the suspect once it is behind seq: it was handled (or
-// set aside). It reports whether there was one.
+// clearStrikes forgets a suspect at or before seq and reports if there was.
 func (d *delivery) clearStrikes(seq uint64) bool {
 	if d.strikes.seq == 0 || d.strikes.seq > seq {
 		return false

@@ -5,25 +5,16 @@ import (
 	"time"
 )
 
-// Blame only on evidence. An event earns a strike only when the connection
-// shows the receiver working just before it: it handled the line before
-// this one (on a new isolating connection, the witness: the newest
-// acknowledged event, resent as a one-event duplicate), then read this one
-// alone and hung up; or it read part of this one and stopped inside it (a
-// line longer than its buffer: cloud-event-proxy's scanner fails and never
-// reads the connection again). A receiver that fails before handling
-// anything is crash-looping or broken, and one that stops at a line's
-// boundary is frozen: neither is the event's fault. No strike then; a
-// frozen receiver keeps its connection (anything written on another one
-// could be read later beside it, out of order) and nothing new is written
-// until it reads again; a crash-looping one is dialled less and less often.
+// Blame only on evidence: an event earns a strike only when the receiver
+// handled the line before it and then died on it alone, or stopped inside
+// it. A crash-looping or frozen receiver earns none. docs/delivery.md,
+// "Poison events and the dead-letter file" and "Frozen and crash-looping
+// receivers", gives the rules.
 
-// crashLoopNote is how many connections in a row that handled nothing make
-// the receiver look crash-looping (logged once).
+// crashLoopNote is how many empty connections in a row log a crash loop.
 const crashLoopNote = 3
 
-// hungUp records that the receiver hung up at now; reset says it closed with
-// bytes unread (else it had read everything written).
+// hungUp records a hang-up at now; reset means with bytes unread.
 func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	c := d.conn
 	if c == nil {
@@ -37,12 +28,8 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		r = d.hungUpTCP(r, c)
 	}
 	if k, last, ok := c.oldest(); ok {
-		// k read alone, or begun and stopped inside, in a read that began
-		// where the line before it on this connection ended: the receiver
-		// handled that one (a read after it), then died on k, or closed
-		// the connection inside it (cloud-event-proxy's scanner fails on a
-		// line over 64 KiB and the garbage collector closes the connection).
-		// A read into the write after k is not k read alone.
+		// k read alone, or begun and stopped inside, by a read that began
+		// where the line before it ended: that one was handled, k was not.
 		alone, inside := c.read == k.end && !c.partial, c.partial && c.read == k.start
 		if !d.kernelReads() && d.isolating() && k.start > 0 && c.lastFrom == k.start && (alone || inside) {
 			r = d.strike(r, k.seq)
@@ -62,12 +49,10 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 	return r
 }
 
-// tick is the clock: lines read at least linger ago by a receiver still
-// connected are handled; a receiver that read nothing for warnAfter with
-// bytes unread is slow (noted once), for stallAfter frozen (noted once; it
-// keeps its connection, and nothing new is written until it reads); one
-// that read part of a line and nothing more for stuckAfter is stuck inside
-// it.
+// tick is the clock: lines read linger ago by a receiver still connected
+// are handled; a receiver that read nothing with bytes unread is slow after
+// warnAfter and frozen after stallAfter; one stopped inside a line for
+// stuckAfter is stuck.
 func (d *delivery) tick(now time.Time) ready {
 	c := d.conn
 	if c == nil {
@@ -92,9 +77,8 @@ func (d *delivery) tick(now time.Time) ready {
 	return r
 }
 
-// stuck: the receiver read part of k and stopped inside it, so it cannot
-// read k (cloud-event-proxy's scanner fails on a line over 64 KiB and never
-// reads the connection again): a strike, and the connection is abandoned.
+// stuck strikes k, inside which the receiver stopped, and abandons the
+// connection.
 func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
 	r.notes = append(r.notes, note{kind: noteStuck, seq: k.seq, since: d.conn.lastMove})
 	r = d.strike(r, k.seq)
@@ -105,8 +89,7 @@ func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
 }
 
 // lost records that the shell dropped the connection for a reason of its
-// own (a spool error, Close): nobody is blamed, and what is not known handled
-// is resent, isolated.
+// own: nobody is blamed, and what is not known handled is resent, isolated.
 func (d *delivery) lost() ready {
 	c := d.conn
 	if c == nil {
@@ -156,9 +139,8 @@ func (d *delivery) wakeAt() (time.Time, bool) {
 	return hold, held
 }
 
-// strike counts a strike against seq and sets it aside after maxAttempts
-// (only the oldest pending event can be removed alone: the evidence rules
-// make the culprit that one).
+// strike counts a strike against seq and sets it aside after maxAttempts,
+// if it is the oldest pending event (the only one removable alone).
 func (d *delivery) strike(r ready, seq uint64) ready {
 	if d.strikes.seq == seq {
 		d.strikes.n++

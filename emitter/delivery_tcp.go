@@ -2,22 +2,12 @@ package emitter
 
 import "time"
 
-// Isolating where a read is the receiver's kernel's (TCP). Its kernel taking
-// an event proves nothing handled, and a receiver that dies takes what its
-// kernel held with it: an event is handled only once the receiver stayed
-// connected ReplayLinger after taking it. So after a failure the events go
-// one at a time, tcpPace apart (doubled after each isolating failure that
-// names nothing: the receiver lagged behind), so that the receiver dies
-// right after reading the line that kills it. Its FIN (it closed, or died,
-// with nothing unread) then names the last event it read: the suspect.
-// Then the events before the suspect go unpaced, and the suspect alone once
-// every event before it on the connection, the witness first, is shown
-// handled (linger); nothing follows it until it is handled too. The
-// receiver dying on it so written, FIN and all, is a strike: it handled
-// the event before it and read this one, and nothing after it. Dying before
-// the suspect is reached starts the search again, slower. A FIN before any
-// event was taken is a receive-only peer (shutdown(SHUT_WR) at accept), not
-// a death.
+// Isolating over TCP, where a read is the receiver's kernel's and proves
+// nothing handled: only ReplayLinger does. After a failure events go one at
+// a time, paced, so that a dying receiver's FIN names the last event it
+// read: the suspect. The suspect then goes alone once everything before it
+// is handled, and a FIN right after it is a strike (docs/delivery.md,
+// "Poison events and the dead-letter file").
 
 // tcpPace is the first pause between two isolated events over TCP.
 const tcpPace = 10 * time.Millisecond
@@ -37,7 +27,6 @@ type finState struct {
 
 func (d *delivery) kernelReads() bool { return d.cfg.mode == kernelTook }
 
-// pace is the pause between two isolated events over TCP.
 func (d *delivery) pace() time.Duration {
 	if d.tcp.pace == 0 {
 		return tcpPace
@@ -46,9 +35,8 @@ func (d *delivery) pace() time.Duration {
 }
 
 // tcpHold says whether the next isolated event over TCP must wait at now,
-// and the time to look again: the pace after the last write; before the
-// suspect, until everything written on this connection is handled (the
-// witness lingered); after it, until it is handled too.
+// and until when: the pace, or until what was written before (or the
+// suspect itself) is handled.
 func (d *delivery) tcpHold(now time.Time) (time.Time, bool) {
 	c := d.conn
 	if !d.kernelReads() || !d.isolating() || c == nil || c.written == 0 {
@@ -100,11 +88,8 @@ func (d *delivery) peerFin(now time.Time, unread int) bool {
 }
 
 // hungUpTCP blames on a hang-up while isolating over TCP: a strike for the
-// suspect written as evidence needs, and read last (FIN); the search again,
-// slower, if it died before the suspect; while searching, the last event
-// read becomes the suspect (FIN), or the pace doubles (died with events
-// unread: it lagged). A connection whose receiver took no event (a dying
-// listener's backlog) changes nothing.
+// suspect read last; else the last event read before a FIN becomes the
+// suspect, or the search starts again with the pace doubled.
 func (d *delivery) hungUpTCP(r ready, c *connState) ready {
 	k, last, ok := c.oldest()
 	if !d.isolating() || !ok || !c.tookEvent() {
@@ -138,8 +123,7 @@ func (d *delivery) tcpSetAside(seq uint64) {
 	}
 }
 
-// has reports whether seq is written on this connection and not yet
-// acknowledged.
+// has reports whether seq is written here and not yet acknowledged.
 func (c *connState) has(seq uint64) bool {
 	for _, l := range c.lines {
 		if l.seq == seq && !l.witness {
@@ -150,7 +134,7 @@ func (c *connState) has(seq uint64) bool {
 }
 
 // settled reports whether the receiver handled everything written here,
-// which is something: every event acknowledged, the witness lingered.
+// and something was.
 func (c *connState) settled(now time.Time, linger time.Duration) bool {
 	for _, l := range c.lines {
 		if !l.witness || l.readAt.IsZero() || now.Before(l.readAt.Add(linger)) {
@@ -169,8 +153,7 @@ func (c *connState) lingered(linger time.Duration) time.Time {
 	return at
 }
 
-// tookEvent reports whether the receiver's kernel took an event that is
-// not a witness.
+// tookEvent reports whether the receiver's kernel took a non-witness event.
 func (c *connState) tookEvent() bool {
 	for _, l := range c.lines {
 		if !l.witness && l.end <= c.read {

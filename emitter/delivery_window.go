@@ -5,13 +5,10 @@ import "time"
 // connState is what delivery knows of one connection: the lines written on
 // it not yet acknowledged, and how far the receiver has read them.
 //
-// How far it has read comes from SIOCOUTQ, the memory the receiver's socket
-// still holds: on a Unix socket a write's buffer is freed only once read
-// whole, so the memory drops a write at a time. Each write is recorded with
-// the memory it took (measured, or else its payload: less than the real
-// cost, so the estimate of what was read errs on the side of too little).
-// A write is read once the writes after it account for all the memory still
-// held. Offsets are payload bytes from the connection's start.
+// A Unix socket frees a write's buffer only once it is read whole, so a
+// write is read once the writes after it account for all the memory
+// SIOCOUTQ shows held. Memory is never overestimated, so what was read errs
+// low. Offsets are payload bytes from the connection's start.
 type connState struct {
 	start     time.Time
 	lastMove  time.Time // when the receiver was last seen reading
@@ -45,9 +42,8 @@ type sentWrite struct {
 	alone   bool // written when everything before it was read
 }
 
-// oneBuffer is the largest write a Unix socket surely keeps in one buffer
-// (one skb: about 36 KiB on Linux 6.x): only a larger one can be seen read
-// in part.
+// oneBuffer is the largest write a Unix socket surely keeps in one buffer:
+// only a larger one can be seen read in part.
 const oneBuffer = 32 << 10
 
 // add records a write of lines that took mem bytes of socket memory.
@@ -66,8 +62,7 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 	c.unread += mem
 }
 
-// observe takes a SIOCOUTQ reading at now and reports whether the receiver
-// read anything since the last one.
+// observe takes a SIOCOUTQ reading and reports whether the receiver read.
 func (c *connState) observe(now time.Time, unread int) bool {
 	moved := unread < c.unread
 	c.unread = unread
@@ -77,9 +72,7 @@ func (c *connState) observe(now time.Time, unread int) bool {
 		c.memHeld -= c.writes[0].mem
 		c.writes = c.writes[1:]
 	}
-	// Writes' memory is at most their real cost, so if less is held than
-	// they account for, the oldest was read in part; which only a write of
-	// several buffers can show.
+	// Less held than the writes account for: the oldest was read in part.
 	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
 	if newRead > c.read {
 		c.lastFrom, c.read = c.read, newRead
@@ -91,7 +84,7 @@ func (c *connState) observe(now time.Time, unread int) bool {
 	}
 	if c.partial && c.writes[0].alone {
 		// Written after everything before it was read, it was begun by a
-		// read of its own: the receiver read again after the lines before.
+		// read of its own.
 		c.lastFrom = c.read
 	}
 	if moved {
@@ -100,13 +93,10 @@ func (c *connState) observe(now time.Time, unread int) bool {
 	return moved
 }
 
-// readAll records that the receiver read everything written: it hung up with
-// nothing unread (no reset).
 func (c *connState) readAll(now time.Time) {
 	c.observe(now, 0)
 }
 
-// allRead reports whether the receiver has read every write.
 func (c *connState) allRead() bool { return c.read == c.written }
 
 // isHandled reports whether the receiver has handled line l, by cfg, at now.
@@ -128,9 +118,8 @@ func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bo
 	return true
 }
 
-// handledThrough returns the last sequence of the handled prefix of lines
-// (witnesses skipped), 0 if none. now zero leaves linger out: the receiver
-// is gone, so only what its reads proved counts.
+// handledThrough returns the last sequence of the handled prefix of lines,
+// 0 if none. A zero now leaves linger out, for a receiver that is gone.
 func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
 	var through uint64
 	for _, l := range c.lines {
@@ -154,8 +143,7 @@ func (c *connState) dropThrough(seq uint64) {
 	c.lines = c.lines[i:]
 }
 
-// oldest returns the oldest line written here not acknowledged (witnesses
-// aside), and the newest one.
+// oldest returns the oldest unacknowledged non-witness line, and the newest.
 func (c *connState) oldest() (first, last sentLine, ok bool) {
 	for _, l := range c.lines {
 		if !l.witness {

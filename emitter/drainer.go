@@ -15,27 +15,19 @@ import (
 )
 
 // idleCheck is how often an idle drainer looks again while something
-// pending needs it (see idlePoll). With nothing pending it waits for an
-// event, for the socket to become readable (the receiver hung up: an
-// outage is noticed and logged when it starts, not at the next event) or
-// for delivery's next deadline, and spends nothing meanwhile.
+// pending needs it (see idlePoll).
 const idleCheck = 100 * time.Millisecond
 
 // drainer is the one goroutine that owns the connection: the I/O shell
-// around delivery, which makes every decision. It reads batches from the
-// spool, writes them, tells delivery what the receiver read (SIOCOUTQ) and
-// when it hung up, and carries out what delivery returns: acknowledge, set
-// aside, drop the connection, wait before dialling. Others talk to it
-// through wake (a notify channel of capacity 1) and stop.
+// around delivery, which makes every decision. Others talk to it through
+// wake (a notify channel of capacity 1) and stop.
 type drainer struct {
 	addr  string
 	opts  *Options
 	spool *wal.WAL
 
-	wake chan struct{}
-	// readTo is the newest sequence number a Read has returned on this
-	// connection: an Emit at or below it needs no wake-up (see notifyFor).
-	readTo atomic.Uint64
+	wake   chan struct{}
+	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -52,13 +44,12 @@ type drainer struct {
 	drops dropLog
 	out   outage
 
-	aged   expiredLog    // see expire.go
-	pre    preambleState // see preamble.go
-	health health        // see health.go
-	gate   gate          // see gate.go
-	preGen uint64        // the gate's generation at this connection's last preamble
-	// scans are the reader scans in flight (peer.go), waited for at stop.
-	scans sync.WaitGroup
+	aged   expiredLog     // see expire.go
+	pre    preambleState  // see preamble.go
+	health health         // see health.go
+	gate   gate           // see gate.go
+	preGen uint64         // the gate's generation at this connection's last preamble
+	scans  sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
 
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
@@ -73,20 +64,15 @@ type wire struct {
 	buf    []byte
 	unix   bool     // conn is a Unix socket
 	room   sendRoom // see awaitRoom
-	// hup is closed once the socket becomes readable: the receiver hung
-	// up, shut down its side or sent something (sockwait.Waiter.Watch).
-	// nil once seen: the connection is then polled while idle.
-	hup <-chan struct{}
-	// poll times an idle drainer's next look, reused.
-	poll Timer
+	// hup is closed once the socket becomes readable (the receiver hung up
+	// or sent something); nil once seen, and the connection is then polled.
+	hup  <-chan struct{}
+	poll Timer // times an idle drainer's next look, reused
 }
 
-// sendRoom is what the readings taken around the last chunk prove about a
-// Unix socket's send buffer without a new reading: sndbuf is its size
-// (SO_MEMINFO), queued an upper bound of the memory its queue holds (the
-// SIOCOUTQ reading after the last write: the receiver only frees memory,
-// and the drainer is the only writer). ok is false until both are known,
-// and after any write that did not take its reading after.
+// sendRoom is what earlier readings prove about a Unix socket's send buffer:
+// its size, and an upper bound of what it holds (the last SIOCOUTQ reading,
+// as only the drainer writes). ok is false when either is unknown.
 type sendRoom struct {
 	sndbuf, queued int
 	ok             bool
@@ -135,28 +121,22 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	return d
 }
 
-// notifyFor wakes the drainer for events committed through last, unless
-// it has read them already. The callers of one group commit return one by
-// one: the first wakes the drainer, which reads the whole commit, and the
-// others find it read: waking it for each would cost an empty Read and
-// two goroutine switches per caller, on the CPU the next commit's callers
-// need. The drainer never idles with read events unsent: it
-// idles only after a Read found nothing, and a failure resends from the
-// oldest pending event without waiting to be woken.
+// notifyFor wakes the drainer for events committed through last, unless it
+// has read them already: the callers of one group commit then wake it once,
+// not once each. This is safe because the drainer idles only after a Read
+// found nothing.
 func (d *drainer) notifyFor(last uint64) {
 	if last > d.readTo.Load() {
 		d.notify()
 	}
 }
 
-// noteRead records the newest sequence number a Read returned.
 func (d *drainer) noteRead(entries []wal.Entry) {
 	if len(entries) > 0 {
 		d.readTo.Store(max(d.readTo.Load(), entries[len(entries)-1].Seq))
 	}
 }
 
-// notify wakes the drainer without blocking.
 func (d *drainer) notify() {
 	select {
 	case d.wake <- struct{}{}:
@@ -166,8 +146,7 @@ func (d *drainer) notify() {
 
 func (d *drainer) stop() { d.cancel() }
 
-// step tells delivery m, at the clock's now, and carries out the ready it
-// returns (apply).
+// step tells delivery m at the clock's now and carries out its ready.
 func (d *drainer) step(m msg) (ready, error) {
 	m.now = d.clk.Now()
 	r := d.dv.step(m)
@@ -207,10 +186,8 @@ func (d *drainer) run() {
 	}
 }
 
-// idle waits for new events, for delivery's next deadline (linger, stall),
-// for the socket to become readable, or, while something pending needs it
-// (idlePoll), for the next look, whichever comes first. Waiting here is not
-// being wedged: Alive says so.
+// idle waits for new events, delivery's next deadline, the socket becoming
+// readable or, if idlePoll, the next look. Alive counts it as not wedged.
 func (d *drainer) idle() {
 	expiry, stop := d.deadlineTimer()
 	defer stop()
@@ -239,11 +216,9 @@ func (d *drainer) idle() {
 	}
 }
 
-// idlePoll reports whether an idle drainer must look again after
-// idleCheck: while the receiver has bytes unread or is frozen, the socket
-// stays readable (a half-closed receiver, one that sends) and so cannot be
-// watched, the receiver note or its reader scan is unfinished, or
-// acknowledged events wait for their deletion to be committed.
+// idlePoll reports whether an idle drainer must look again after idleCheck:
+// the receiver has bytes unread or is frozen, the socket cannot be watched,
+// the receiver note is unfinished, or acks wait to be committed.
 func (d *drainer) idlePoll() bool {
 	switch {
 	case d.view.frozen, d.view.unread > 0:
@@ -256,8 +231,7 @@ func (d *drainer) idlePoll() bool {
 	return d.spool.AcksPending()
 }
 
-// deadlineTimer arms a timer for delivery's next deadline (replay linger,
-// stall clock); its channel is nil when there is none.
+// deadlineTimer arms a timer for delivery's next deadline, if any.
 func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	at, ok := d.view.wake, d.view.wakes
 	if !ok {
@@ -267,10 +241,9 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	return t.C(), func() { t.Stop() }
 }
 
-// onDeadline steps delivery at its deadline. Where the socket can be
-// probed, it is probed first (see check): a line read ReplayLinger ago
-// counts as handled only if the receiver's end is still open now, and a FIN
-// is looked for where delivery wants one.
+// onDeadline steps delivery at its deadline, probing the socket first where
+// it can: a line read ReplayLinger ago is handled only if the receiver's end
+// is still open.
 func (d *drainer) onDeadline() {
 	if d.w.conn != nil && d.w.waiter.Supported() {
 		d.checkIdle()
@@ -281,9 +254,8 @@ func (d *drainer) onDeadline() {
 	}
 }
 
-// onIdleCheck looks for a hang-up while idle. Acks ride on appends; with
-// none for a while, it commits their deletions (an error shows again at
-// the next Read).
+// onIdleCheck looks for a hang-up while idle and commits pending acks,
+// which otherwise ride on appends (an error shows again at the next Read).
 func (d *drainer) onIdleCheck() {
 	d.checkIdle()
 	d.retryPeer()
@@ -358,9 +330,8 @@ func (d *drainer) disconnect() {
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 
-// fail drops the connection after an error and tells delivery how it ended:
-// the receiver hung up (reset: with bytes unread), or the drainer gave up on
-// it. The next batch is read again from the oldest unacknowledged event.
+// fail drops the connection after an error and tells delivery whether the
+// receiver hung up (reset: with bytes unread) or the drainer gave up on it.
 func (d *drainer) fail(err error) {
 	if d.ctx.Err() != nil {
 		return
@@ -391,8 +362,7 @@ func (d *drainer) closeNotes() {
 	}
 }
 
-// checkIdle notices a receiver that went away while nothing was being sent,
-// and one that reads again after a freeze.
+// checkIdle notices a receiver that hung up or reads again while idle.
 func (d *drainer) checkIdle() {
 	if d.w.conn == nil || !d.w.waiter.Supported() {
 		return
@@ -402,8 +372,7 @@ func (d *drainer) checkIdle() {
 	}
 }
 
-// record updates the shared link stats; err, when not nil, becomes the last
-// error.
+// record updates the shared link stats; a non-nil err becomes the last one.
 func (d *drainer) record(f func(*linkStats), err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()

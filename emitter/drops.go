@@ -9,11 +9,8 @@ import (
 // dropCheckEvery is how often the drainer looks for new drop-oldest drops.
 const dropCheckEvery = time.Second
 
-// dropLog logs the events the drop-oldest policy removed from a full spool:
-// the first drops at once, then at most one line per WarnInterval with the
-// count since the last line, and the rest when the emitter closes. Drops are
-// found in the spool's counters, which survive restarts, so only new ones are
-// logged. (Under drop-newest the refused Emit returns an error and warns.)
+// dropLog logs, rate-limited, the events drop-oldest removed: new ones only,
+// as the spool's counters survive restarts.
 type dropLog struct {
 	seen       uint64 // DroppedOldest.Events when last looked at
 	rep        reporter

@@ -5,11 +5,10 @@ import (
 	"syscall"
 )
 
-// echoFailed counts a failed write of the echo and says so once: stdout is
-// the local record, not the delivery, so a reader that went away (a log
-// collector restarted, `| head -1`) stops nothing else. The caller holds
-// echoMu. A process that writes to a pipe with no reader is killed by
-// SIGPIPE unless it ignores it: the CLI does (see cmd/evspool).
+// echoFailed counts a failed echo write and says so once: stdout is a local
+// record, so its reader going away stops nothing else. (A broken stdout
+// pipe kills a process that does not ignore SIGPIPE; the CLI ignores it.)
+// The caller holds echoMu.
 func (e *Emitter) echoFailed(err error) {
 	e.echoErrors.Add(1)
 	if e.echoWarned {

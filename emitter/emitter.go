@@ -41,11 +41,9 @@ type Emitter struct {
 	closeDone   chan struct{} // closed when the first Close has finished
 	closeErr    error
 
-	writerRefused atomic.Uint64 // see writer.go
-	// reportedAtOpen are the spool's losses that were reported before this
-	// Open: earlier runs' losses, not this one's (see losses.go).
-	reportedAtOpen ledger.Losses
-	atOpen         wal.Stats // the spool as Open found it, before any delivery
+	writerRefused  atomic.Uint64 // see writer.go
+	reportedAtOpen ledger.Losses // earlier runs' losses, reported before this Open
+	atOpen         wal.Stats     // the spool as Open found it, before any delivery
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -89,9 +87,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 }
 
 // AtOpen returns the spool's figures as Open found them, before the drainer
-// delivered anything: the backlog a restart replays (PendingEvents, from
-// FirstSeq to LastSeq). Stats, read just after Open, may already miss the
-// first events of it.
+// delivered anything: the backlog a restart replays.
 func (e *Emitter) AtOpen() wal.Stats { return e.atOpen }
 
 // Validate checks an event against the wire format and a size limit (its
@@ -109,12 +105,11 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 
 // Emit validates the events, commits them to the spool in one transaction
 // (grouped with concurrent callers), echoes them to Options.Stdout and wakes
-// the drainer. It never waits on the network. If any event is invalid nothing
-// is emitted, and the events are counted as refused (Stats.Refused). If the spool fails, the events are still echoed, the failure is
-// counted, and an error matching ErrSpool is returned. Under the Block policy
-// Emit waits for space until ctx ends. After Close the events are still
-// echoed (Stdout always gets them), counted as not spooled, and Emit returns
-// an error matching both ErrClosed and ErrSpool.
+// the drainer; it never waits on the network. If any event is invalid,
+// nothing is emitted and all are counted as refused. If the spool fails or
+// the Emitter is closed, the events are still echoed and the error matches
+// ErrSpool (and ErrClosed after Close). Under the Block policy Emit waits
+// for space until ctx ends.
 func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	clean, err := e.validateAll(events)
 	if err != nil {
@@ -152,9 +147,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	return err
 }
 
-// validateAll validates events and returns them without their trailing
-// newlines: the caller's own slice when none had one (the common case; it
-// is only read), a copy otherwise.
+// validateAll strips trailing newlines, copying events only if one had one.
 func (e *Emitter) validateAll(events [][]byte) ([][]byte, error) {
 	clean, copied := events, false
 	for i, ev := range events {
@@ -190,12 +183,10 @@ func (e *Emitter) writeEcho(events [][]byte) {
 	}
 }
 
-// Close stops the drainer promptly, even mid-outage or mid-write, and closes
-// the spool; it returns by the time ctx ends whatever the drainer is doing.
-// What was not delivered stays spooled for the next Open. A write cut short
-// leaves the receiver whole lines only (see package doc, "Torn lines"). A
-// second Close, concurrent or later, waits until the first has finished
-// (or its own ctx ends) and returns the first's result.
+// Close stops the drainer, even mid-write, and closes the spool; it returns
+// by the time ctx ends. What was not delivered stays spooled for the next
+// Open, and the receiver is left whole lines only. A second Close waits for
+// the first (or its own ctx) and returns the first's result.
 func (e *Emitter) Close(ctx context.Context) error {
 	first := false
 	e.closeOnce.Do(func() {
@@ -221,8 +212,8 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	case <-e.d.done:
 		e.reportFinal() // the drainer is gone: its state is ours now
 	case <-ctx.Done():
-		// The drainer is stuck in something no deadline reaches; the spool
-		// is closed under it, which it survives (its calls get ErrClosed).
+		// The drainer is stuck where no deadline reaches; it survives the
+		// spool closing under it (its calls get ErrClosed).
 		err := e.spool.Close()
 		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
 	}

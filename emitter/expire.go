@@ -7,24 +7,18 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// expiredLog logs the events Options.MaxAge removed unsent: the first at once,
-// then at most one line per WarnInterval with the count since the last line.
-// The count across restarts is kept in the spool file (wal.Stats.Expired);
-// here is this process's, for Stats.Expired.
+// expiredLog logs the events Options.MaxAge removed unsent, rate-limited;
+// here is this process's count, for Stats.Expired.
 type expiredLog struct {
 	here atomic.Uint64
 	rep  reporter
 }
 
-// applyMaxAge applies Options.MaxAge to a batch just read, at the moment it is
-// its turn to be sent. When the batch starts with expired events at the head
-// of the spool, it removes that run and returns how many it removed: the
-// caller reads again. When they wait behind events not yet acknowledged, it
-// returns nothing to send until those are. Otherwise it returns the batch cut
-// before its first expired event (an event of an earlier boot is aged on the
-// wall clock, which may have stepped back, so one may follow fresh ones),
-// which then waits for its turn: the order is kept. Ages are wal.Entry.Age:
-// on the boot clock within a boot, so wall-clock steps do not move them.
+// applyMaxAge applies Options.MaxAge to a batch just read. Expired events at
+// the spool's head are removed, and their count returned: the caller reads
+// again. Otherwise the batch is cut before its first expired event, which
+// waits for its turn (events of an earlier boot, aged on the wall clock, may
+// expire out of order).
 func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	if d.opts.MaxAge <= 0 || len(entries) == 0 {
 		return entries, 0, nil
@@ -43,10 +37,8 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return entries, 0, nil
 	}
 	if entries[0].Seq > d.spool.FirstSeq() {
-		// Events before these were written and await acknowledgement (a
-		// replay window keeps them): expiring through these would remove
-		// those too. Send nothing meanwhile; the drainer reads again when
-		// woken or at its next tick, and these expire once at the head.
+		// Expiring these would remove the unacknowledged events before
+		// them too: send nothing until they expire at the head.
 		return nil, 0, nil
 	}
 	gone, err := d.spool.Expire(entries[old-1].Seq)
@@ -60,8 +52,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	return nil, old, nil
 }
 
-// logExpired counts gone and logs what was not logged yet if the interval
-// has passed, or anyway when final (at Close).
+// logExpired counts gone and logs what is due, or everything when final.
 func (d *drainer) logExpired(gone wal.Counter, final bool) {
 	if !d.aged.rep.lost(gone.Events, final) {
 		return

@@ -6,16 +6,13 @@ import (
 	"time"
 )
 
-// flushPoll is how often Flush looks at the spool besides the drainer's
-// acknowledgements: events also leave it by the full-spool policy, expiry
-// and dead-lettering, which wake nobody.
+// flushPoll is how often Flush looks at the spool: events also leave it in
+// ways that wake nobody (drops, expiry).
 const flushPoll = 10 * time.Millisecond
 
 // FlushError is what Flush returns when every event it waited for has left
-// the spool but not all of them reached the receiver. It matches
-// ErrNotDelivered. The counts come from the emitter's counters over the
-// Flush, so events emitted during it may blur them; the sum of the four is
-// Waited.
+// the spool but not all reached the receiver. It matches ErrNotDelivered.
+// The counts add up to Waited; events emitted meanwhile may blur them.
 type FlushError struct {
 	Waited       uint64 // events Flush waited for
 	Delivered    uint64 // of them, acknowledged by the receiver
@@ -33,23 +30,17 @@ func (e *FlushError) Error() string {
 func (e *FlushError) Is(target error) bool { return target == ErrNotDelivered }
 
 // Flush returns once every event emitted before it was called has left the
-// spool, or ctx ends. A delivered event leaves the spool once the receiver
-// has read it and it is out of the replay window (see Options.ReplayWindow):
-// with a receiver that stays connected, at most ReplayLinger after the
-// receiver read the last event. It returns nil when all of them were delivered; a
-// *FlushError (matching ErrNotDelivered) saying how many were delivered,
-// dropped, expired or dead-lettered when some were not; an error matching
-// ctx.Err() with the count still pending when ctx ended first; ErrClosed
-// after Close.
+// spool (a delivered one, at most ReplayLinger after it was read), or ctx
+// ends. It returns nil when all were delivered, a *FlushError when some were
+// not, an error matching ctx.Err() when ctx ended first, and ErrClosed after
+// Close.
 func (e *Emitter) Flush(ctx context.Context) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
 	before := e.Stats()
 	target := before.Spool.LastSeq
-	// Every pending event is at or below target: count them, not the
-	// numbers between the first and the last, which may hold holes (salvage
-	// resumes numbering above its reservation) that no event fills.
+	// Count pending events, not sequence numbers, which may have holes.
 	waited := before.Spool.PendingEvents
 	tick := e.opts.Clock.NewTimer(flushPoll)
 	defer tick.Stop()
@@ -57,9 +48,8 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	for {
 		progress := e.d.progressCh()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
-			// The drainer counts what became of an event just after it
-			// left the spool: give the counters a moment to catch up, so a
-			// dead letter or an expiry is not reported as a delivery.
+			// The counters lag the spool a moment: wait for them, so that
+			// a dead letter is not reported as a delivery.
 			after := e.Stats()
 			if settle.IsZero() {
 				settle = e.opts.Clock.Now().Add(flushSettle)

@@ -6,17 +6,9 @@ import (
 	"time"
 )
 
-// The live gate. A daemon such as linuxptp-daemon shuts a gate of its own
-// while the receiver rebuilds its state (a profile apply restarts
-// cloud-event-proxy, which asks the daemon to replay its state and then
-// opens the gate): until it opens, nothing live may reach the receiver, and
-// once it opens the receiver must hear "CMD LIVE_START" first. A Preamble
-// alone gates only new connections; Hold gates the live one too.
-//
-// The drainer meets the gate in three places: before each chunk it writes
-// (enterGate), before the preamble of a new connection, and at the top of
-// its loop (passGate), which is where a connection held since its preamble
-// gets the preamble again (Options.PreambleOnRelease).
+// The live gate: Hold and Release stop and resume writes to the receiver
+// while it rebuilds its state. The drainer meets it before each write
+// (enterGate) and at the top of its loop (passGate).
 
 // gate is the state Hold and Release share with the drainer.
 type gate struct {
@@ -36,8 +28,7 @@ func (g *gate) signal() {
 	g.changed = make(chan struct{})
 }
 
-// watch returns the channel closed at the gate's next change; g.mu must be
-// held.
+// watch returns the channel closed at the gate's next change; g.mu is held.
 func (g *gate) watch() <-chan struct{} {
 	if g.changed == nil {
 		g.changed = make(chan struct{})
@@ -46,15 +37,10 @@ func (g *gate) watch() <-chan struct{} {
 }
 
 // Hold shuts the live gate: once Hold returns, nothing more is written to
-// the receiver until Release (a chunk being written when it is called is
-// finished first: Hold waits for it, at most WriteTimeout). The connection
-// is kept, and watched for a hang-up; a receiver that hangs up is redialled
-// as usual, but the new connection's Preamble waits for Release. Emit and
-// Writers carry on: events keep spooling, and are delivered, in order,
-// after Release. Flush waits through a hold. Hold is for a daemon whose
-// receiver is replaying its state (linuxptp-daemon's live gate at a profile
-// apply). A second Hold before Release changes nothing; holds do not nest.
-// Options.MaxHold bounds how long a hold lasts.
+// the receiver until Release (a chunk under way is finished first, within
+// WriteTimeout). The connection is kept; a new connection's Preamble waits
+// for Release. Emit carries on spooling, and Flush waits through a hold.
+// Holds do not nest. Options.MaxHold bounds how long a hold lasts.
 func (e *Emitter) Hold() {
 	g := &e.d.gate
 	g.mu.Lock()
@@ -76,10 +62,8 @@ func (e *Emitter) Hold() {
 	}
 }
 
-// Release opens the live gate that Hold shut: delivery resumes on the
-// connection that was kept, after the Preamble is written on it again if
-// Options.PreambleOnRelease is set (a connection made while held gets its
-// Preamble once, at Release). Release without a Hold changes nothing.
+// Release opens the live gate that Hold shut, writing the Preamble again
+// first if Options.PreambleOnRelease is set. Without a Hold it does nothing.
 func (e *Emitter) Release() {
 	g := &e.d.gate
 	g.mu.Lock()
@@ -103,10 +87,9 @@ func (e *Emitter) Held() bool {
 	return g.held
 }
 
-// gateState reports whether the gate is open and its generation, releasing a
-// hold older than MaxHold (with a warning); while it is shut, it returns the
-// channel closed at its next change and how long the hold has left (0 for no
-// limit).
+// gateState reports whether the gate is open, its generation, the channel
+// closed at its next change and how long a hold has left (0: no limit). It
+// releases a hold older than MaxHold.
 func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, left time.Duration) {
 	g := &d.gate
 	g.mu.Lock()
@@ -124,8 +107,7 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 	return !g.held, g.gen, g.watch(), 0
 }
 
-// holdTimer returns a timer channel that fires when a hold with left to go
-// ends by MaxHold (nil for none), and its stop function.
+// holdTimer returns a channel that fires after left (nil if left <= 0).
 func (d *drainer) holdTimer(left time.Duration) (<-chan time.Time, func()) {
 	if left <= 0 {
 		return nil, func() {}
@@ -134,10 +116,8 @@ func (d *drainer) holdTimer(left time.Duration) (<-chan time.Time, func()) {
 	return t.C(), func() { t.Stop() }
 }
 
-// waitGate waits until the gate is open. Meanwhile the connection, if any,
-// is watched as when idle: a hang-up drops it, and events read by the
-// receiver leave the replay window. It returns false if the drainer is
-// stopped or the connection was lost.
+// waitGate waits until the gate is open, watching the connection as when
+// idle. It returns false if the drainer is stopped or the connection lost.
 func (d *drainer) waitGate() bool {
 	open, _, changed, left := d.gateState()
 	if open {
@@ -168,9 +148,7 @@ func (d *drainer) waitGate() bool {
 	return true
 }
 
-// gatedPreamble runs the preamble of a new connection once the gate is
-// open. It returns an error when the connection was lost (or the drainer
-// stopped) meanwhile, or the preamble failed: connect dials again.
+// gatedPreamble writes a new connection's preamble once the gate is open.
 func (d *drainer) gatedPreamble() error {
 	if !d.waitGate() {
 		if d.ctx.Err() != nil {
@@ -182,13 +160,11 @@ func (d *drainer) gatedPreamble() error {
 	return d.preamble()
 }
 
-// errGateLost is connect's note that the connection was lost while held.
 var errGateLost = errors.New("connection lost while delivery was held")
 
-// passGate is the top of the drainer's loop: it waits while the gate is shut
-// and, with PreambleOnRelease, writes the preamble again on a connection
-// held since its last one. It returns false when the drainer is stopped or
-// the connection was lost (the preamble failing drops it).
+// passGate waits while the gate is shut and, with PreambleOnRelease, writes
+// the preamble again on a connection held since its last one. It returns
+// false when the drainer is stopped or the connection was lost.
 func (d *drainer) passGate() bool {
 	if !d.waitGate() {
 		return false
@@ -203,10 +179,8 @@ func (d *drainer) passGate() bool {
 	return true
 }
 
-// enterGate is called before each write, of a chunk or of the preamble: it
-// waits while the gate is shut (a Hold that came mid-batch) and marks the
-// write under way, for Hold to wait on; leaveGate ends it. waited says the
-// write waited, so a write deadline set before is stale.
+// enterGate waits while the gate is shut and marks a write under way, for
+// Hold to wait on; leaveGate ends it. waited means an earlier deadline is stale.
 func (d *drainer) enterGate() (waited bool, err error) {
 	for {
 		open, _, changed, left := d.gateState()
@@ -249,12 +223,9 @@ func (d *drainer) leaveGate() {
 	g.signal()
 }
 
-// gatedWrite writes one chunk through the gate, and returns SIOCOUTQ just
-// before the write (see wrote). It is read here, not taken from the room's
-// proof: an upper bound would do for safety, but where the receiver read
-// in between it shrinks the write's memory to its payload, and then no
-// reading shows that write read until the queue is nearly empty (more
-// resent after a receiver's death).
+// gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
+// before it (see wrote). A fresh reading, not the room's upper bound, lets
+// delivery see this write read as soon as it is.
 func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	if _, err := d.enterGate(); err != nil {
 		return 0, 0, err

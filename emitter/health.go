@@ -19,8 +19,8 @@ var (
 	ErrNotReady = errors.New("emitter: not ready")
 )
 
-// health is what Alive and Ready read: the drainer's heartbeat, stamped at
-// each step of its loops, and the outcome of the last spool commit.
+// health is what Alive and Ready read: the drainer's heartbeat and the
+// outcome of the last spool commit.
 type health struct {
 	clk        Clock
 	lastBeat   atomic.Int64 // Clock.Boot, ns
@@ -31,17 +31,15 @@ type health struct {
 
 func (h *health) beat() { h.lastBeat.Store(int64(h.clk.Boot())) }
 
-// idle marks the drainer waiting for work (an event, the socket, a
-// deadline) or back from that wait. A drainer that waits on channels is not
-// stuck in a call, however long it waits.
+// idle marks the drainer waiting for work, which is not being wedged however
+// long it lasts, or back from that wait.
 func (h *health) idle(on bool) {
 	h.beat()
 	h.idling.Store(on)
 }
 
-// noteCommit records the outcome of a commit Emit made. A full spool under
-// drop-newest, or a caller's context ending under block, is the policy at
-// work, not a broken spool.
+// noteCommit records the outcome of a commit Emit made. A full spool or a
+// caller's context ending is the policy at work, not a broken spool.
 func (h *health) noteCommit(err error) {
 	if err != nil && (errors.Is(err, wal.ErrFull) || errors.Is(err, wal.ErrTooLarge) ||
 		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
@@ -59,21 +57,16 @@ func (h *health) noteCommit(err error) {
 }
 
 // wedgedAfter is how long the drainer may go without a heartbeat before
-// Alive calls it wedged. Its longest legitimate step is a write or a dial,
-// each bounded by a timeout well under StallTimeout; a spool salvage can
-// take seconds. The preamble hook may wait as long as it likes.
+// Alive calls it wedged: well past its longest bounded step.
 func (o *Options) wedgedAfter() time.Duration {
 	return max(2*o.StallTimeout, 2*o.DialTimeout, 2*o.WriteTimeout)
 }
 
-// Alive returns nil while the emitter's drainer is running and not wedged:
-// it has taken a step of its loop (a write, a dial, a check of the
-// receiver, a backoff) within twice Options.StallTimeout (a minute by
-// default), or it is waiting for work with nothing to send, or on
-// Options.Preamble, or delivery is held (Hold). An outage is not a
-// failure: the drainer keeps redialling. After Close, or when the drainer
-// is stuck in a call no deadline reaches, it returns an error matching
-// ErrNotAlive. For a liveness probe (/healthz).
+// Alive returns nil while the drainer runs and is not wedged: it took a step
+// within twice Options.StallTimeout, or it waits for work, on the Preamble
+// or through a Hold. An outage is not a failure. After Close, or when the
+// drainer is stuck in a call no deadline reaches, it returns an error
+// matching ErrNotAlive. For a liveness probe (/healthz).
 func (e *Emitter) Alive() error {
 	select {
 	case <-e.d.done:
@@ -92,11 +85,10 @@ func (e *Emitter) Alive() error {
 	return nil
 }
 
-// Ready returns nil while the spool is open and usable: the emitter is not
-// closed, the spool has not lost its file (a failed compaction or repair),
-// and the last commit Emit made did not fail (disk full, I/O error). A full
-// spool is not unready: its policy handles it. Otherwise it returns an
-// error matching ErrNotReady that says why. For a readiness probe (/readyz).
+// Ready returns nil while the emitter is open, its spool usable and the last
+// commit Emit made did not fail (disk full, I/O error); a full spool is not
+// unready. Otherwise it returns an error matching ErrNotReady that says why.
+// For a readiness probe (/readyz).
 func (e *Emitter) Ready() error {
 	if e.closed.Load() {
 		return fmt.Errorf("%w: %w", ErrNotReady, ErrClosed)

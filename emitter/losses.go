@@ -10,20 +10,10 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// Every loss is reported, exactly, by some process. The spool counts drops,
-// expiries, events a salvage could not read and events refused before the
-// spool, each in the transaction that loses the events, and how much of each
-// count was logged (ledger.MarkReported, raised after each log line that
-// reports losses, and at Close). A process killed before it logged leaves
-// the difference, which the next Open logs ("the previous run dropped 29
-// events and did not report it") and counts as its own loss (Stats.Lost).
-// Logging comes before marking, so a kill between the two reports those
-// events twice rather than never.
-//
-// Not covered: events echoed but not spooled for a reason that also stops
-// the spool from recording them (disk full, I/O error; drop-newest refusals
-// are recorded), and dead letters (logged one by one as set aside, and kept
-// in the dead-letter file).
+// Every loss is reported by some process. The spool counts each kind of
+// loss as it happens and how much of each was logged (ledger.MarkReported); the
+// next Open logs what a killed process left. Logging comes before marking,
+// so a kill between the two reports events twice rather than never.
 
 // previousLoss is the line that reports a predecessor's loss, per kind.
 var previousLoss = []struct {
@@ -43,14 +33,12 @@ var previousLoss = []struct {
 }
 
 // reportPrevious logs what earlier processes lost and did not report, and
-// returns the losses that are not this process's to report: those reported
-// already. salvaged is what this Open's salvage found unreadable (logged
-// with the salvage).
+// returns what was reported already. salvaged is what this Open's salvage
+// found unreadable (logged with the salvage).
 func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (reported ledger.Losses) {
 	total, rep := ledger.Reported(spool)
 	if !ledger.ReportedKnown(spool) {
-		// A spool of an earlier version, which did not record what it
-		// reported: its losses were logged then, as that version did.
+		// An earlier version logged its losses but did not record it.
 		logger.Debug("spool of an earlier version: its loss counts are taken as reported")
 		rep = total
 		rep.Unreadable -= min(salvaged, rep.Unreadable)
@@ -77,17 +65,14 @@ func markReported(spool *wal.WAL, logger *slog.Logger, r ledger.Losses) {
 	}
 }
 
-// lossLog logs one kind of loss Emit's callers meet (reporter, under mu):
-// the first at once, then at most one line per interval with the count
-// since the last line, and the rest at Close, so the lines add up to the
-// total.
+// lossLog logs one kind of loss Emit's callers meet, rate-limited by its
+// reporter, under mu.
 type lossLog struct {
 	mu  sync.Mutex
 	rep reporter
 }
 
-// add counts n more and reports whether a line is due now (or anyway when
-// final); the caller holds mu.
+// add counts n more and reports whether a line is due; the caller holds mu.
 func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(n, final) }
 
 // take returns the count to log and starts the next; the caller holds mu.
@@ -96,8 +81,7 @@ func (l *lossLog) take() uint64 {
 	return n
 }
 
-// noteNotSpooled counts n events Emit echoed but could not spool, for err,
-// and logs them if it is time.
+// noteNotSpooled counts and logs n events Emit echoed but could not spool.
 func (e *Emitter) noteNotSpooled(n int, err error) {
 	e.notSpooled.mu.Lock()
 	defer e.notSpooled.mu.Unlock()
@@ -114,10 +98,8 @@ func (e *Emitter) logNotSpooled(args ...any) {
 }
 
 // Refuse counts n events that their producer refused before they reached
-// Emit, for cause (an *EventSizeError for a line over MaxEventSize, say), as
-// Emit counts the events it refuses itself: lost (Stats.Refused), recorded
-// in the spool with its other losses, and logged (the first at once, then at
-// most one line per WarnInterval, the rest at Close).
+// Emit, for cause (an *EventSizeError, say), as Emit counts those it refuses
+// itself: in Stats.Refused, in the spool, and logged (rate-limited).
 func (e *Emitter) Refuse(n int, cause error) {
 	if n <= 0 {
 		return
@@ -125,8 +107,7 @@ func (e *Emitter) Refuse(n int, cause error) {
 	e.refused.mu.Lock()
 	defer e.refused.mu.Unlock()
 	e.refusedN.Add(uint64(n))
-	// Recorded before it is logged, under the lock: a line marks reported
-	// only refusals it counted.
+	// Recorded before logged: a line marks reported only what it counted.
 	if err := e.spool.CountRefused(uint64(n)); err != nil && !errors.Is(err, wal.ErrClosed) {
 		e.opts.Logger.Debug("cannot record refused events in the spool", "error", err.Error())
 	}
@@ -135,8 +116,7 @@ func (e *Emitter) Refuse(n int, cause error) {
 	}
 }
 
-// logRefused logs the refusals not logged yet, with the last one's cause;
-// the caller holds the lock.
+// logRefused logs the refusals not logged yet; the caller holds the lock.
 func (e *Emitter) logRefused(cause error) {
 	args := []any{"events", e.refused.take()}
 	var se *EventSizeError
@@ -156,9 +136,8 @@ func (e *Emitter) logRefused(cause error) {
 	markReported(e.spool, e.opts.Logger, ledger.Losses{Refused: total.Refused})
 }
 
-// checkUnreadable logs events a salvage found unreadable since the last
-// line about them: a salvage set off by a commit rather than by the
-// drainer, which logs its own (see unreadableLogged).
+// checkUnreadable logs events a salvage set off by a commit found
+// unreadable; the drainer's own salvages log theirs.
 func (d *drainer) checkUnreadable() {
 	total, _ := ledger.Reported(d.spool)
 	if total.Unreadable <= d.drops.unreadable {
@@ -180,8 +159,8 @@ func (d *drainer) unreadableLogged() {
 	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
 }
 
-// reportFinal logs the losses not logged yet and records them as reported:
-// at Close, the drainer gone.
+// reportFinal, at Close after the drainer stopped, logs the losses not
+// logged yet and records them as reported.
 func (e *Emitter) reportFinal() {
 	e.d.checkDrops(true) // and unreadable events
 	e.d.logExpired(wal.Counter{}, true)

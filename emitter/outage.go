@@ -9,10 +9,9 @@ import (
 	"github.com/evspool/evspool/internal/sockwait"
 )
 
-// outage keeps the logs of a receiver outage quiet: one warning when it
-// starts, then at most one per interval, and one info line when it ends.
-// Something other than a socket at the socket's path is not an outage but
-// a wrong path: one error line says so, however long it lasts.
+// outage logs a receiver outage: a warning when it starts, then at most one
+// per interval, and a line when it ends. A path that is not a socket is
+// logged once, as an error.
 type outage struct {
 	addr string
 	log  *slog.Logger
@@ -24,8 +23,8 @@ type outage struct {
 	notSocket bool // the wrong path was reported
 }
 
-// down records a failure. since, when not zero, is when delivery really
-// stopped (a stalled receiver's last read), which starts the outage.
+// down records a failure; a non-zero since (a frozen receiver's last read)
+// is when the outage began.
 func (o *outage) down(err error, pending func() uint64, since time.Time) {
 	now := o.rep.clk.Now()
 	o.mu.Lock()

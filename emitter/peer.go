@@ -7,24 +7,12 @@ import (
 	"github.com/evspool/evspool/internal/ledger"
 )
 
-// Evspool's own crash, the receiver alive. A receiver still reads and
-// handles what its socket holds after evspool dies, then sees EOF and closes
-// its end. So the drainer notes (ledger.PeerFile) the receiver's end of the
-// connection (its inode, before the first write: identifyPeer), the process
-// that reads it (the one process holding that end, looked for once, after
-// its first read: seekReader), and the last event written. At the next
-// start it waits until that end is closed, which keeps the order (the old
-// connection's last lines are handled before the new one's first), and
-// acknowledges what was written there only on evidence (adoptPeerMark): the
-// reader is still the same process (pid, start time, stack address, which
-// re-executing changes), so it did not die with lines unread, and it closed
-// its end, so it stopped reading there: at the end, or at a line longer
-// than it reads (cloud-event-proxy's scanner fails on it, and a garbage
-// collection closes the connection later). Adoption stops before the first
-// such line. Where it cannot tell (TCP, a window of a fixed size, whose
-// receiver may not have handled what it read, no single reader, a reader in
-// another pid namespace, an end still open after StallTimeout), what was
-// written is resent, as after any other failure.
+// A receiver still handles what its socket holds after evspool dies. So the
+// drainer notes (ledger.PeerFile) the receiver's end of the connection, the
+// process that reads it and the last event written; the next start waits for
+// that end to close and acknowledges what was written there only if the
+// same reader closed it (adopt.go). docs/delivery.md, "When evspool itself
+// dies", gives the rules.
 
 // peerNote is what the drainer notes of the current connection's receiver.
 type peerNote struct {
@@ -53,25 +41,17 @@ func (d *drainer) openPeerNotes() {
 	d.peer.notes = n
 }
 
-// peerTriesMax bounds the attempts to identify a connection's receiver: its
-// end of the connection has an inode only once it accepted it, so the first
-// attempts, right after connecting, can fail.
+// peerTriesMax bounds the attempts to identify a connection's receiver,
+// whose end has no inode until it accepts.
 const peerTriesMax = 100
 
-// peerAcceptWait bounds how long a new connection waits for its receiver to
-// accept it before anything is written on it (see identifyPeer).
+// peerAcceptWait bounds identifyPeer's wait for the receiver's accept.
 const peerAcceptWait = 2 * time.Second
 
-// identifyPeer finds the receiver's end of the connection just made, before
-// anything is written on it, and notes it with nothing of this connection
-// written (Through: the last event acknowledged): an evspool killed after its
-// first write then leaves a note, and the next start waits for the old
-// connection's close before resending, instead of interleaving its resend
-// with the old connection's last lines (a receiver that reads connections
-// side by side). Until the receiver accepts, its end has no inode; it
-// cannot read before then either, so waiting costs no delivery. A receiver
-// that has not accepted after peerAcceptWait is written to as before
-// (notePeer finds its end at a later write).
+// identifyPeer notes the receiver's end of a new connection before the first
+// write, so that the next start after a kill does not interleave its resend
+// with the old connection's last lines. Waiting for the receiver to accept
+// costs no delivery: it cannot read before.
 func (d *drainer) identifyPeer() {
 	if d.peer.notes == nil {
 		return
@@ -108,19 +88,16 @@ func (d *drainer) identifyPeer() {
 // timed: the spin waits on no clock.
 const peerSpins = 100
 
-// writePeerNote notes that the current receiver end has been written
-// through seq (or, from identifyPeer, nothing beyond what is acknowledged),
-// with its reader if it is known.
+// writePeerNote notes that the current receiver end was written through
+// seq, with its reader if known.
 func (d *drainer) writePeerNote(through uint64) {
 	d.peer.through, d.peer.noted = through, true
 	r := d.peer.reader
 	_ = d.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.peer.ino, Through: through})
 }
 
-// notePeer notes the last event written to the current receiver. Until the
-// receiver has accepted the connection its end cannot be found; the idle
-// check and the drainer's stop try again (retryPeer), so that a burst
-// written in one or two writes before the accept is still noted.
+// notePeer notes the last event written to the current receiver. Until it
+// has accepted, its end cannot be found; retryPeer tries again later.
 func (d *drainer) notePeer(through uint64) {
 	if d.peer.notes == nil || through <= d.peer.through {
 		return
@@ -136,13 +113,9 @@ func (d *drainer) notePeer(through uint64) {
 	d.writePeerNote(through)
 }
 
-// seekReader starts looking, once a connection, after the receiver's first
-// read on it, for the process that reads it: the one process holding its
-// end (readerOf: a scan of /proc, milliseconds to a tenth of a second, see
-// BenchmarkReaderScan), in a goroutine of its own, so that delivery does not
-// wait for it; takeReader takes its answer. Without a reader, what is
-// written on the connection is resent if evspool dies, and the log says so,
-// once.
+// seekReader starts, once a connection and after the receiver's first read,
+// a scan for the one process holding its end (readerOf). The scan of /proc
+// is slow, so it runs in its own goroutine; takeReader takes its answer.
 func (d *drainer) seekReader() {
 	d.takeReader(false)
 	if d.peer.notes == nil || d.peer.sought || !d.view.readSome {
@@ -172,8 +145,8 @@ type readerScan struct {
 	why string // why no single reader, if none
 }
 
-// takeReader notes the reader the current connection's scan found, if it
-// has answered (wait: once it has).
+// takeReader notes the reader the scan found, if it answered (if wait, once
+// it does).
 func (d *drainer) takeReader(wait bool) {
 	if d.peer.scan == nil {
 		return
@@ -203,16 +176,15 @@ func (d *drainer) takeReader(wait bool) {
 	}
 }
 
-// retryPeer notes what was written to a receiver whose end could not be
-// found at the write.
+// retryPeer notes writes made before the receiver's end could be found.
 func (d *drainer) retryPeer() {
 	if d.w.conn != nil && d.peer.written > d.peer.through {
 		d.notePeer(d.peer.written)
 	}
 }
 
-// forgetPeer clears the note: the receiver hung up, or the connection was
-// abandoned, so what it had not read is resent anyway.
+// forgetPeer clears the note of a connection that ended: what it did not
+// read is resent anyway.
 func (d *drainer) forgetPeer() {
 	if d.peer.notes != nil && d.peer.noted {
 		_ = d.peer.notes.Clear()

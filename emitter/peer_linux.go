@@ -15,8 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerIdent names the receiver process that reads a Unix connection, and
-// its end of the connection.
+// peerIdent names the process that reads a Unix connection's receiver end.
 type peerIdent struct {
 	pid   int32
 	start uint64 // clock ticks after boot: with pid, one process
@@ -24,11 +23,9 @@ type peerIdent struct {
 	ino   uint64 // the inode of its end of the connection
 }
 
-// peerEnd returns the inode of the receiver's end of c, 0 when it cannot be
-// told: not a Unix socket, sock_diag failing, or an end sock_diag cannot
-// see (its close could not be seen either). retry is true when the only thing missing is that end,
-// which has no inode until the receiver accepts the connection: ask again
-// later.
+// peerEnd returns the inode of the receiver's end of c, or 0 when it cannot
+// be told. retry is true when that end has no inode yet because the
+// receiver has not accepted: ask again later.
 func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	uc, ok := c.(*net.UnixConn)
 	if !ok {
@@ -48,8 +45,7 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	if cerr != nil || err != nil {
 		return 0, false
 	}
-	// Not accepted yet: sock_diag names a peer of inode 0. An error
-	// (ENOENT from a kernel without unix_diag, say) will not pass.
+	// Not accepted yet: sock_diag names a peer of inode 0.
 	if ino, err = unixPeerIno(own); err != nil || ino == 0 {
 		return 0, err == nil
 	}
@@ -59,14 +55,9 @@ func peerEnd(c net.Conn) (ino uint64, retry bool) {
 	return ino, false
 }
 
-// readerOf returns the process that reads the receiver's end ino: the one
-// process in this pid namespace holding it in its file descriptor table.
-// SO_PEERCRED names the process that called listen(), which is not always
-// the one that accepts and reads (pre-fork workers, systemd socket
-// activation, socat fork). why, when not empty, says why no single reader
-// could be named: several holders, none (another pid namespace, /proc
-// hidden), a table that cannot be read (not root), or its stack address
-// hidden.
+// readerOf returns the one process in this pid namespace holding the
+// receiver's end ino (SO_PEERCRED names the listener, not always the
+// reader); why, if not empty, says why none could be named.
 func readerOf(ino uint64) (id peerIdent, why string) {
 	pids, complete, err := socketHolders(ino)
 	switch {
@@ -86,10 +77,9 @@ func readerOf(ino uint64) (id peerIdent, why string) {
 	return id, ""
 }
 
-// socketHolders returns the processes that hold the socket ino, from a
-// scan of /proc/*/fd (as ss -p and lsof do: there is no other way from a
-// socket to its holders). complete is false when some process's table could
-// not be read: it may hold the socket too.
+// socketHolders returns the processes that hold the socket ino, from a scan
+// of /proc/*/fd, the only way from a socket to its holders. complete is false
+// when some process's table could not be read.
 func socketHolders(ino uint64) (pids []int32, complete bool, err error) {
 	proc, err := os.Open("/proc")
 	if err != nil {
@@ -117,16 +107,14 @@ func socketHolders(ino uint64) (pids []int32, complete bool, err error) {
 	return pids, complete, nil
 }
 
-// fdScan looks for one link target in /proc/PID/fd directories, reusing
-// its buffers.
+// fdScan looks for one link target in /proc/PID/fd directories.
 type fdScan struct {
 	target, link, dirents []byte
 	names                 []string
 }
 
-// holds reports whether the fd directory dir has a link to the target; ok
-// is false when it could not be read (a process that exited meanwhile
-// holds nothing: ok).
+// holds reports whether the fd directory dir links to the target; ok is
+// false when it could not be read (a process that exited is ok).
 func (s *fdScan) holds(dir string) (held, ok bool) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -151,8 +139,7 @@ func (s *fdScan) holds(dir string) (held, ok bool) {
 	}
 }
 
-// procStart reads a process's start time and stack start from
-// /proc/PID/stat (fields 22 and 28).
+// procStart reads fields 22 and 28 of /proc/PID/stat: start time and stack.
 func procStart(pid int32) (start, stack uint64, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(int(pid)) + "/stat")
 	if err != nil {
@@ -174,8 +161,7 @@ func procStart(pid int32) (start, stack uint64, err error) {
 	return start, stack, err
 }
 
-// alive reports whether the process id names is still that process, not
-// re-executed.
+// alive reports whether id's process still runs, not re-executed.
 func (id peerIdent) alive() bool {
 	start, stack, err := procStart(id.pid)
 	return err == nil && start == id.start && stack == id.stack
@@ -204,8 +190,7 @@ func unixPeerIno(ino uint64) (uint64, error) {
 	return 0, errNoSocket
 }
 
-// unixSocketGone reports whether the Unix socket ino no longer exists (its
-// owner closed it, or died).
+// unixSocketGone reports whether the Unix socket ino no longer exists.
 func unixSocketGone(ino uint64) (bool, error) {
 	_, err := unixDiag(ino, udiagShowRqlen)
 	if errors.Is(err, errNoSocket) {
@@ -214,8 +199,7 @@ func unixSocketGone(ino uint64) (bool, error) {
 	return false, err
 }
 
-// unixDiag asks the kernel about one Unix socket by inode and returns its
-// attributes.
+// unixDiag returns the attributes the kernel gives of the Unix socket ino.
 func unixDiag(ino uint64, show uint32) (map[uint16][]byte, error) {
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
 	if err != nil {
@@ -243,8 +227,7 @@ func unixDiag(ino uint64, show uint32) (map[uint16][]byte, error) {
 	return parseDiag(buf[:n])
 }
 
-// parseDiag parses one netlink answer: an error, or a unix_diag_msg and its
-// attributes.
+// parseDiag parses one netlink answer: an error, or a socket's attributes.
 func parseDiag(b []byte) (map[uint16][]byte, error) {
 	if len(b) < 16 {
 		return nil, fmt.Errorf("emitter: sock_diag: short answer")

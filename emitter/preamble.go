@@ -11,27 +11,18 @@ import (
 	"github.com/evspool/evspool/internal/sockwait"
 )
 
-// PreambleFunc writes what must come first on a connection: a marker such
-// as linuxptp-daemon's "CMD LIVE_START", a process's status lines. It is
-// called on every new connection, by the drainer, before anything spooled is
-// sent on it. What it writes to w goes to the receiver only: it is never
-// spooled, never echoed, and not sent again on the next connection unless
-// the hook writes it again. Each Write has Options.WriteTimeout; w may be
-// used only until the hook returns.
+// PreambleFunc writes what must come first on each new connection, before
+// anything spooled: a marker such as "CMD LIVE_START". What it writes goes
+// to the receiver only, never spooled or echoed. Each Write has
+// Options.WriteTimeout; w may be used only until the hook returns.
 //
-// ctx ends when the emitter is closed, not after the dial timeout: the hook
-// may wait as long as it needs (for the receiver to finish replaying its
-// state, say), and meanwhile nothing spooled is sent. Waiting is neither a
-// dial error nor an outage. It should return soon after ctx ends: Close
-// waits for it, up to Close's own context.
-//
+// ctx ends when the emitter is closed: the hook may wait as long as it needs,
+// and waiting is not an outage; it should return soon after ctx ends.
 // A hook that returns an error (or panics) fails the connection: it is
-// closed, counted (Stats.PreambleErrors), logged (rate-limited), and a new
-// one is dialled after a backoff.
+// closed, counted (Stats.PreambleErrors), logged, and redialled.
 type PreambleFunc func(ctx context.Context, w io.Writer) error
 
-// ErrPreamble is matched by a failure of Options.Preamble, as Stats.LastError
-// and the logs report it.
+// ErrPreamble is matched by a failure of Options.Preamble.
 var ErrPreamble = errors.New("emitter: connection preamble failed")
 
 // preambleState is the drainer's record of its preamble hook.
@@ -40,9 +31,8 @@ type preambleState struct {
 	errors  atomic.Uint64 // failed hooks and preamble writes
 }
 
-// preamble runs Options.Preamble on the connection just made. On failure
-// the connection is dropped, and the error returned: connect backs off and
-// dials again.
+// preamble runs Options.Preamble on the connection just made. On failure it
+// drops the connection and returns the error.
 func (d *drainer) preamble() error {
 	if d.opts.Preamble == nil {
 		return nil
@@ -69,9 +59,8 @@ func (d *drainer) preamble() error {
 	return err
 }
 
-// callPreamble calls the hook, turning a panic into an error: a bug in the
-// daemon's hook fails connections (counted, logged), it does not take the
-// drainer down with the process.
+// callPreamble calls the hook, turning a panic into an error so that a bug
+// in it fails connections, not the process.
 func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -81,15 +70,14 @@ func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) 
 	return f(ctx, w)
 }
 
-// preambleWriter writes the preamble to the connection it was made for,
-// each write with a deadline, until the hook returns.
+// preambleWriter writes the preamble, each write with a deadline, until the
+// hook returns.
 type preambleWriter struct {
 	d    *drainer
 	conn net.Conn
 	done atomic.Bool
 }
 
-// errPreambleOver is what a hook's writer returns once the hook returned.
 var errPreambleOver = errors.New("emitter: preamble writer used after the preamble returned")
 
 func (w *preambleWriter) Write(p []byte) (int, error) {

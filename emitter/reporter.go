@@ -5,11 +5,9 @@ import (
 	"time"
 )
 
-// reporter rate-limits one repeated warning, so a fault that lasts hours
-// logs a line every WarnInterval, not one per event: the first is reported
-// at once, then at most one report per interval, with what accumulated
-// since (events, and the occurrences left out); a final report takes what
-// is left. It has no lock: its user keeps it under its own.
+// reporter rate-limits one repeated warning: the first at once, then at
+// most one per interval with what accumulated since, and a final report
+// with the rest. Its user locks it.
 type reporter struct {
 	clk      Clock
 	interval time.Duration
@@ -26,8 +24,7 @@ func (r *reporter) occurred() bool {
 	return r.last.IsZero() || r.clk.Now().Sub(r.last) >= r.interval
 }
 
-// lost notes n events and reports whether a report of them is due: there
-// are some, and it is the first, the interval has passed, or final.
+// lost notes n events and reports whether a report of them is due.
 func (r *reporter) lost(n uint64, final bool) bool {
 	r.events += n
 	return r.events > 0 && (final || r.last.IsZero() || r.clk.Now().Sub(r.last) >= r.interval)

@@ -43,8 +43,7 @@ func (d *drainer) waitDial() bool {
 	return d.ctx.Err() == nil
 }
 
-// timeout returns a context that ends with the drainer, or once dur has
-// passed on its clock, or at cancel.
+// timeout is context.WithTimeout on the drainer's clock.
 func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	t := d.clk.NewTimer(dur)

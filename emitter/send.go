@@ -11,21 +11,17 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// avgEventGuess turns the batch's event count into its byte bound, which
-// Options.BatchBytes caps.
+// avgEventGuess turns a batch's event count into its byte bound.
 const avgEventGuess = 256
 
-// errAbandoned is delivery dropping a connection the receiver will never
-// read again (it stopped inside a line).
+// errAbandoned: the receiver stopped inside a line and will never read on.
 var errAbandoned = errors.New("receiver stopped reading inside an event; connection abandoned")
 
-// errPeerClosed is a TCP receiver's FIN after it took an event: it closed,
-// or died, with nothing unread.
+// errPeerClosed is a TCP receiver's FIN with nothing unread.
 var errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
 
-// sendBatch writes what delivery asks for next (a batch, one event while
-// isolating, or the witness), then waits until the receiver has read it,
-// telling delivery what it sees. It returns how many events were written.
+// sendBatch writes what delivery asks for next and waits until the receiver
+// has read it. It returns how many events were written.
 func (d *drainer) sendBatch() (int, error) {
 	r, _ := d.step(msg{kind: msgNext, seq: d.spool.FirstSeq()})
 	p := r.send
@@ -50,8 +46,7 @@ func (d *drainer) sendBatch() (int, error) {
 	return len(entries), nil
 }
 
-// batchFor reads what plan p asks for from the spool (or the witness). n
-// counts events removed instead (expired): the caller comes back.
+// batchFor reads what plan p asks for; n counts events expired instead.
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
 		if d.held.witness.Seq != p.resendWitness {
@@ -73,19 +68,13 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	return entries, expired, err
 }
 
-// writeChunk bounds one write(2). On a Unix socket each write becomes one
-// buffer (up to about 36 KiB), freed only once the receiver has read it
-// whole: SIOCOUTQ tells what the receiver read a write at a time. Writes of
-// half a cloud-event-proxy read (4 KiB) keep the estimate of its last read,
-// and so the replay window, within about one read: 39 duplicates per kill at
-// 1,000 lines a second against 51 with 4 KiB writes (TestPrecisionReceiverKills).
+// writeChunk bounds one write(2). A Unix socket frees a write's buffer only
+// once it is read whole, so SIOCOUTQ shows reads a write at a time; half a
+// cloud-event-proxy read (4 KiB) keeps the replay window near one read.
 const writeChunk = 2 << 10
 
-// write writes entries in chunks, each with a deadline, each ending at a
-// line's end: if evspool dies between two writes, the receiver is left with
-// whole lines, not a torn one it would take for an event. A deadline that
-// fires while the receiver is still there is a stall, not a failure:
-// delivery decides (see stalled).
+// write writes entries in chunks that end at a line's end, so that an
+// evspool dying between two writes leaves no torn line.
 func (d *drainer) write(entries []wal.Entry) error {
 	buf := d.w.buf[:0]
 	for _, e := range entries {
@@ -106,9 +95,8 @@ func (d *drainer) write(entries []wal.Entry) error {
 	return nil
 }
 
-// writeChunk writes one chunk of whole lines, retrying while the receiver
-// is there but not reading, and tells delivery what it wrote and the socket
-// memory it took.
+// writeChunk writes one chunk, retrying while the receiver is there but not
+// reading (a stall, not a failure), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
 		err := d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
@@ -130,9 +118,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 }
 
 // wrote tells delivery about a write; before is SIOCOUTQ just before it, so
-// the growth is the write's memory (less if the receiver freed some in
-// between: delivery's estimates must never exceed the real cost). The
-// reading after is also what the next chunk's room is judged on (sendRoom).
+// the growth never overestimates the write's memory.
 func (d *drainer) wrote(entries []wal.Entry, before int) {
 	mem := 0
 	after, ok := d.unread()
@@ -160,10 +146,8 @@ func (d *drainer) unread() (int, bool) {
 	return n, err == nil
 }
 
-// stalled is a write that found no room for WriteTimeout: a receiver that
-// hung up fails the connection; one that is there but not reading is
-// delivery's to judge (slow, frozen: keep waiting; stuck: abandon). Where
-// reads cannot be seen, the connection fails.
+// stalled is a write that found no room for WriteTimeout: where reads can be
+// seen, delivery judges the receiver; elsewhere the connection fails.
 func (d *drainer) stalled() error {
 	if !d.w.waiter.Supported() {
 		return fmt.Errorf("write to %s: %w", d.addr, os.ErrDeadlineExceeded)
@@ -171,16 +155,14 @@ func (d *drainer) stalled() error {
 	return d.check()
 }
 
-// check reads SIOCOUTQ and polls for a hang-up, and steps delivery with
-// what it saw and the time.
+// check reads SIOCOUTQ, polls for a hang-up and steps delivery with both.
 func (d *drainer) check() error {
 	unread, gone, err := d.w.waiter.Probe()
 	if err != nil {
 		return err
 	}
 	if gone != nil {
-		// A dying peer's queue is freed, which also reads as 0: say what
-		// was unread at the check before.
+		// A dying peer's queue reads as 0: report the check before.
 		last := d.view.unread
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(last, unread))
@@ -200,8 +182,7 @@ func (d *drainer) check() error {
 }
 
 // chunkEnd returns how much of buf the next write takes: up to writeChunk
-// bytes, cut after the last newline in them, or one whole line if it is
-// longer than writeChunk.
+// bytes ending at a newline, or one whole longer line.
 func chunkEnd(buf []byte) int {
 	if len(buf) <= writeChunk {
 		return len(buf)
@@ -215,10 +196,9 @@ func chunkEnd(buf []byte) int {
 	return len(buf)
 }
 
-// waitConsumed polls until the receiver has read everything written, telling
-// delivery each reading and the time; it returns on a hang-up, or when
-// delivery drops the connection. A receiver that stopped reading is polled
-// more and more slowly (roomPoll), a frozen one every idleCheck.
+// waitConsumed polls until the receiver has read everything written or the
+// connection fails; a receiver that stopped reading is polled more and more
+// slowly, a frozen one every idleCheck.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
 	t := d.clk.NewTimer(interval)
@@ -259,7 +239,7 @@ func (d *drainer) repair(cause error) {
 		return
 	}
 	if r == nil {
-		// A read fault, not damage: the file was reopened (wal logged it).
+		// A read fault, not damage: wal reopened the file and logged it.
 		return
 	}
 	d.step(msg{kind: msgRewind})

@@ -27,20 +27,13 @@ type Stats struct {
 	OutageStart  time.Time // when the current outage began; zero when connected
 	Spool        wal.Stats
 
-	// Expired counts the events this process dropped unsent for being older
-	// than Options.MaxAge; Spool.Expired has the count across restarts.
-	Expired uint64
-	// Refused counts the events this process reports refused before the
-	// spool: Emit's invalid ones (over MaxEventSize, not a line), a
-	// Writer's lines over MaxEventSize, those its producer reported through
-	// Refuse, and those a process killed before it logged them recorded.
-	// Spool.Refused has the count across restarts.
-	Refused uint64
-	// Unreadable counts the events this process reports lost to a damaged
-	// spool file: pending when it was damaged, not recovered by the salvage
-	// (at Open, or when delivery or a commit met the damage), and those
-	// a salvage of a process killed before it logged them found.
-	// Spool.Unreadable has the count across restarts.
+	// Expired, Refused and Unreadable count the events this process reports
+	// lost for being older than Options.MaxAge, refused before the spool
+	// (by Emit, a Writer or Refuse), and unreadable in a damaged spool file;
+	// each includes what a killed predecessor left unreported. Spool has
+	// the counts across restarts.
+	Expired    uint64
+	Refused    uint64
 	Unreadable uint64
 
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
@@ -64,10 +57,9 @@ func (l LostEvents) Total() uint64 {
 	return l.NotSpooled + l.Refused + l.Dropped + l.Expired + l.DeadLettered + l.Unreadable
 }
 
-// LostByKind is what this emitter lost since Open, by kind: its own losses,
-// and those the spool recorded for a process killed before it logged them
-// (which Open logged: this process is the one that reports them). The losses
-// earlier runs reported are not counted.
+// LostByKind is what this emitter lost since Open, by kind, with what a
+// killed predecessor left unreported; losses earlier runs reported are not
+// counted.
 func (s Stats) LostByKind() LostEvents {
 	at := s.reportedAtOpen
 	since := func(now, before uint64) uint64 { return now - min(before, now) }

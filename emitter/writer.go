@@ -11,38 +11,27 @@ import (
 // ErrWriterClosed is returned by a Writer's Write after its Close.
 var ErrWriterClosed = errors.New("emitter: writer closed")
 
-// Writer is an io.Writer over an Emitter: what is written is split into
-// lines, and each complete line is emitted as one event (spooled, echoed,
-// delivered in order). It lets a daemon hand a child process's output to
-// the emitter (cmd.Stdout = em.Writer()) and keep its fmt.Fprintf call
-// sites.
+// Writer is an io.Writer over an Emitter that emits each complete line as
+// one event, for a child process's output (cmd.Stdout = em.Writer()) or
+// fmt.Fprintf call sites.
 //
-// A partial line waits in the Writer for its newline; Close emits it. A line
-// over Options.MaxEventSize (its newline included) is not cut: it is
-// refused whole, without being held in memory, counted as lost as the
-// Emitter's Refuse counts it (Stats.Refused, Stats.WriterRefused) and logged
-// (rate-limited), and Write returns an error matching
-// ErrEventTooLarge that gives its size and the limit; the other lines of the
-// Write are emitted. A spool failure returns an error matching ErrSpool (the
-// lines were echoed). In both cases Write still reports len(p) bytes taken.
+// A partial line waits for its newline; Close emits it. A line over
+// Options.MaxEventSize is refused whole, without being held in memory,
+// counted (Stats.Refused, Stats.WriterRefused) and logged, and Write returns
+// an error matching ErrEventTooLarge; the other lines are emitted. A spool
+// failure returns an error matching ErrSpool. Either way Write reports
+// len(p) bytes taken. Under the Block policy Write waits for space.
 //
-// Each Writer has its own partial-line buffer: give each stream (each child
-// process) its own Writer, all on one Emitter. A Writer is safe for
-// concurrent use, but lines written concurrently to one Writer in pieces may
-// be interleaved, as with any shared stream.
-//
-// Under the Block full-spool policy, Write waits for space: the writer's
-// producer is held back (a child process blocks on its stdout).
+// A Writer is safe for concurrent use, but lines written to it concurrently
+// in pieces may be interleaved: give each stream its own Writer.
 type Writer struct {
 	e *Emitter
 
 	// OnError, if set before the first Write, receives each error Write
-	// would return (a refused line, a spool failure), and Write then
-	// returns nil: for an io.Copy, such as the one os/exec runs for
-	// cmd.Stdout, which would otherwise stop at the first error and leave
-	// the child writing to a closed pipe. ErrClosed and ErrWriterClosed are
-	// returned all the same. It is called with the Writer's lock held: it
-	// must not write to this Writer.
+	// would return, and Write then returns nil, so that an io.Copy (os/exec's
+	// for cmd.Stdout) does not stop at the first refused line. ErrClosed and
+	// ErrWriterClosed are returned all the same. It is called with the
+	// Writer's lock held and must not write to this Writer.
 	OnError func(error)
 
 	mu      sync.Mutex
@@ -99,8 +88,7 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), w.report(errors.Join(errs...))
 }
 
-// hold keeps the start of a line until its newline comes; a line already
-// over the limit is only measured.
+// hold keeps a partial line; one already over the limit is only measured.
 func (w *Writer) hold(b []byte) {
 	if w.skipped > 0 {
 		w.skipped += len(b)
@@ -114,8 +102,7 @@ func (w *Writer) hold(b []byte) {
 	w.partial = append(w.partial, b...)
 }
 
-// refuse counts and logs a line of size bytes (its newline included) over
-// the limit, and returns its error.
+// refuse counts and logs a line of size bytes over the limit.
 func (w *Writer) refuse(size int) error {
 	w.e.writerRefused.Add(1)
 	err := fmt.Errorf("emitter: writer: line refused, not cut: %w", &EventSizeError{Size: size, Limit: w.e.opts.MaxEventSize})
@@ -131,9 +118,8 @@ func (w *Writer) report(err error) error {
 	return err
 }
 
-// Close emits the partial line left without a newline, if any (a refused
-// one is reported as Write reports it), and makes later Writes fail with
-// ErrWriterClosed. It does not close the Emitter. A second Close returns nil.
+// Close emits the partial line left, if any, and makes later Writes fail
+// with ErrWriterClosed; it does not close the Emitter. A second Close is nil.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
