@@ -5,30 +5,17 @@ import (
 	"time"
 )
 
-// Acknowledgements cost no synced commit of their own while appends flow.
-// Ack records the acknowledged-through number in the marks file (a write to
-// the page cache, which a killed process cannot lose), hides the entries
-// from Read, Len and Stats at once, and leaves their deletion from spool.db
-// to the append transactions, which delete them before they store anything
-// once there are rideMin of them. When no append comes, the deletions are
-// committed on their own, batched: when the acknowledged entries still in
-// the file cost more than ackDebtMax, when FlushAcks finds the spool idle
-// (the emitter's drainer calls it), before a compaction, and at Close.
-//
-// After a process crash, Open applies the marks file's number (see
-// applyRemovedMark): no acknowledged event comes back. After a power loss
-// (the number is not fsync'd) the file holds what its last synced commit
-// held: the acknowledged entries it had not yet deleted come back, and as
-// deletions always take a prefix, they come back as one contiguous run from
-// the head, in order.
+// Ack hides entries at once and records the acked-through number in the
+// marks file (page cache: survives a process crash, applied at Open); their
+// deletion rides an append's commit, or is committed on its own when the
+// debt passes ackDebtMax, by FlushAcks, before a compaction and at Close.
+// Deletions always take a prefix, so what a power loss brings back is one
+// in-order run from the head. See docs/spool.md, "Acknowledgements".
 
-// rideMin is how many acknowledged entries an append's commit waits for
-// before it deletes them: deleting one commit's worth at every commit
-// (64 entries, say) cost a third of a 64-event commit's own work, as
-// cursor deletes and the rebalancing of a half-emptied leaf, where a run of
-// a few hundred empties whole leaves, at a third of the cost an entry.
-// The price: after a power loss up to rideMin more
-// acknowledged entries come back, as part of the same contiguous run.
+// rideMin is how many acked entries an append's commit waits for before it
+// deletes them: deleting whole leaves is far cheaper per entry than a few
+// entries at every commit. The price: up to rideMin more may come back
+// after a power loss.
 const rideMin = 256
 
 // ackDebtMax bounds the cost of entries acknowledged but not yet deleted
@@ -50,9 +37,8 @@ func (w *WAL) AcksPending() bool {
 
 // FlushAcks commits the deletion of the entries acknowledged since the last
 // commit, if no commit has been made for at least idle (0: whatever the
-// time). While appends flow each carries the deletions; a caller that drains
-// without appending calls it when it goes idle, so that the acknowledged
-// entries' space is given back and a power loss replays less.
+// time). A caller that drains without appending calls it when idle, so the
+// space is given back and a power loss replays less.
 func (w *WAL) FlushAcks(idle time.Duration) error {
 	if err := w.ready(); err != nil {
 		return err
@@ -80,9 +66,8 @@ func (w *WAL) flushAcksLocked() error {
 	_, err := w.commitRemoval(w.db, st, upTo, nil)
 	w.dbmu.RUnlock()
 	if err != nil && w.salvageOnWrite(err) {
-		// A torn freelist makes bbolt panic in every commit that frees
-		// the page: salvaged instead, which applied the marks file's
-		// removed-through number (upTo): nothing is left to delete.
+		// Salvaged, which applied the marks file's number: nothing is
+		// left to delete.
 		return nil
 	}
 	if err != nil {
@@ -91,16 +76,13 @@ func (w *WAL) flushAcksLocked() error {
 	w.restore(st)
 	w.ackCommitted()
 	w.stats.ackCommits++
-	// Deleting rewrites leaves and the freelist into new pages, and bbolt
-	// cannot reuse the pages this very commit freed: bring the file back
-	// under the cap as an append does.
+	// A deletion writes new pages too and can push the file past the cap.
 	w.enforceCap()
 	return nil
 }
 
-// ackCommitted notes a commit that deleted or appended. If it deleted every
-// acknowledged entry, nothing is owed any more; an append's commit may have
-// left them for later (rideMin, see state.apply).
+// ackCommitted notes a commit that deleted or appended, clearing the debt
+// if it deleted every acknowledged entry.
 func (w *WAL) ackCommitted() {
 	w.lastCommit = time.Now()
 	if w.meta.removedSeq >= w.acked.Load() {

@@ -12,10 +12,8 @@ import (
 // sequence numbers, and returns the sequence number of the last one. When it
 // returns nil the events are durable (fsync'd, unless Options.NoSync).
 //
-// Concurrent Appends are grouped into one transaction and one fsync. When the
-// spool is full, Options.OnFull decides: DropOldest removes the oldest events
-// (counted), DropNewest refuses these events with ErrFull (counted), Block
-// waits for Ack to free space until ctx ends. An event that could never fit is
+// Concurrent Appends share one transaction and fsync. When the spool is
+// full, Options.OnFull decides (see Policy). An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
 	if err := w.ready(); err != nil {
@@ -102,8 +100,7 @@ func (w *WAL) commit(batch []*appendReq) {
 			w.stats.commitWriteTime += writeTime(w.db) - wrote
 		}
 		w.dbmu.RUnlock()
-		// Damage found by the commit itself: salvage, then try once more
-		// (numbering resumes above the reservation, which covers these).
+		// Damage found by the commit itself: salvage, then try once more.
 		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
 			break
 		}

@@ -29,9 +29,8 @@ func (w *WAL) scanCancelled() error {
 	return nil
 }
 
-// writerProbe tells Inspect whether a process holds the spool's lock,
-// without holding it: a shared flock taken and at once released. A writer
-// that tries its exclusive lock in that instant retries 10 ms later.
+// writerProbe tells Inspect whether a process holds the spool's lock by
+// taking a shared flock and releasing it at once.
 type writerProbe struct{ d *spoolDir }
 
 // held reports whether a process holds the lock now.

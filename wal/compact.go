@@ -21,10 +21,8 @@ const (
 )
 
 // Compact copies the pending entries into a fresh file and renames it over
-// the spool, giving back the space a drained backlog left behind (bbolt never
-// shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
-// itself once the pending entries take less than a sixteenth of a file larger
-// than 512 KiB, and less than 2 MiB; call it directly only to force it.
+// the spool, giving back space bbolt never returns. Appends wait meanwhile.
+// Ack compacts by itself once a backlog has drained; call it only to force it.
 func (w *WAL) Compact() error {
 	if err := w.ready(); err != nil {
 		return err
@@ -39,27 +37,22 @@ func (w *WAL) Compact() error {
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()
-	// Only a backlog nearly drained is copied: a compaction holds up appends
-	// for as long as the copy takes, so copy at most a few MiB, once or twice
-	// per drain, however large the backlog was.
+	// A compaction holds up appends while it copies: copy only a nearly
+	// drained backlog, a few MiB at most.
 	if size > reclaimMinFile && w.cost.Load() < min(size/16, reclaimMaxCopy) {
 		w.compactOrCount()
 	}
 }
 
-// enforceCap runs after each commit: if the file outgrew the cap (bbolt could
-// not reuse freed pages, say for a large event needing contiguous pages),
-// compact it, and if that is not enough, lower the budget so the next appends
-// drop (or wait, or are refused) sooner.
+// enforceCap runs after each commit: if the file outgrew the cap (freed
+// pages bbolt could not reuse), compact it, and if that is not enough, lower
+// the budget so the policy acts sooner.
 func (w *WAL) enforceCap() {
 	size := w.fileSize()
 	if size <= w.opts.MaxBytes {
 		return
 	}
-	// Compaction undoes fragmentation. If the file has not grown since the
-	// last one, there is none to undo: copying the file again at every
-	// commit (a full DropNewest or Block spool keeps committing) only
-	// burns time.
+	// Not grown since the last compaction: no fragmentation to undo.
 	if size > w.compactedSize {
 		w.compactOrCount()
 		size = w.fileSize()
@@ -78,8 +71,7 @@ func (w *WAL) compactOrCount() {
 // compactLocked needs wmu held: no write transaction runs meanwhile. Reads go
 // on during the copy and wait only for the swap.
 func (w *WAL) compactLocked() error {
-	// The copy takes what the file holds: acknowledged entries must be
-	// deleted first, or they would come back.
+	// Delete acked entries first, or the copy would bring them back.
 	if err := w.flushAcksLocked(); err != nil {
 		return fmt.Errorf("wal: compact %s: %w", w.path, err)
 	}
@@ -103,8 +95,6 @@ func (w *WAL) compactLocked() error {
 	}
 	db, err := w.openBolt()
 	if err != nil {
-		// The old file is still in place if the rename failed; either way
-		// the spool cannot go on without a database.
 		err = fmt.Errorf("wal: compact: reopen %s: %w", w.path, err)
 		w.fail(err)
 		return err
@@ -120,10 +110,9 @@ func (w *WAL) compactLocked() error {
 	return nil
 }
 
-// copyTo writes the meta and the pending entries into a new file, name in
-// the spool directory, and syncs it. Entries are copied in chunks so memory stays bounded. It
-// returns how the pending entries' cost changes (a frame stored anew with
-// only its pending events costs less).
+// copyTo writes the meta and the pending entries, in bounded chunks, into
+// the new file name and syncs it. It returns the change in the entries' cost
+// (a frame stored anew with only its pending events costs less).
 func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 	dst, err := w.openFresh(name)
 	if err != nil {
@@ -138,9 +127,8 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 		if err := dst.Update(func(tx *bolt.Tx) error { return copyValues(src, tx) }); err != nil {
 			return err
 		}
-		// Values are copied as they are, frames whole: what is removed, or
-		// acknowledged (deleted before a compaction), is not copied, and of
-		// a frame that holds some of it, the rest is stored anew.
+		// Values are copied as stored; a frame with removed events has
+		// its pending ones stored anew.
 		var chunk []Entry // of that frame, or raw values (Seq and Data: key and value)
 		var raw [][2][]byte
 		size := 0
@@ -188,12 +176,9 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 	return restored - reframed, w.syncFresh(dst)
 }
 
-// openFresh creates a new file, name in the spool directory (which must
-// not exist), to copy entries into, for compaction and salvage. It is
-// synced once, by the caller, when complete, so bbolt need not sync at each
-// commit nor at each growth step (NoGrowSync also lets the file end where
-// its data ends, with no growth step past it); it is mapped at the size the
-// cap allows, not remapped at each doubling.
+// openFresh creates the new file name for compaction and salvage. The caller
+// syncs it once when complete (syncFresh), so bbolt syncs neither commits
+// nor growth, and the file ends where its data ends.
 func (w *WAL) openFresh(name string) (*bolt.DB, error) {
 	return bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
 		Timeout: w.opts.LockTimeout, InitialMmapSize: mmapSize(w.opts.MaxBytes),
@@ -264,9 +249,8 @@ func (w *WAL) fileSize() int64 {
 	return w.sd.size(fileName)
 }
 
-// syncFresh makes a file written by openFresh durable, unless the spool
-// runs without fsync: then a power loss may lose it, as it may lose any
-// commit, and nothing waits for the disk.
+// syncFresh makes a file written by openFresh durable, before it is renamed
+// into place (unless Options.NoSync).
 func (w *WAL) syncFresh(db *bolt.DB) error {
 	if w.opts.NoSync {
 		return nil

@@ -14,23 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spoolDir is a spool directory held open. Every file of the spool is
-// opened, created, renamed, linked and removed relative to it (openat(2)
-// and its kin), never by a path walked again: a directory renamed or
-// swapped after it was opened does not move the spool. No call follows a
-// symbolic link in it (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW), files are created
-// 0600, and a name that is a link or anything but a regular file is refused
-// with ErrUnsafeFile, never read or written.
+// spoolDir is a spool directory held open. Every file of the spool is used
+// relative to it (openat(2) and kin), so a directory swapped after Open does
+// not move the spool. No call follows a symbolic link, files are created
+// 0600, and anything but a regular file is refused with ErrUnsafeFile.
 type spoolDir struct {
 	path string
 	f    *os.File // the directory, for fsync and to keep fd open
 	fd   int
 }
 
-// openSpoolDir opens the directory at path, which must not itself be a
-// symbolic link. With owned (a spool to write) it must belong to the
-// effective user and not be writable by group or others; without it (read
-// only, as Inspect) any directory is read, still never through a link.
+// openSpoolDir opens the directory at path, never through a symbolic link.
+// With owned (to write) it must pass checkOwned.
 func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -56,9 +51,9 @@ func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	return d, nil
 }
 
-// checkOwned refuses a directory another user owns or can write to: either
-// could plant in it, under the names the spool has yet to create, links
-// to files of their choosing. The sticky bit (/tmp) does not help.
+// checkOwned refuses a directory another user owns or can write to: they
+// could plant links under the names the spool has yet to create. The sticky
+// bit does not help.
 func (d *spoolDir) checkOwned() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd, &st); err != nil {
@@ -87,9 +82,8 @@ func userName(uid uint32) string {
 // join is name's path, for messages and reports.
 func (d *spoolDir) join(name string) string { return filepath.Join(d.path, name) }
 
-// open opens name with flag (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...),
-// creating it 0600. A link, a FIFO, a device or a directory there is
-// refused (ErrUnsafeFile): opened without blocking, checked, never used.
+// open opens name with flag, creating it 0600. Anything but a regular file
+// is refused (ErrUnsafeFile): opened non-blocking, checked, never used.
 func (d *spoolDir) open(name string, flag int) (*os.File, error) {
 	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
@@ -259,9 +253,9 @@ func (d *spoolDir) readFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// replace writes data to name through a temporary file renamed over it:
-// readers see the old contents or the new, whatever was at name (a link
-// included) is replaced, and nothing is written through a link. Not synced.
+// replace writes data to name through a temporary file renamed over it, so
+// readers see the old contents or the new and no link is written through.
+// Not synced.
 func (d *spoolDir) replace(name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := d.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -316,11 +310,9 @@ func ReadFile(dir, name string) (b []byte, err error) {
 	return b, err
 }
 
-// OpenFile opens the file name in the spool directory dir with flag
-// (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...), creating it 0600, never
-// through a link: a link or anything but a regular file there is
-// ErrUnsafeFile. It is for the files a spool's user keeps beside it; to
-// write, the directory must be one Open accepts.
+// OpenFile opens the file name in the spool directory dir with flag,
+// creating it 0600, never through a link: anything but a regular file is
+// ErrUnsafeFile. To write, the directory must be one Open accepts.
 func OpenFile(dir, name string, flag int) (f *os.File, err error) {
 	owned := flag&(os.O_WRONLY|os.O_RDWR) != 0
 	err = withSpoolDir(dir, owned, func(d *spoolDir) error {

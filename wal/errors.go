@@ -23,18 +23,15 @@ var (
 	ErrLocked = errors.New("wal: spool is in use by another process")
 
 	// ErrUnsafeDir is returned by Open when the spool directory can be written
-	// by other users (a symlink planted there could redirect the spool's
-	// writes), or the spool path is itself a symlink.
+	// by other users, or the spool path is itself a symlink.
 	ErrUnsafeDir = errors.New("wal: unsafe spool directory")
 
 	// ErrDirOwner is returned by Open when the spool directory belongs to
-	// another user than the process's effective one: its owner could plant
-	// links in it.
+	// another user than the process's effective one.
 	ErrDirOwner = errors.New("wal: spool directory is owned by another user")
 
 	// ErrUnsafeFile is returned when a name the spool uses in its directory
-	// is a symbolic link, a FIFO, a device or a directory: it is refused,
-	// never followed, read or written.
+	// is not a regular file: it is never followed, read or written.
 	ErrUnsafeFile = errors.New("wal: not a regular file in the spool directory")
 
 	// ErrCorrupt is matched (errors.Is) by every *CorruptionError.

@@ -10,17 +10,11 @@ import (
 const maxLinger = 2 * time.Millisecond
 
 // group gathers concurrent Appends into one transaction (group commit). The
-// first caller to find no commit running becomes the leader: it commits
-// everything queued so far in one transaction and one fsync, then hands the
-// lead to the first request queued meanwhile. No goroutine: a lone caller
-// commits at once, and under load a group forms while the previous commit is
-// on its fsync.
-//
-// Left at that, N callers that each append in a loop split into two groups
-// of N/2 that take turns: one commits while the other queues. So a leader
-// first waits, briefly, for the callers the last commit released and that
-// have not come back yet (see gather): they merge into one group of N, one
-// fsync for all.
+// first caller to find no commit running leads: it commits everything queued
+// in one transaction and one fsync, then hands the lead to the first request
+// queued meanwhile. No goroutine: a lone caller commits at once. A leader
+// first waits briefly for the callers the last commit released (gather), so
+// callers appending in a loop form one group rather than two taking turns.
 type group struct {
 	mu      sync.Mutex
 	queue   []*appendReq
@@ -38,20 +32,17 @@ type group struct {
 	// lastCommit is how long the last commit took, released when it ended.
 	lastCommit time.Duration
 	released   time.Time
-	// A leader gathering waits until the queue holds want requests: the
-	// arrival that makes it so closes full.
+	// A gathering leader waits until want requests are queued (full closes).
 	want int
 	full chan struct{}
-	// regroup is open from a commit's release of two or more callers until
-	// the next commit takes its batch (see awaitRegroup); regroupBy is when
-	// waiting for that stops being worth it.
+	// regroup is open from a commit that released several callers until
+	// the next takes its batch, at most until regroupBy (awaitRegroup).
 	regroup   chan struct{}
 	regroupBy time.Time
 }
 
-// reqPool recycles appendReqs with their wake channels: 64 one-event
-// callers allocated both at every call, and the garbage collector's work
-// ran in the gap between commits, where the callers' way back sets the pace.
+// reqPool recycles appendReqs with their wake channels, keeping GC work out
+// of the gap between commits.
 var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
 // newReq takes a request from the pool.
@@ -91,11 +82,9 @@ func (g *group) close() {
 }
 
 // awaitRegroup holds a reader back while the callers the last commit
-// released are on their way back to the next one: at most until that
-// commit starts, a commit and a half after the last one ended (2 ms at
-// most). A reader that runs in that window takes the CPU the callers need,
-// and the commit waits for the slowest of them; during the commit the CPU
-// is idle, waiting on fsync. A lone caller's commit releases no group.
+// released regroup, until the next commit starts (maxLinger at most): a
+// reader then takes the CPU the callers need, while during the commit the
+// CPU is idle on fsync.
 func (g *group) awaitRegroup() {
 	g.mu.Lock()
 	started, wait := g.regroup, time.Until(g.regroupBy)
@@ -160,8 +149,6 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.mu.Lock()
 	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
 	if len(batch) > 1 {
-		// The next leader arrives within lastCommit or not soon (see
-		// gather), then lingers at most half of it.
 		g.regrouped()
 		g.regroup, g.regroupBy = make(chan struct{}), g.released.Add(min(took+took/2, maxLinger))
 	}
@@ -173,8 +160,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 		}
 	}
 	if released {
-		// Until now the committed events counted twice, as stored cost and
-		// as reservation: a waiter that looked meanwhile may fit now.
+		// The committed events no longer count twice: a waiter may fit.
 		close(g.space)
 		g.space = make(chan struct{})
 	}
@@ -194,11 +180,9 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 }
 
 // gather runs in the leader, holding g.mu, before it takes the queue: if the
-// last commit released callers that have not come back, it waits for them
-// to queue, at most half a commit's time (and maxLinger). Callers appending
-// in a loop are back within microseconds, and waiting for them halves the
-// fsyncs. A lone caller never waits, nor does the first caller after a
-// pause longer than a commit (the others are not coming soon).
+// last commit released callers that have not come back, it waits for them,
+// at most half a commit's time (and maxLinger). It does not wait after a
+// pause longer than a commit.
 func (g *group) gather() {
 	want := len(g.queue) + g.out
 	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {

@@ -14,18 +14,10 @@ import (
 
 // Inspect reads the spool in dir without changing it: its Stats (the
 // process counters are zero) and the oldest dump pending entries. It never
-// stands in a writer's way: it fails with ErrLocked at once when a running
-// process holds the spool, and it holds no lock of the spool's while it
-// reads; if a process opens the spool meanwhile, Inspect stops reading (within
-// a few milliseconds, well inside the writer's Options.LockTimeout) and
-// fails with ErrLocked. It never salvages or compacts.
-//
-// It decides about a file as Open does: a read that fails (or faults
-// under bbolt's mapping) is tried again with Open's backoff, and what is
-// left after the last try is damage, a *CorruptionError (Open would
-// salvage it), only if pread(2) reads every byte; otherwise it is the I/O
-// error, which does not match ErrCorrupt (Open would fail without a
-// salvage).
+// stands in a writer's way: it fails with ErrLocked when a process holds the
+// spool or opens it meanwhile (the scan stops within milliseconds). It never
+// salvages or compacts. It tells damage (*CorruptionError) from an I/O error
+// as Open does.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	sd, err := openSpoolDir(dir, false)
 	if err != nil {
@@ -72,8 +64,7 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 		return nil, err
 	}
 	err := guard(w.path, func() error {
-		// bbolt takes a shared flock on the file for as long as it is
-		// open: the scan gives way (w.yield) so a writer gets it in time.
+		// bbolt holds a shared flock while open: the scan yields to a writer.
 		db, err := bolt.Open(w.path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout,
 			OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) { return w.sd.open(fileName, flag) }})
 		if err != nil {
@@ -87,9 +78,7 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 			if err := w.scan(tx); err != nil {
 				return err
 			}
-			// A process that died holding the spool may have left
-			// acknowledged entries in the file: the marks file says which
-			// (Open deletes them); they are not pending.
+			// Acked entries a dead process left (marks file) are not pending.
 			removed := readMarksFile(w.sd).removed
 			st := w.snapshot()
 			if _, err := st.remove(tx.Bucket(eventsBucket), removed, 0); err != nil {

@@ -12,9 +12,8 @@ var (
 	metaBucket   = []byte("meta")
 )
 
-// Meta keys. None is 8 bytes long, so none can be mistaken for an event key
-// when a damaged file is scanned page by page. Every value is stored through
-// the meta codec (metacodec.go).
+// Meta keys. None is 8 bytes long, so none can be taken for an event key by
+// salvage's page scan. Every value goes through the meta codec.
 var (
 	keyFormat        = []byte("format_version")
 	keyNextSeq       = []byte("next_sequence")
@@ -168,10 +167,8 @@ func (m *meta) store(b *bolt.Bucket) error {
 }
 
 // storeChanged is store for an append's commit: the two numbers a commit
-// moves, and of the others those that differ from prev, what the file holds
-// (the state as last committed; values missing from it read 0, as load
-// reads them). Writing all of them, checksummed, took a fifth of a 64-event
-// commit's own work.
+// moves, and those others that differ from prev, the state as last
+// committed. Writing them all is a sizeable part of a small commit.
 func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
 	now, was := m.fields(), prev.fields()
 	for i, f := range now {
@@ -193,9 +190,8 @@ func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
 	})
 }
 
-// updateMeta runs f on the meta bucket in a write transaction of its own,
-// for the rare values written apart from an append (SetValues,
-// CountRefused). The caller holds w.wmu.
+// updateMeta runs f on the meta bucket in a write transaction of its own.
+// The caller holds w.wmu.
 func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()

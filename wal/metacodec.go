@@ -9,17 +9,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Every value the spool stores carries one checksum, keySum: a CRC-32C over
-// its key and its bytes, so that a flipped bit anywhere in it, or a value
-// moved under another key, is caught. A value that fails its check is
-// damage: never trusted, never compared with other copies. A record
-// (record.go) carries it first; what the spool keeps about itself (the meta
-// bucket, the marks file) carries it last, through this codec:
+// Every stored value carries keySum, a CRC-32C over its key and bytes, so a
+// flipped bit or a value moved to another key is caught; a value failing it
+// is damage, never trusted. Records carry it first; meta values and the
+// marks file carry it last, through this codec:
 //
 //	payload | crc32c(key | payload) (4 bytes, big-endian)
-//
-// A uint64 payload is 8 bytes big-endian. load checks every value in the
-// meta bucket, known or not.
 const metaSumSize = 4
 
 var (
@@ -75,8 +70,7 @@ func putMeta(b *bolt.Bucket, key, payload []byte) error {
 }
 
 // getMeta returns key's payload from the meta bucket: ok is false when the
-// key is absent; a value that fails its check is a *CorruptionError-worthy
-// error (the caller names the file).
+// key is absent or its value fails its check (err).
 func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
 	v := b.Get(key)
 	if v == nil {

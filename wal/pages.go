@@ -23,10 +23,8 @@ import (
 //	freelist page   header | count page ids u64 (a count of 0xFFFF is
 //	                instead in a u64 before the ids)
 //
-// A page's overflow pages follow it and are one page with it. Elements
-// follow the header; an element's key starts pos bytes after the element,
-// and a leaf's value follows its key. Nothing read is trusted: every offset
-// is checked against what was read.
+// A page's overflow pages follow it. An element's key starts pos bytes after
+// the element; a leaf's value follows its key. Every offset read is checked.
 const (
 	pageHeaderSize   = 16
 	leafElemSize     = 16
@@ -137,9 +135,8 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 		case flags&bucketLeafFlag == 0:
 			fn(key, val)
 		case depth < 1:
-			// The spool's only inline bucket (meta) sits in the root leaf:
-			// one level. Each level multiplies the work on a crafted page
-			// (elements may all point at the same bytes).
+			// Only meta is inline, in the root leaf: one level bounds the
+			// work a crafted page can cause.
 			if root, inline, ok := bucketValue(val); ok && root == 0 {
 				parseLeaf(inline, depth+1, fn)
 			}
@@ -156,9 +153,8 @@ func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
 	return binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:], true
 }
 
-// freelistIDs tells where a freelist page's ids are, from b, its header and
-// the u64 after it: count of them, after first u64s (1 when the count is
-// there).
+// freelistIDs returns where a freelist page's ids start (in u64s after the
+// header) and how many there are.
 func freelistIDs(b []byte) (first, count uint64) {
 	if count = uint64(decodeHeader(b).count); count == 0xFFFF {
 		return 1, binary.LittleEndian.Uint64(b[pageHeaderSize:])
@@ -173,8 +169,7 @@ type boltMeta struct {
 }
 
 // bestMeta returns the valid meta page with the highest txid, the one bbolt
-// uses. Page 0 is at offset 0; page 1 at the page size, which is tried as
-// bbolt does when page 0 is unreadable.
+// uses, probing page 1 at each possible page size as bbolt does.
 func bestMeta(f io.ReaderAt) (boltMeta, bool) {
 	var best boltMeta
 	found := false

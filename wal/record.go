@@ -16,16 +16,11 @@ import (
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns, bit 63 set (8) |
 //	count uvarint (>= 2) | count lengths, uvarint each | the events' bytes
 //
-// Its key is the sequence number of its first event; the others follow it,
-// consecutive. Version 2's boot time never has bit 63 set: that bit tells a
-// frame, and the checksum says for sure. Version 1 records, which an earlier
-// evspool wrote, are read by migrate.go.
-//
-// All integers are big-endian. The checksum (keySum, metacodec.go) covers
-// the 8-byte key, the version as a byte that is not stored, and everything
-// after the checksum, so a record moved under another key is caught as
-// surely as a flipped bit, and a record is not read as another version. A
-// version 2 wall time keeps 63 bits: 1824 to 2116.
+// Its key is its first event's sequence number. Bit 63 of the boot time
+// tells a frame; the checksum says for sure. Version 1 is read by migrate.go.
+// Integers are big-endian. The checksum (keySum) covers the key and an
+// unstored version byte too, so a record moved to another key or read as
+// another version fails it. See docs/spool.md, "On-disk layout".
 const (
 	keySize      = 8
 	recordHeader = 20 // the header of the records written now
@@ -47,11 +42,8 @@ var costPage = int64(os.Getpagesize())
 
 // entryCost is what an event of n bytes costs against the spool's budget:
 // its share of the leaf pages it occupies. bbolt never splits a leaf element
-// across pages, so when k elements fit in a page each costs a kth of it (a
-// 100-byte event costs 137 bytes, a 1000-byte one a third of a page, not
-// 1036 bytes); a larger element takes whole pages of its own. Counting the
-// bytes alone let entries of a few KiB fill the file a third faster than the
-// budget said.
+// across pages, so when k elements fit in a page each costs a kth of it; a
+// larger element takes whole pages of its own.
 func entryCost(n int) int64 {
 	e := int64(n) + entryOverhead
 	if room := costPage - pageHeaderSize; e <= room {
@@ -124,21 +116,12 @@ func isFrame(v []byte) bool {
 
 var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
-// Frames. A commit's events are stored as few values as keep leaves well
-// packed (a bbolt put each, not one an event): a frame's element takes at
-// most half a page's room, so two fill a leaf page, and entryCost prices it
-// as it prices a lone event. An event too large to share so little room is
-// stored alone, as version 2, as is a lone event. A frame leaves the file
-// whole, once its last event is acknowledged or dropped: till then its
-// events up to the removal mark are hidden, as acknowledged entries not yet
-// deleted are (ackdefer.go). Its cost is counted until it leaves, its
-// events while they are pending.
-//
-// Append prices a request at its events' cost as records (what Block
-// reserves and the policies weigh). A frame mostly costs less, but rounding
-// to a share of a page can make it cost up to about a quarter of a page
-// more: the budget leaves room for that, and the cap on the file itself is
-// enforced on its real size (enforceCap).
+// Frames pack a commit's events into few bbolt values: a frame takes at most
+// half a page's room, so two fill a leaf. A lone event, or one too large to
+// share, is stored as version 2. A frame leaves the file whole once its last
+// event is removed; till then the removal mark hides its earlier events.
+// Append prices events as records; a frame may cost up to about a quarter
+// page more, which the budget leaves room for (enforceCap checks the file).
 
 // frameRoom is the most bytes a frame's value may take.
 var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
@@ -204,8 +187,7 @@ func (v *value) last() uint64 { return v.first + uint64(v.n) - 1 }
 // decodeValue checks the value stored under key. Its slices alias v.
 func decodeValue(key, v []byte) (value, error) {
 	if !isFrame(v) || len(key) != keySize || binary.BigEndian.Uint32(v[0:4]) != keySum(key, v3Tag, v[4:]) {
-		// Not a frame (a version 1 record whose wall time is negative and
-		// whose event bytes begin with a set bit looks like one too).
+		// Not a frame (some version 1 records look like one).
 		at, data, err := decodeStamped(key, v)
 		if err != nil {
 			return value{}, err

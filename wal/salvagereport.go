@@ -13,19 +13,13 @@ type SalvageReport struct {
 	Recovered   uint64 // pending entries copied into the fresh spool
 	FirstSeq    uint64 // oldest recovered sequence number, 0 if none
 	LastSeq     uint64 // newest recovered sequence number, 0 if none
-	// Missing counts the pending events that could not be read (added to
-	// the spool's count of unreadable events, Stats.Unreadable): the
-	// sequence numbers above the removal mark and below the next number
-	// (as the newest readable copy of the meta bucket gives them) that were
-	// not recovered. If every copy of the meta bucket is lost, the numbers
-	// past the last recovered one are not known and not counted.
+	// Missing counts the pending events not recovered (added to
+	// Stats.Unreadable), as far as the surviving meta copies tell.
 	Missing uint64
-	// Unreadable lists the sequence numbers of the Missing events, as
-	// ranges, oldest first: at most maxGaps of them, the last one then
-	// running to the newest missing number.
+	// Unreadable lists the Missing sequence numbers as ranges, oldest
+	// first: at most maxGaps, the last running to the newest missing.
 	Unreadable []SeqRange
-	// RemovedCopies lists older damaged copies removed to keep their number
-	// and size bounded (see the package documentation).
+	// RemovedCopies lists older damaged copies removed to bound them.
 	RemovedCopies []string
 }
 

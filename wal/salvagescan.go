@@ -5,20 +5,12 @@ import (
 	"os"
 )
 
-// Salvage reads a damaged file without bbolt, through pages.go, which
-// trusts nothing it reads; it keeps only what passes its checksum.
-//
-// It needs the file's meta values: the removal mark (so acknowledged events
-// do not come back), the next number, the counters. It takes them from the
-// copy in force, the meta bucket under the root of bbolt's newest valid meta
-// page, when every value in it passes its check. Only when that copy is
-// damaged or unreadable does it fall back on the older copies left in the
-// file's free pages, and then only on values that pass their check: each
-// was written by a commit, and every value only grows, so the largest of
-// them is at most what the lost copy said (it never removes a pending
-// event, never skips a number the marks file and the records do not also
-// skip). The records themselves (each carries its key and checksum) and the
-// marks file then raise the next number and the removal mark.
+// Salvage reads a damaged file without bbolt (pages.go) and keeps only what
+// passes its checksum. It takes the meta values from the copy in force (the
+// meta bucket under bbolt's newest valid meta page) when all of it passes;
+// else, per value, the largest checked copy in the file's pages: every value
+// only grows, so that never exceeds what the lost copy said. The records and
+// the marks file then raise the next number and the removal mark.
 
 // scanPages calls fn for every key/value pair found in leaf pages of the file
 // f, inline buckets included. Pairs may repeat (old copies of pages).
@@ -50,11 +42,8 @@ func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	return nil
 }
 
-// guessPageSize reads the page size from a meta page whose checksum holds
-// (the one bbolt would use), else assumes the OS page size, with which
-// evspool creates its spools. A meta page's page size is trusted only
-// under its checksum: with a flipped bit in it the scan would step over
-// pages, and salvage lose their events.
+// guessPageSize reads the page size from a meta page whose checksum holds,
+// else assumes the OS page size, with which evspool creates its spools.
 func guessPageSize(f io.ReaderAt) int {
 	if m, ok := bestMeta(f); ok {
 		return int(m.pageSize)

@@ -46,9 +46,8 @@ func (st *state) hidden() uint64 { return max(st.meta.removedSeq, st.acked) }
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
-	// Acknowledged entries ride in this transaction, deleted before
-	// anything is stored: once there are rideMin of them (see
-	// ackdefer.go), or at once when the batch may need their room.
+	// Acked entries ride this commit once there are rideMin of them, or
+	// when the batch may need their room.
 	if st.acked > st.meta.removedSeq &&
 		(st.acked-st.meta.removedSeq >= rideMin || st.cost+batchCost(batch) > st.budget) {
 		if err := st.deleteHidden(eb); err != nil {
@@ -76,9 +75,8 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 					return err
 				}
 			}
-			// Block: the request's reservation found room. If enforceCap
-			// lowered the budget since, store it all the same rather than
-			// drop events Block promised to keep; later appends wait longer.
+			// Block: its reservation found room; if enforceCap lowered the
+			// budget since, store it anyway rather than drop what Block kept.
 		}
 		for _, e := range r.events {
 			if err := fr.add(e); err != nil {
@@ -174,8 +172,7 @@ func (c *Counter) add(d Counter) {
 }
 
 // arena hands out the keys and records of one transaction from a single
-// allocation instead of two per event: bbolt holds on to them until the
-// commit has written them out, and not after.
+// allocation; bbolt holds them only until the commit.
 type arena []byte
 
 func newArena(batch []*appendReq) *arena {

@@ -9,16 +9,12 @@ import (
 	"time"
 )
 
-// A disk that fails a read once (EIO), or a filesystem that goes away for a
-// moment (ENOTCONN from FUSE, ESTALE from NFS), is not a damaged file. bbolt
-// reads spool.db through a memory mapping: such a read faults (SIGBUS),
-// and guard recovers it as a fault (a *CorruptionError wrapping a
-// *faultError), not yet as damage. The spool then reads the whole file
-// again through pread(2), which returns the error instead of faulting: if
-// that fails too, it is an I/O error, retried with backoff (at Open) and,
-// if it lasts, returned as it is: the file is not salvaged, as it may be
-// sound. If pread reads every byte and bbolt still faults at every try, the
-// file makes bbolt read past what it holds: damage, salvaged.
+// A failed read (EIO, ESTALE, ...) is not a damaged file, but through bbolt's
+// mapping it faults like damage. guard recovers a fault as a *faultError; the
+// spool then reads the file through pread(2), which returns the error: an
+// I/O error is retried with backoff and, if it lasts, returned without
+// salvaging. Only if pread reads every byte and bbolt still faults is the
+// file damaged.
 
 const (
 	// openAttempts is how often Open tries a file that faults or fails a
@@ -55,10 +51,8 @@ func isFault(v any) bool {
 	return ok
 }
 
-// faultSeam injects read failures in tests (Options.faults); nil in
-// production. fault is asked before a read of the spool file: op "map" is a
-// read through bbolt's mapping at Open (an error is raised as the memory
-// fault bbolt would take), "pread" the spool's own reads.
+// faultSeam injects read failures in tests (Options.faults): op "map" is a
+// read through bbolt's mapping at Open, "pread" the spool's own reads.
 type faultSeam interface {
 	fault(op string) error
 }
@@ -109,9 +103,8 @@ func (w *WAL) preadFile() error {
 	return nil
 }
 
-// openRetrying is open's attempt at the file (openOnce), retried with
-// backoff while it fails in a way that may pass (see above). What is left
-// after the last try is damage only if pread reads the whole file.
+// openRetrying runs openOnce, retried with backoff while it fails in a way
+// that may pass; the last failure is damage only if pread reads the file.
 func (w *WAL) openRetrying(openOnce func() error) error {
 	backoff, waited := firstBackoff, time.Duration(0)
 	for attempt := 1; ; attempt++ {

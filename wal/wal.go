@@ -32,15 +32,13 @@ type WAL struct {
 	db   *bolt.DB
 
 	// wmu serialises write transactions and guards the state below.
-	wmu      sync.Mutex
-	meta     meta
-	pending  uint64 // events in the spool
-	payload  uint64 // their bytes
-	firstSeq uint64 // oldest pending sequence, 0 when empty
-	// staleAtOpen: the last scan found values at or below the removal
-	// mark, for applyRemovedMark to delete.
-	staleAtOpen bool
-	firstAt     int64 // its timestamp (unix ns)
+	wmu         sync.Mutex
+	meta        meta
+	pending     uint64 // events in the spool
+	payload     uint64 // their bytes
+	firstSeq    uint64 // oldest pending sequence, 0 when empty
+	staleAtOpen bool   // the scan found values at or below the removal mark
+	firstAt     int64  // its timestamp (unix ns)
 	stats       processStats
 	salvage     *SalvageReport
 
@@ -51,27 +49,20 @@ type WAL struct {
 	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
 	lastCommit time.Time // wmu: when a commit last deleted or appended
 
-	// cost mirrors the entries' cost, and budget is the cost they may take
-	// (see entryCost), both for Block's waiters, which read them holding
-	// the group's lock and must not take wmu: a commit holds wmu while it
-	// takes the group's lock to wake them. Both change only under wmu.
+	// cost and budget (see entryCost) change under wmu but are atomics for
+	// Block's waiters, which hold the group's lock and must not take wmu.
 	cost   atomic.Int64
 	budget atomic.Int64
 	// compactedSize is the file's size after the last compaction (wmu).
 	compactedSize int64
-	// closedSize is the file's size when Close released the directory
-	// (wmu; -1 while open): Stats still tells it.
-	closedSize int64
+	closedSize    int64 // the file's size at Close, for Stats (wmu; -1 while open)
 
-	// yield, if set, is asked during the start-up scan whether to stop:
-	// Inspect gives way to a writer that takes the spool (see cancel.go).
-	yield func() error
+	yield func() error // asked during the start-up scan whether to stop (cancel.go)
 
 	group  group
 	closed atomic.Bool
-	// broken is set when the spool lost its database (a compaction or a
-	// repair that could not reopen it): every method then returns it
-	// until the spool is reopened (see ready), or Close.
+	// broken is set when a compaction or repair could not reopen the
+	// database: every method returns it until ready reopens the spool.
 	broken atomic.Pointer[error]
 	// nextHeal is when ready may next try to reopen a broken spool (wmu).
 	nextHeal time.Time
@@ -169,29 +160,19 @@ func (w *WAL) open() error {
 	return w.settle()
 }
 
-// settle runs at Open. The marks file reserves numbers ahead of the commits
-// (reserve); Close lowers the reservation back to the next number. A
-// reservation above it at Open means the last process did not close the
-// spool: a commit may have been cut short, leaving in the file's free pages
-// records and a copy of the meta bucket that were never committed, under
-// numbers the file is about to hand out again. bbolt never reads them, but
-// salvage scans every page and would take them for real (events never
-// accepted come back, a removal mark they carry drops committed events). A
-// compaction copies only what is committed into a fresh file: after it,
-// nothing uncommitted is left to find, and the reservation is lowered. If
-// it fails, numbering goes on above the reservation instead, so at least
-// no number is handed out twice.
+// settle runs at Open. A marks reservation above nextSeq means the last
+// process did not close the spool: free pages may hold records of a commit
+// cut short, under numbers about to be reused, which salvage's page scan
+// would take for real. A compaction copies only committed data, so after it
+// the reservation is lowered; if it fails, numbering continues above the
+// reservation so that no number is handed out twice.
 func (w *WAL) settle() error {
 	if w.marks.reserved <= w.meta.nextSeq {
 		return nil
 	}
 	if w.opts.NoSync || w.marks.exact {
-		// Numbers below the reservation may be in commits spool.db lost
-		// while the marks file kept them: a power cut with fsync off (the
-		// two are written back independently), or a file older than the
-		// marks file's exact number. Go on above them: sequence numbers
-		// never go back. With fsync on, every number handed out is in a
-		// synced commit and the file's next number is the right one.
+		// spool.db may have lost commits the marks file kept (no fsync,
+		// or an older file): sequence numbers must never go back.
 		w.meta.nextSeq = w.marks.reserved
 	}
 	if err := w.compactLocked(); err != nil {
@@ -230,15 +211,12 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 			Timeout:  w.opts.LockTimeout,
 			NoSync:   w.opts.NoSync,
 			OpenFile: openFile,
-			// A map freelist allocates in O(1). The freelist is still
-			// written at each commit (NoFreelistSync would save that, as
-			// etcd does): without it, bbolt rebuilds the freelist at Open by
-			// walking every page in a goroutine of its own that panics on
-			// damage, where no recover can reach: a crash loop.
+			// Keep syncing the freelist: without it bbolt rebuilds it at
+			// Open in its own goroutine, whose panic on damage no recover
+			// can reach.
 			FreelistType: bolt.FreelistMapType,
-			// Read the file ahead at Open (Linux): bbolt maps it with
-			// MADV_RANDOM, so Open's verifying scan would otherwise read a
-			// cold file one 4 KiB page per fault.
+			// Read ahead (Linux): bbolt's MADV_RANDOM would make Open's
+			// verifying scan fault in one page at a time.
 			MmapFlags: mmapFlags,
 		})
 		return oerr
@@ -259,19 +237,16 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	return db, nil
 }
 
-// allocSize is bbolt's growth step. Its default (16 MiB) would let the file
-// overshoot a small cap; 1 MiB (less for caps under 16 MiB) bounds the
-// overshoot at the cost of a few more truncate+fsync calls while growing.
+// allocSize is bbolt's growth step, small enough (at most 1 MiB) that the
+// file does not overshoot a small cap.
 func allocSize(maxBytes int64) int {
 	return int(min(1<<20, max(64<<10, maxBytes/16)))
 }
 
-// mmapSize is the size bbolt maps a fresh file with at once. Left to itself
-// it maps 32 KiB and doubles, remapping at every step, which copies every
-// node of the write transaction; the cap says how far the file goes, so map
-// that (address space, not memory). Not for the spool itself: with a mapping
-// larger than its growth step bbolt grows the file a full step past its data,
-// which would keep a drained spool's file above 1 MiB.
+// mmapSize is the initial mapping for a fresh file (compaction, salvage):
+// mapping up to the cap at once avoids bbolt's remap at every doubling. Not
+// used for the live spool, whose file bbolt would then grow a full step
+// past its data.
 func mmapSize(maxBytes int64) int {
 	return int(maxBytes + 1<<20)
 }
@@ -345,8 +320,7 @@ func (w *WAL) ready() error {
 	w.dbmu.Lock()
 	_ = w.db.Close() // a no-op when already closed
 	w.dbmu.Unlock()
-	// No reader holds w.db meanwhile: they all stop at usable. open sets
-	// w.db before broken is cleared (an atomic store they load).
+	// Readers stop at usable; open sets w.db before broken is cleared.
 	if err := w.open(); err != nil {
 		w.fail(err)
 		return *w.broken.Load()

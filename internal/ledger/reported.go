@@ -8,13 +8,10 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// Every loss is reported by some process: the spool counts its losses
-// (drops, expiries, events a salvage could not read, events refused before
-// the spool) in the transaction that loses the events, and the ledger keeps
-// beside each count, as a spool value, how much of it a process has
-// reported (logged). A process killed before it logged its losses leaves
-// the difference, which the next one reports. The reported values only
-// grow, as the counts do.
+// Every loss is reported by some process: the spool counts losses in the
+// transaction that loses the events, and the ledger keeps beside each count
+// (a spool value) how much of it was logged, so a process killed before it
+// logged leaves the difference to the next. Both only grow.
 const (
 	keyReportedDropOldest = "reported_dropped_oldest_events"
 	keyReportedDropNewest = "reported_dropped_newest_events"
@@ -62,9 +59,9 @@ func totals(spool *wal.WAL) Losses {
 	return Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
 }
 
-// ReportedKnown tells whether spool records what was reported: spools of
-// versions before that do not, until the first MarkReported. A spool that
-// lost nothing has nothing to take as reported: known.
+// ReportedKnown tells whether spool records what was reported (an older
+// spool does not until the first MarkReported); a spool that lost nothing
+// counts as known.
 func ReportedKnown(spool *wal.WAL) bool {
 	_, known, err := loadReported(spool)
 	return err == nil && (known || totals(spool) == Losses{})
