@@ -54,8 +54,7 @@ func (w *WAL) FlushAcks(idle time.Duration) error {
 	return w.flushAcksLocked()
 }
 
-// flushAcksLocked commits the deletion of every entry up to the
-// acknowledged-through number. The caller holds wmu.
+// flushAcksLocked commits the deletion of every acked entry. It needs wmu.
 func (w *WAL) flushAcksLocked() error {
 	upTo := w.acked.Load()
 	if upTo <= w.meta.removedSeq {
@@ -66,8 +65,7 @@ func (w *WAL) flushAcksLocked() error {
 	_, err := w.commitRemoval(w.db, st, upTo, nil)
 	w.dbmu.RUnlock()
 	if err != nil && w.salvageOnWrite(err) {
-		// Salvaged, which applied the marks file's number: nothing is
-		// left to delete.
+		// Salvage applied the marks file's number: nothing left to delete.
 		return nil
 	}
 	if err != nil {

@@ -124,8 +124,7 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.enforceCap()
 }
 
-// writeTime is how long db's write transactions spent writing pages and
-// fsyncing them, in all.
+// writeTime is how long db's commits spent writing and fsyncing pages.
 func writeTime(db *bolt.DB) time.Duration {
 	st := db.Stats()
 	return st.TxStats.GetWriteTime()

@@ -30,8 +30,7 @@ func (m *meta) bootFields() []metaField {
 	return []metaField{{keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq}}
 }
 
-// noteBoot records that the records appended from now on are written in the
-// boot named key.
+// noteBoot records that records appended from now on are in boot key.
 func (m *meta) noteBoot(key uint64) {
 	if m.bootID != key {
 		m.bootID, m.bootFirstSeq = key, m.nextSeq
@@ -75,8 +74,7 @@ func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
 	return max(m.bootFirstSeq, 1)
 }
 
-// entryAt fills in an Entry's clocks from its record's stamp; from is what
-// thisBoot returned.
+// entryAt fills in e's clocks from at; from is what thisBoot returned.
 func entryAt(e *Entry, at stamp, from uint64) {
 	e.Time = time.Unix(0, at.wall)
 	e.Boot = time.Duration(at.boot)

@@ -8,8 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// scanCheckEvery is how many events the start-up scan reads between two
-// looks at Options.Context: a few hundred microseconds of work.
+// scanCheckEvery is how many events the start-up scan reads between checks.
 const scanCheckEvery = 1024
 
 // scanCancelled returns an error when Options.Context has ended. It is not

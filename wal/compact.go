@@ -11,8 +11,7 @@ import (
 )
 
 const (
-	// reclaimMinFile is the file size up to which Ack does not bother to
-	// give space back: a drained spool's file ends at most this large.
+	// reclaimMinFile is the file size below which Ack does not compact.
 	reclaimMinFile = 512 << 10
 	// reclaimMaxCopy bounds what a reclaiming compaction copies.
 	reclaimMaxCopy = 2 << 20
@@ -249,8 +248,7 @@ func (w *WAL) fileSize() int64 {
 	return w.sd.size(fileName)
 }
 
-// syncFresh makes a file written by openFresh durable, before it is renamed
-// into place (unless Options.NoSync).
+// syncFresh makes a file from openFresh durable before it is renamed in.
 func (w *WAL) syncFresh(db *bolt.DB) error {
 	if w.opts.NoSync {
 		return nil

@@ -200,8 +200,7 @@ func (d *spoolDir) size(name string) int64 {
 	return st.Size
 }
 
-// rename renames from to to, both in the directory. A link named to is
-// replaced, not followed.
+// rename renames from to to; a link named to is replaced, not followed.
 func (d *spoolDir) rename(from, to string) error {
 	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
 		return &os.LinkError{Op: "rename", Old: d.join(from), New: d.join(to), Err: err}

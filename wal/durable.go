@@ -16,16 +16,14 @@ const (
 	compactSuffix = ".compact" // a compaction in progress
 	salvageSuffix = ".salvage" // a salvage in progress
 	corruptInfix  = ".corrupt-"
-	// maxCorruptCopies is how many damaged copies of spool.db are kept for
-	// inspection; older ones are removed (see pruneCopies).
+	// maxCorruptCopies bounds the damaged copies kept (pruneCopies).
 	maxCorruptCopies = 2
 )
 
 // fsyncDir makes the directory d's entries durable (a variable for tests).
 var fsyncDir = func(path string, d *os.File) error { return d.Sync() }
 
-// syncDir makes a change to the spool directory's entries durable, unless the
-// spool runs without fsync.
+// syncDir makes the spool directory's entries durable (unless NoSync).
 func (w *WAL) syncDir() error {
 	if w.opts.NoSync {
 		return nil
@@ -133,8 +131,7 @@ func (w *WAL) keepCopy(name string) (string, error) {
 	return w.sd.join(name), nil
 }
 
-// corruptCopies lists the names of the damaged copies kept beside spool.db,
-// oldest first (their names carry the UTC time of the salvage).
+// corruptCopies lists the damaged copies kept, oldest first (by name).
 func (w *WAL) corruptCopies() []string {
 	matches, _ := w.sd.names(fileName + corruptInfix)
 	var out []string

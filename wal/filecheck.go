@@ -48,8 +48,7 @@ func checkFile(d *spoolDir, name string, seam faultSeam, clean bool) error {
 	return nil
 }
 
-// readRecorder keeps the first error of a read other than the end of file:
-// an I/O error, which is not damage.
+// readRecorder keeps the first read error other than EOF: not damage.
 type readRecorder struct {
 	r   io.ReaderAt
 	err error

@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// maxLinger bounds how long a leader waits for the callers the last commit
-// released (see gather).
+// maxLinger bounds how long a leader waits for released callers (gather).
 const maxLinger = 2 * time.Millisecond
 
 // group gathers concurrent Appends into one transaction (group commit). The
@@ -19,8 +18,7 @@ type group struct {
 	mu      sync.Mutex
 	queue   []*appendReq
 	leading bool
-	// reserved is the cost of queued Block-policy requests, counted against
-	// the budget before they are committed so that they are sure to fit.
+	// reserved is the cost of queued Block requests, held against the budget.
 	reserved int64
 	// space is closed (and replaced) whenever space is freed.
 	space  chan struct{}
@@ -117,8 +115,7 @@ func (g *group) freed() {
 	g.mu.Unlock()
 }
 
-// run queues req and returns once it is committed or has failed. commit is
-// called by whichever caller leads, with the batch to commit.
+// run queues req and returns once it is committed or failed; the leader calls commit.
 func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.mu.Lock()
 	g.queue = append(g.queue, req)

@@ -56,8 +56,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	return st, entries, nil
 }
 
-// inspectFile is one try of Inspect at the file: its checks, its scan, and
-// the oldest dump pending entries.
+// inspectFile is one try of Inspect at the file.
 func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 	var entries []Entry
 	if err := checkFile(w.sd, fileName, nil, readMarksFile(w.sd).exact); err != nil {
@@ -103,8 +102,7 @@ func (p *writerProbe) notHeld(dir string) error {
 	return err
 }
 
-// readMarksFile reads the marks file without creating or changing it: zeros
-// when it is missing or damaged (or not a regular file).
+// readMarksFile reads the marks file read-only: zeros if missing or damaged.
 func readMarksFile(d *spoolDir) marks {
 	var m marks
 	if buf, err := d.readFile(marksFileName); err == nil {

@@ -97,8 +97,7 @@ func copyValues(src, dst *bolt.Tx) error {
 	return nil
 }
 
-// valueCopies keeps, per user key, the largest stored copy that passes its
-// check, for salvage.
+// valueCopies keeps, per user key, the largest checked copy, for salvage.
 type valueCopies map[string][]byte
 
 func (c valueCopies) add(k, v []byte) {

@@ -11,8 +11,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// load creates the buckets of a new spool and, for an existing one, checks
-// every record and recomputes the counts from what is really there.
+// load creates a new spool's buckets, or checks and counts an existing one.
 func (w *WAL) load(db *bolt.DB) error {
 	if err := guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
@@ -164,8 +163,7 @@ func guard(path string, fn func() error) (err error) {
 	return err
 }
 
-// isDamage tells whether an error from opening a spool means the file is
-// damaged (to be salvaged) rather than, say, unreadable for lack of permission.
+// isDamage tells whether err means the file is damaged, to be salvaged.
 func isDamage(err error) bool {
 	return errors.Is(err, ErrCorrupt)
 }

@@ -61,8 +61,7 @@ func openMarks(d *spoolDir, sync bool) (*marks, error) {
 	return m, nil
 }
 
-// parse reads the numbers from the marks file's contents; a damaged file
-// leaves them zero.
+// parse reads the marks file's contents; a damaged file leaves zeros.
 func (m *marks) parse(buf []byte) {
 	var p []byte
 	if len(buf) >= marksSize {
@@ -81,8 +80,7 @@ func (m *marks) parse(buf []byte) {
 	m.exact = len(p) > 16 && binary.BigEndian.Uint64(p[16:24])&1 != 0
 }
 
-// reserve makes sure every sequence number below next is covered by the
-// reserved mark, before a commit hands them out.
+// reserve durably covers every number below next before a commit uses them.
 func (m *marks) reserve(next uint64) error {
 	if next <= m.reserved {
 		return nil

@@ -99,8 +99,7 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	return state, nil
 }
 
-// metaWalk calls fn for every key and value of a meta bucket (bbolt's
-// Bucket.ForEach; a nested bucket's value is nil).
+// metaWalk is a meta bucket's ForEach (a nested bucket's value is nil).
 type metaWalk func(fn func(k, v []byte) error) error
 
 // decode reads the meta values through get (nil: absent). each, if not
@@ -190,8 +189,7 @@ func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
 	})
 }
 
-// updateMeta runs f on the meta bucket in a write transaction of its own.
-// The caller holds w.wmu.
+// updateMeta runs f on the meta bucket in a write transaction. It needs wmu.
 func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()

@@ -39,8 +39,7 @@ func encodeMeta(key, payload []byte) []byte {
 	return v
 }
 
-// decodeMeta checks the stored value v of key and returns its payload (an
-// alias of v).
+// decodeMeta checks key's stored value v and returns its payload (aliasing v).
 func decodeMeta(key, v []byte) ([]byte, error) {
 	if len(v) < metaSumSize {
 		return nil, fmt.Errorf("meta value %q of %d bytes: shorter than its checksum", key, len(v))
@@ -82,14 +81,4 @@ func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
 
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
 	return putMeta(b, key, binary.BigEndian.AppendUint64(nil, n))
-}
-
-// getMetaUint is getMeta for a uint64.
-func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
-	v := b.Get(key)
-	if v == nil {
-		return 0, false, nil
-	}
-	n, err := metaUint(key, v)
-	return n, err == nil, err
 }

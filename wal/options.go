@@ -25,8 +25,7 @@ const (
 
 var policyNames = [...]string{DropOldest: "drop-oldest", DropNewest: "drop-newest", Block: "block"}
 
-// String returns the policy's name as the CLI spells it: "drop-oldest",
-// "drop-newest" or "block".
+// String returns the policy's name as the CLI spells it ("drop-oldest").
 func (p Policy) String() string {
 	if p < 0 || int(p) >= len(policyNames) {
 		return fmt.Sprintf("Policy(%d)", int(p))
@@ -49,8 +48,7 @@ const (
 	DefaultMaxBytes = 64 << 20
 	// MinMaxBytes is the smallest cap Open accepts.
 	MinMaxBytes = 1 << 20
-	// DefaultLockTimeout is how long Open waits for a spool held by another
-	// process before it gives up with ErrLocked.
+	// DefaultLockTimeout is the default Options.LockTimeout.
 	DefaultLockTimeout = time.Second
 )
 
@@ -86,8 +84,7 @@ type Options struct {
 	// Used by Open only. Default: Open runs to the end.
 	Context context.Context
 
-	// Logger gets what the spool does on its own: a read of the file that
-	// failed and is retried. Default: discard.
+	// Logger gets what the spool does on its own (retried reads). Default: discard.
 	Logger *slog.Logger
 
 	// faults injects read failures (tests only; see transient.go).

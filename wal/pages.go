@@ -59,8 +59,7 @@ func decodeHeader(b []byte) pageHeader {
 // span is the bytes the page takes with its overflow, in pages of ps bytes.
 func (h pageHeader) span(ps uint64) uint64 { return (1 + h.overflow) * ps }
 
-// elemAt is the offset of element i in its page (leaf and branch elements
-// are the same size).
+// elemAt is the offset of element i (leaf or branch: the same size).
 func elemAt(i int) uint64 { return pageHeaderSize + uint64(i)*leafElemSize }
 
 // fitting is how many of count elements lie in page p (header included).
@@ -99,8 +98,7 @@ func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
 	return le.Uint64(e[8:16]), p[k0:k1], true
 }
 
-// leafElems calls fn for every element of leaf page p (header included),
-// each checked to lie within p.
+// leafElems calls fn for every element of leaf page p, each checked to lie in p.
 func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
 	count := decodeHeader(p).count
 	if fitting(p, count) < count {
@@ -225,8 +223,7 @@ func (pr *pageReader) read(id, n uint64) ([]byte, error) {
 	return p, nil
 }
 
-// whole reads page id, of header h, with its overflow, as much of it as the
-// size bytes of the file hold, for salvage: at most maxOverflowScan.
+// whole reads page id with its overflow, within size and maxOverflowScan.
 func (pr *pageReader) whole(id uint64, h pageHeader, size int64) ([]byte, error) {
 	off := int64(id) * pr.ps
 	p := make([]byte, min(int64(h.span(uint64(pr.ps))), size-off, maxOverflowScan))

@@ -79,8 +79,7 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	return out, err
 }
 
-// stored is a value of the events bucket, checked, with its key and bytes
-// as the file holds them.
+// stored is a checked value of the events bucket with its raw key and bytes.
 type stored struct {
 	value
 	key, raw []byte
@@ -115,8 +114,7 @@ func walk(eb *bolt.Bucket, path string, from uint64) iter.Seq2[stored, error] {
 	}
 }
 
-// seekValue positions c at the value that holds seq (a frame may begin
-// before it), or else at the first value after it, and returns it.
+// seekValue positions c at the value holding seq, or else the next one.
 func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
 	k, v = c.Seek(seqKey(seq))
 	if k != nil && mustSeq(k) == seq {

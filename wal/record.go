@@ -87,8 +87,7 @@ func encodeRecordInto(v, key []byte, at stamp, data []byte) []byte {
 	return v
 }
 
-// decodeStamped checks a stored record (not a frame) and returns its stamp
-// and event bytes. The returned slice aliases v.
+// decodeStamped checks a record (not a frame); its bytes alias v.
 func decodeStamped(key, v []byte) (stamp, []byte, error) {
 	if len(key) != keySize {
 		return stamp{}, nil, errBadKey
@@ -100,8 +99,7 @@ func decodeStamped(key, v []byte) (stamp, []byte, error) {
 	return decodeRecordV1(key, v)
 }
 
-// isV2 tells by its flag bit whether v looks like a version 2 record; only
-// the checksum says for sure.
+// isV2 tells by its flag bit whether v looks like a version 2 record.
 func isV2(v []byte) bool {
 	return len(v) >= recordHeader && binary.BigEndian.Uint64(v[4:12])&v2Flag != 0
 }
@@ -146,17 +144,8 @@ func frameGrow(size, n, l int) int {
 	return size + uvarintLen(uint64(n+1)) - uvarintLen(uint64(n)) + uvarintLen(uint64(l)) + l
 }
 
-// frameSize is the size of the value holding events as one frame.
-func frameSize(events [][]byte) int {
-	n := frameHead(len(events))
-	for _, e := range events {
-		n += uvarintLen(uint64(len(e))) + len(e)
-	}
-	return n
-}
-
-// encodeFrameInto encodes events (two or more) as a frame into v, which is
-// frameSize(events) long.
+// encodeFrameInto encodes events (two or more) as a frame into v, sized
+// by frameGrow.
 func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
 	wall := max(min(at.wall, 1<<62-1), -1<<62)
 	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
@@ -237,14 +226,12 @@ func (v *value) cost() int64 {
 	return entryCost(frameSize0(v))
 }
 
-// frameSize0 is the event-bytes part of a frame's entryCost: its value less
-// the header entryOverhead counts.
+// frameSize0 is a frame's size less the header entryOverhead counts.
 func frameSize0(v *value) int {
 	return uvarintLen(uint64(v.n)) + len(v.lens) + len(v.data)
 }
 
-// each calls fn for every event of v with a sequence number from from on,
-// and stops when fn returns false.
+// each calls fn for v's events from from on, until fn returns false.
 func (v *value) each(from uint64, fn func(seq uint64, data []byte) bool) {
 	if v.n == 1 {
 		if v.first >= from {

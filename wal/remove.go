@@ -156,8 +156,7 @@ func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, erro
 	return gone, nil
 }
 
-// dropOldest removes whole values from the front until need of cost is
-// freed, counted as dropped.
+// dropOldest drops whole values from the front until need of cost is freed.
 func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	if need <= 0 {
 		return nil

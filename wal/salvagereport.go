@@ -5,8 +5,7 @@ import (
 	"strings"
 )
 
-// SalvageReport tells what was done about a damaged spool file, so the
-// caller can log it.
+// SalvageReport tells what was done about a damaged spool file.
 type SalvageReport struct {
 	Cause       error  // the damage that was found
 	CorruptPath string // where the damaged file is kept for inspection
@@ -57,8 +56,7 @@ func (r *SalvageReport) String() string {
 // maxGaps bounds SalvageReport.Unreadable.
 const maxGaps = 16
 
-// gaps returns the numbers from lo to below hi that are not in seen, as
-// ranges (see SalvageReport.Unreadable).
+// gaps returns the numbers in [lo, hi) not in seen, as ranges.
 func gaps(seen map[uint64]struct{}, lo, hi uint64) []SeqRange {
 	var out []SeqRange
 	for seq := lo; seq < hi; seq++ {

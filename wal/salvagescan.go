@@ -42,8 +42,7 @@ func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	return nil
 }
 
-// guessPageSize reads the page size from a meta page whose checksum holds,
-// else assumes the OS page size, with which evspool creates its spools.
+// guessPageSize is a checked meta page's page size, else the OS page size.
 func guessPageSize(f io.ReaderAt) int {
 	if m, ok := bestMeta(f); ok {
 		return int(m.pageSize)

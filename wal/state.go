@@ -93,8 +93,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
-// framer gathers a commit's events into frames (see record.go) and puts
-// each into the events bucket once it is full.
+// framer gathers a commit's events into frames and puts each once full.
 type framer struct {
 	st     *state
 	eb     *bolt.Bucket
@@ -105,8 +104,7 @@ type framer struct {
 	cost   int64    // what its requests were priced at (an estimate)
 }
 
-// add gathers e, first putting the frame gathered so far if e does not fit
-// beside it.
+// add gathers e, first putting the current frame if e does not fit in it.
 func (f *framer) add(e []byte) error {
 	grown := frameGrow(f.size, len(f.events), len(e))
 	if len(f.events) > 0 && grown > frameRoom {

@@ -17,8 +17,7 @@ import (
 // file damaged.
 
 const (
-	// openAttempts is how often Open tries a file that faults or fails a
-	// read before it decides.
+	// openAttempts is how often Open tries a file whose reads fail.
 	openAttempts = 4
 	// firstBackoff is the wait after the first failure; each next is 4x.
 	firstBackoff = 20 * time.Millisecond
@@ -57,8 +56,7 @@ type faultSeam interface {
 	fault(op string) error
 }
 
-// injectedFault is what an injected "map" failure panics with: a memory
-// fault as the runtime raises it.
+// injectedFault is an injected "map" failure, panicked as a memory fault.
 type injectedFault struct{ err error }
 
 func (f injectedFault) Error() string {
@@ -86,8 +84,7 @@ func injectPreadFault(s faultSeam) error {
 	return nil
 }
 
-// preadFile reads the whole spool file through pread: what tells an I/O
-// error from damage after bbolt faulted on its mapping.
+// preadFile reads the whole file through pread, to tell I/O error from damage.
 func (w *WAL) preadFile() error {
 	if err := injectPreadFault(w.opts.faults); err != nil {
 		return err
@@ -145,8 +142,7 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// reopenAfterFault is Repair for a memory fault (see Repair). The caller
-// holds wmu.
+// reopenAfterFault is Repair for a memory fault. It needs wmu.
 func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
 	if err := w.preadFile(); err != nil {
 		w.opts.Logger.Warn("reading the spool file failed; not salvaged", "path", w.path, "error", err, "cause", cause)

@@ -16,8 +16,7 @@ import (
 // each tree page once (of the events' leaves only the header) and keeps one
 // bit per page.
 
-// maxTreeDepth bounds a walk whatever the pages say: a B+tree of 4 KiB
-// pages is 5 levels deep at a few hundred million entries.
+// maxTreeDepth bounds a walk whatever the pages say (real trees are ~5 deep).
 const maxTreeDepth = 32
 
 // treeCheck is one walk over a file's trees.
@@ -188,8 +187,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	return nil
 }
 
-// children reads branch page id, of count elements in span bytes, and
-// returns its children's page ids and their keys.
+// children returns branch page id's children and their keys.
 func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]byte, error) {
 	if count == 0 || elemAt(count) > span {
 		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
@@ -208,8 +206,7 @@ func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]b
 	return kids, keys, nil
 }
 
-// leafBounds checks that the first and last keys of leaf page id (count
-// elements, span bytes) lie in [lo, hi), reading only those two elements.
+// leafBounds checks that leaf page id's first and last keys lie in [lo, hi).
 func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte) error {
 	if count == 0 || (lo == nil && hi == nil) {
 		return nil
@@ -236,8 +233,7 @@ func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte)
 	return nil
 }
 
-// maxBoundKey bounds the keys leafBounds reads: the spool's keys are 8
-// bytes, the root bucket's its bucket names.
+// maxBoundKey bounds the keys leafBounds reads (8 bytes, or bucket names).
 const maxBoundKey = 4096
 
 // inBounds reports whether lo <= k < hi (a nil bound is no bound).
@@ -284,8 +280,7 @@ func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) erro
 	})
 }
 
-// checkInline checks an inline bucket's page: a leaf, every element within
-// it, a value (not a bucket), keys in order.
+// checkInline checks an inline bucket's page: a leaf of values, keys in order.
 func checkInline(p []byte) error {
 	if len(p) < pageHeaderSize || decodeHeader(p).flags != leafPageFlag {
 		return errors.New("its page is not a leaf")

@@ -269,8 +269,7 @@ func (w *WAL) Close() error {
 	defer w.dbmu.Unlock()
 	err := w.db.Close() // a no-op if a failed compaction or repair closed it
 	if err == nil && w.broken.Load() == nil {
-		// Every number below nextSeq is committed and none above was
-		// used: a clean stop, which the next Open need not settle.
+		// A clean stop: the next Open need not settle.
 		err = w.marks.lower(w.meta.nextSeq)
 	}
 	if merr := w.marks.close(); err == nil {
@@ -286,8 +285,7 @@ func (w *WAL) Close() error {
 	return err
 }
 
-// usable returns ErrClosed after Close, or the error that left the spool
-// without a database, else nil.
+// usable returns ErrClosed after Close, the broken error, or nil.
 func (w *WAL) usable() error {
 	if w.closed.Load() {
 		return ErrClosed
@@ -342,8 +340,7 @@ func (w *WAL) fail(err error) {
 	w.nextHeal = time.Now().Add(healInterval)
 }
 
-// crashPoint is called at the steps of salvage where a crash is most
-// telling; the crash tests set it to kill the process there.
+// crashPoint marks salvage's steps for the crash tests to kill the process at.
 var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
@@ -352,6 +349,5 @@ func (w *WAL) Dir() string { return w.dir }
 // Path returns the path of the spool file.
 func (w *WAL) Path() string { return w.path }
 
-// Salvaged returns what Open did about a damaged spool file, or nil if the
-// file was sound.
+// Salvaged returns what Open did about a damaged file; nil if it was sound.
 func (w *WAL) Salvaged() *SalvageReport { return w.salvage }

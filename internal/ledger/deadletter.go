@@ -19,8 +19,7 @@ import (
 // previous generation once the file outgrew its cap.
 const DeadLetterFile = "dead-letters"
 
-// DefaultMaxDeadLetterBytes is the size at which the dead-letter file is
-// rotated: the directory holds at most about twice this in dead letters.
+// DefaultMaxDeadLetterBytes is the size at which the dead-letter file rotates.
 const DefaultMaxDeadLetterBytes = 16 << 20
 
 // deadLetterMagic starts every record's header line.
@@ -160,8 +159,7 @@ func parseDeadLetterHeader(h string) (DeadLetter, int, error) {
 	return dl, size, nil
 }
 
-// FormatDeadLetter is the header line of dl as AppendDeadLetter writes it,
-// without the bytes: for listings.
+// FormatDeadLetter is dl's header line as AppendDeadLetter writes it.
 func FormatDeadLetter(dl DeadLetter) string {
 	return fmt.Sprintf("seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
 		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))

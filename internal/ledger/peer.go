@@ -38,8 +38,7 @@ type PeerNotes struct {
 	buf [peerMarkSize]byte
 }
 
-// OpenPeerNotes opens (or creates, 0600) the PeerFile in the spool
-// directory dir, never through a link (wal.ErrUnsafeFile).
+// OpenPeerNotes opens (or creates) the PeerFile in the spool directory dir.
 func OpenPeerNotes(dir string) (*PeerNotes, error) {
 	f, err := wal.OpenFile(dir, PeerFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
@@ -69,8 +68,7 @@ func (p *PeerNotes) Close() error { return p.f.Close() }
 // errPeerMark is a note that cannot be used.
 var errPeerMark = errors.New("ledger: no usable receiver note")
 
-// ReadPeerMark returns the note in dir; an error when there is none, or it is
-// damaged.
+// ReadPeerMark returns the note in dir; an error if it is missing or damaged.
 func ReadPeerMark(dir string) (PeerMark, error) {
 	b, err := wal.ReadFile(dir, PeerFile)
 	if err != nil {

@@ -67,8 +67,7 @@ func ReportedKnown(spool *wal.WAL) bool {
 	return err == nil && (known || totals(spool) == Losses{})
 }
 
-// loadReported reads the reported counts; known is false when the spool
-// holds none.
+// loadReported reads the reported counts; known is false if there are none.
 func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
 	for _, f := range r.fields() {
 		v, err := spool.Value(f.key)

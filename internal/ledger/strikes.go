@@ -65,8 +65,7 @@ func LoadStrikes(spool *wal.WAL) (Strikes, error) {
 	return s, nil
 }
 
-// SaveStrikes saves s in spool (the zero Strikes clears the record), in a
-// transaction of its own.
+// SaveStrikes saves s in spool; the zero Strikes clears the record.
 func SaveStrikes(spool *wal.WAL, s Strikes) error {
 	var v []byte
 	if s.Seq != 0 {
