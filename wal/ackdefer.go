@@ -18,15 +18,13 @@ import (
 // after a power loss.
 const rideMin = 256
 
-// ackDebtMax bounds the cost of entries acknowledged but not yet deleted
-// from the file: they still take pages, and one commit deletes them all.
+// ackDebtMax bounds the cost of acked entries not yet deleted from the file.
 func ackDebtMax(budget int64) int64 {
 	return min(budget/32, 2<<20)
 }
 
-// AcksPending reports whether acknowledged entries may wait for their
-// deletion to be committed (by the next append, or FlushAcks). It never
-// waits: while a commit runs it reports true.
+// AcksPending reports whether acknowledged entries may await a committed
+// deletion. It never waits: while a commit runs it reports true.
 func (w *WAL) AcksPending() bool {
 	if !w.wmu.TryLock() {
 		return true

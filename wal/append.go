@@ -65,8 +65,8 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 	}
 }
 
-// commit writes a batch of requests in one transaction. On failure the
-// in-memory state is left as it was and every request gets the error.
+// commit writes a batch in one transaction; on failure the state is kept
+// and every request gets the error.
 func (w *WAL) commit(batch []*appendReq) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()

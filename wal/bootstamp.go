@@ -60,8 +60,7 @@ func (w *WAL) stampNow() stamp {
 	return stamp{wall: w.opts.Now().UnixNano(), boot: int64(w.opts.Clock.Boot())}
 }
 
-// thisBoot returns the first sequence number whose boot stamp compares with
-// the clock now, as the meta bucket b tells it; 0 when none does.
+// thisBoot returns the first sequence number stamped in this boot; 0: none.
 func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
 	if b == nil {
 		return 0

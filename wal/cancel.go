@@ -53,8 +53,7 @@ func (p *writerProbe) held() (bool, error) {
 }
 
 // ErrGaveWay is returned by Inspect when a process opened the spool while
-// Inspect read it: Inspect stopped so as not to hold it up. It matches
-// ErrLocked.
+// Inspect read it. It matches ErrLocked.
 var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read it, and Inspect gave way", ErrLocked)
 
 // yield is WAL.yield for Inspect: ErrGaveWay once a writer holds the lock.

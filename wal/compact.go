@@ -67,8 +67,7 @@ func (w *WAL) compactOrCount() {
 	}
 }
 
-// compactLocked needs wmu held: no write transaction runs meanwhile. Reads go
-// on during the copy and wait only for the swap.
+// compactLocked needs wmu. Reads go on during the copy, waiting only for the swap.
 func (w *WAL) compactLocked() error {
 	// Delete acked entries first, or the copy would bring them back.
 	if err := w.flushAcksLocked(); err != nil {
@@ -198,9 +197,8 @@ func createBuckets(tx *bolt.Tx, m *meta) error {
 	return m.store(mb)
 }
 
-// putEntries stores entries, packed into frames (see record.go) wherever
-// consecutive ones share a stamp, as their commit stored them, and returns
-// what they cost (see entryCost).
+// putEntries stores entries, packed into frames wherever consecutive ones
+// share a stamp (as their commit did), and returns their cost.
 func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0

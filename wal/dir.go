@@ -292,15 +292,13 @@ func withSpoolDir(path string, owned bool, fn func(d *spoolDir) error) error {
 	return fn(d)
 }
 
-// WriteFile replaces the file name in the spool directory dir with data,
-// atomically (a temporary file renamed over it, not synced), never writing
-// through a link; the directory must be one Open accepts.
+// WriteFile atomically replaces the file name in the spool directory dir
+// with data (not synced), never through a link.
 func WriteFile(dir, name string, data []byte) error {
 	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.replace(name, data) })
 }
 
-// ReadFile reads the file name in the spool directory dir, never through a
-// link: a link or anything but a regular file is ErrUnsafeFile.
+// ReadFile reads the file name in the spool directory dir, never through a link.
 func ReadFile(dir, name string) (b []byte, err error) {
 	err = withSpoolDir(dir, false, func(d *spoolDir) error {
 		b, err = d.readFile(name)
@@ -321,8 +319,7 @@ func OpenFile(dir, name string, flag int) (f *os.File, err error) {
 	return f, err
 }
 
-// Rename renames the file from to to, both in the spool directory dir (one
-// Open accepts); a link named to is replaced, never followed.
+// Rename renames from to to in the spool directory dir, never through a link.
 func Rename(dir, from, to string) error {
 	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.rename(from, to) })
 }

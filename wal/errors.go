@@ -9,14 +9,12 @@ var (
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("wal: spool is closed")
 
-	// ErrFull is returned by Append when the spool is at its size cap and the
-	// policy is DropNewest (the events were refused and counted as dropped), or
-	// the policy is Block and the context ended before space was freed.
+	// ErrFull is returned by Append when the spool is full under DropNewest
+	// (the events are counted as dropped), or under Block when ctx ended.
 	ErrFull = errors.New("wal: spool is full")
 
 	// ErrTooLarge is returned by Append for an event that could never fit in
-	// the spool, whatever was dropped to make room: raise Options.MaxBytes or
-	// send smaller events.
+	// the spool, whatever was dropped.
 	ErrTooLarge = errors.New("wal: event larger than the spool can hold")
 
 	// ErrLocked is returned by Open when another process holds the spool.
@@ -38,9 +36,8 @@ var (
 	ErrCorrupt = errors.New("wal: spool file is damaged")
 )
 
-// CorruptionError reports damage found in the spool file: a record whose
-// checksum does not match, a key of the wrong shape, a page bbolt cannot read,
-// or a panic raised by bbolt while reading the file.
+// CorruptionError reports damage found in the spool file: a bad checksum,
+// key or page, or a panic raised by bbolt while reading it.
 type CorruptionError struct {
 	Path string // the damaged file
 	Seq  uint64 // sequence number of the damaged record, 0 when not known

@@ -62,8 +62,7 @@ func (rr *readRecorder) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// checkLayout checks the meta and freelist pages and the bucket trees of the
-// size bytes of f, read through r (f's pread, recorded) or f's mapping.
+// checkLayout checks the meta and freelist pages and the bucket trees of f.
 func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 	if size == 0 {
 		// bbolt would silently take it for a new file.
@@ -109,9 +108,7 @@ func checkMetaPair(r io.ReaderAt) error {
 	return nil
 }
 
-// checkFreelist checks that the freelist page is one, that its ids fit in
-// it and that every id is a page of the file other than the meta pages, and
-// returns the ids.
+// checkFreelist checks the freelist page and its ids and returns the ids.
 func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	ps := uint64(m.pageSize)
 	b := make([]byte, pageHeaderSize+8)

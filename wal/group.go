@@ -24,8 +24,7 @@ type group struct {
 	space  chan struct{}
 	closed chan struct{}
 
-	// out is how many requests the last commit released that have not come
-	// back (an estimate: any arrival counts as one of them).
+	// out estimates how many callers the last commit released are not back.
 	out int
 	// lastCommit is how long the last commit took, released when it ended.
 	lastCommit time.Duration

@@ -17,7 +17,7 @@ import (
 var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (an event's key), and not one of the spool's own")
 
 // userKey tells a key a user may store: not the spool's own, and not 8
-// bytes long, so that a page scan never takes it for an event's key.
+// bytes long (a page scan would take it for an event's key).
 func userKey(k []byte) bool {
 	if len(k) == 0 || len(k) == keySize || len(k) > 255 || bytes.Equal(k, keyFormat) {
 		return false

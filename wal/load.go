@@ -139,9 +139,8 @@ func initialBudget(maxBytes int64) int64 {
 	return maxBytes - maxBytes/8 - 2*int64(allocSize(maxBytes))
 }
 
-// guard runs fn, turning a panic or a memory fault in it (bbolt reads the
-// file through mmap; a page past the end of a truncated file faults) into a
-// *CorruptionError.
+// guard runs fn, turning a panic or a memory fault in it (bbolt reads
+// through mmap) into a *CorruptionError.
 func guard(path string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {

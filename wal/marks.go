@@ -85,19 +85,7 @@ func (m *marks) reserve(next uint64) error {
 	if next <= m.reserved {
 		return nil
 	}
-	old, oldExact := m.reserved, m.exact
-	m.reserved, m.exact = next+markStep, false
-	if err := m.write(); err != nil {
-		m.reserved, m.exact = old, oldExact
-		return fmt.Errorf("wal: write marks file: %w", err)
-	}
-	if m.sync {
-		if err := m.f.Sync(); err != nil {
-			m.reserved, m.exact = old, oldExact
-			return fmt.Errorf("wal: sync marks file: %w", err)
-		}
-	}
-	return nil
+	return m.set(next+markStep, false)
 }
 
 // remove records that every sequence number up to seq has left the spool,
@@ -118,8 +106,13 @@ func (m *marks) lower(next uint64) error {
 	if m.reserved == next && m.exact {
 		return nil
 	}
+	return m.set(next, true)
+}
+
+// set writes and syncs a new reservation, keeping the old one on failure.
+func (m *marks) set(reserved uint64, exact bool) error {
 	old, oldExact := m.reserved, m.exact
-	m.reserved, m.exact = next, true
+	m.reserved, m.exact = reserved, exact
 	err := m.write()
 	if err == nil && m.sync {
 		err = m.f.Sync()

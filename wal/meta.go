@@ -52,8 +52,7 @@ type metaField struct {
 	val *uint64
 }
 
-// fields lists the meta values. A value added here is stored, loaded,
-// checked, salvaged and migrated with the others.
+// fields lists the meta values: stored, loaded, salvaged and migrated alike.
 func (m *meta) fields() []metaField {
 	return append([]metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
@@ -79,8 +78,8 @@ const (
 	metaOlder                    // an earlier format (migrate.go): to be stored anew
 )
 
-// load reads the meta bucket. Any value that fails its check, a key that
-// is a bucket, or a format it does not know is an error: damage.
+// load reads the meta bucket; a bad value, a nested bucket or an unknown
+// format is damage.
 func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	*m = meta{nextSeq: 1}
 	if b == nil {
@@ -102,9 +101,8 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 // metaWalk is a meta bucket's ForEach (a nested bucket's value is nil).
 type metaWalk func(fn func(k, v []byte) error) error
 
-// decode reads the meta values through get (nil: absent). each, if not
-// nil, walks the whole bucket: every key must hold a value that passes its
-// check.
+// decode reads the meta values through get; each, if not nil, checks every
+// key of the bucket.
 func (m *meta) decode(get func([]byte) []byte, each metaWalk) (metaState, error) {
 	*m = meta{nextSeq: 1}
 	v := get(keyFormat)

@@ -67,8 +67,8 @@ func fitting(p []byte, count int) int {
 	return max(0, min(count, (len(p)-pageHeaderSize)/leafElemSize))
 }
 
-// leafElem decodes leaf element i from its bytes e: its flags, and where its
-// key ([k0, k1)) and value ([k1, v1)) lie from the page's first byte.
+// leafElem decodes leaf element i: its flags and key [k0, k1) and value
+// [k1, v1) offsets in the page.
 func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
 	le := binary.LittleEndian
 	k0 = elemAt(i) + uint64(le.Uint32(e[4:8]))
@@ -76,8 +76,7 @@ func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
 	return le.Uint32(e[0:4]), k0, k1, k1 + uint64(le.Uint32(e[12:16]))
 }
 
-// leafAt returns leaf element i of page p, which lies in p; ok is false when
-// its key or value does not.
+// leafAt returns leaf element i of p; ok is false if it overruns p.
 func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
 	flags, k0, k1, v1 := leafElem(p[elemAt(i):], i)
 	if v1 > uint64(len(p)) {
@@ -86,8 +85,7 @@ func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
 	return flags, p[k0:k1], p[k1:v1], true
 }
 
-// branchAt returns branch element i of page p, which lies in p: its child
-// page and its key; ok is false when the key does not lie in p.
+// branchAt returns branch element i of p; ok is false if it overruns p.
 func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
 	le, e := binary.LittleEndian, p[elemAt(i):]
 	k0 := elemAt(i) + uint64(le.Uint32(e[0:4]))
@@ -116,8 +114,8 @@ func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error 
 	return nil
 }
 
-// parseLeaf is leafElems for salvage: it reads p if it is a leaf, skips
-// elements out of it, and recurses into inline buckets of the top level.
+// parseLeaf is leafElems for salvage: it skips bad elements and enters
+// top-level inline buckets.
 func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 	if len(p) < pageHeaderSize {
 		return
@@ -142,8 +140,7 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 	}
 }
 
-// bucketValue decodes a bucket element's value: its root page id and, for
-// an inline bucket (root 0), its page. ok is false when v is too short.
+// bucketValue decodes a bucket's root page id and inline page (root 0).
 func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
 	if len(v) < bucketHeader {
 		return 0, nil, false
@@ -180,8 +177,8 @@ func bestMeta(f io.ReaderAt) (boltMeta, bool) {
 	return best, found
 }
 
-// readMeta reads the meta page at off: ok is false unless its magic,
-// version and checksum hold and its page size is one bbolt allows.
+// readMeta reads the meta page at off; ok if magic, version, checksum and
+// page size hold.
 func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
 	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
 	if _, err := f.ReadAt(buf, off); err != nil {

@@ -44,8 +44,7 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	return out, err
 }
 
-// readTx is Read in tx. The entries' bytes point into the file's mapping,
-// valid only in tx: they are copied out, into one allocation.
+// readTx is Read in tx; the bytes are copied out of the mapping at once.
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
 	var err error

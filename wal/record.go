@@ -30,8 +30,7 @@ const (
 	v2Flag        = uint64(1) << 63
 )
 
-// stamp is when a record was appended: the wall clock, and the boot clock
-// (0 in version 1 records, which have none).
+// stamp is when a record was appended.
 type stamp struct {
 	wall int64 // unix nanoseconds
 	boot int64 // CLOCK_BOOTTIME nanoseconds; 0: not recorded
@@ -135,8 +134,7 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// frameGrow is the size of a frame of n events and size bytes once an
-// event of l bytes joins it (n 0: a frame of that event alone).
+// frameGrow is a frame's size once an event of l bytes joins its n events.
 func frameGrow(size, n, l int) int {
 	if n == 0 {
 		return frameHead(1) + uvarintLen(uint64(l)) + l

@@ -81,9 +81,8 @@ func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
 	return gone, nil
 }
 
-// removeTx is removeFront's transaction: a read transaction to acknowledge,
-// a write transaction to expire. It returns a nil state when nothing up to
-// upTo is pending.
+// removeTx is removeFront's transaction (a write one only to expire); a nil
+// state means nothing up to upTo is pending.
 func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err error) {
 	if w.firstSeq == 0 || upTo < w.firstSeq {
 		return nil, gone, nil
@@ -104,9 +103,8 @@ func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err e
 	return st, gone, err
 }
 
-// commitRemoval removes the pending entries through upTo (see
-// state.remove), counted in into (nil: not counted), and deletes them and
-// any acknowledged before, in a write transaction of its own on db.
+// commitRemoval removes and deletes the entries through upTo in a write
+// transaction of its own, counted in into (if not nil).
 func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) (gone Counter, err error) {
 	err = guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {

@@ -55,8 +55,7 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 }
 
 // reopenDamaged opens spool.db again after a failed salvage, without the
-// verifying scan that would fail on the damage. The in-memory state still
-// describes it: the failed salvage did not change it.
+// verifying scan; the in-memory state still describes it.
 func (w *WAL) reopenDamaged() error {
 	if _, err := w.sd.stat(fileName); err != nil {
 		return err

@@ -12,8 +12,8 @@ import (
 // only grows, so that never exceeds what the lost copy said. The records and
 // the marks file then raise the next number and the removal mark.
 
-// scanPages calls fn for every key/value pair found in leaf pages of the file
-// f, inline buckets included. Pairs may repeat (old copies of pages).
+// scanPages calls fn for every key/value pair in f's leaf pages; pairs may
+// repeat (old copies of pages).
 func scanPages(f *os.File, fn func(key, val []byte)) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -64,9 +64,7 @@ func (c *metaCopies) add(key, v []byte) {
 	}
 }
 
-// inForceMeta reads the meta bucket in force in the file f. ok is false if
-// it cannot be found, or any value in it fails its check, or one that every
-// file holds is not there.
+// inForceMeta reads the meta bucket in force in f; ok only if it is whole.
 func inForceMeta(f *os.File) (m meta, ok bool) {
 	bm, found := bestMeta(f)
 	if !found {

@@ -6,8 +6,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// state is a working copy of the spool's counters, changed inside a write
-// transaction and kept only if it commits.
+// state is a working copy of the counters, kept only if its transaction commits.
 type state struct {
 	meta     meta
 	prev     meta // as the file holds it (see storeChanged)
@@ -38,8 +37,7 @@ func (w *WAL) restore(st *state) {
 	w.stats.appended += st.appended
 }
 
-// hidden is the sequence number through which entries are out of the
-// counters: removed, or acknowledged and not yet deleted (ackdefer.go).
+// hidden is the number through which entries are removed or acked.
 func (st *state) hidden() uint64 { return max(st.meta.removedSeq, st.acked) }
 
 // apply stores the batch's events, dropping per the policy to make room.

@@ -11,9 +11,8 @@ type Counter struct {
 	Bytes  uint64
 }
 
-// Stats is a snapshot of a spool's state. The pending figures, sequence
-// numbers and loss counters are read from the file and survive restarts; the
-// rest count what this process did since Open.
+// Stats is a snapshot of a spool's state. Pending figures, sequence numbers
+// and loss counts survive restarts; the rest count this process since Open.
 type Stats struct {
 	PendingEvents uint64    // events in the spool
 	PendingBytes  uint64    // their event bytes

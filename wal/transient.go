@@ -43,8 +43,7 @@ func transient(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &ie)
 }
 
-// isFault tells a recovered panic value that is a memory fault (SIGBUS or
-// SIGSEGV under debug.SetPanicOnFault: a runtime.Error with an address).
+// isFault tells a recovered memory fault (a runtime.Error with an address).
 func isFault(v any) bool {
 	_, ok := v.(interface{ Addr() uintptr })
 	return ok
@@ -149,17 +148,10 @@ func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
 		return nil, fmt.Errorf("wal: spool file %s could not be read (%w) after %v: not salvaged, try again", w.path, err, cause)
 	}
 	before := w.salvage
-	// As ready does: readers stop at usable while the file is reopened.
-	w.fail(cause)
-	w.dbmu.Lock()
-	_ = w.db.Close()
-	w.dbmu.Unlock()
-	if err := w.open(); err != nil {
-		w.fail(err)
+	w.fail(cause) // readers stop at usable while the file is reopened
+	if err := w.reopen(); err != nil {
 		return nil, err
 	}
-	w.broken.Store(nil)
-	w.group.freed()
 	if w.salvage != before {
 		return w.salvage, nil
 	}

@@ -47,8 +47,7 @@ func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) 
 	return checkTrees(r, m, free)
 }
 
-// checkTrees walks the root bucket's tree from m.root and the tree of every
-// bucket it holds that is not inline. free are the freelist's page ids.
+// checkTrees walks the root bucket's tree and every non-inline bucket's.
 func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 	c := &treeCheck{pageReader: pageReader{r: r, ps: int64(m.pageSize)}, m: m, seen: make([]uint64, (m.pgid+63)/64)}
 	// Free pages are marked first: a tree reaching one is damage.

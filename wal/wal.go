@@ -26,8 +26,7 @@ type WAL struct {
 	lock  *dirLock
 	marks *marks // guarded by wmu
 
-	// dbmu guards the db pointer, which compaction swaps: everything that
-	// uses db holds it for reading, compaction for writing.
+	// dbmu guards the db pointer, which compaction swaps (write lock).
 	dbmu sync.RWMutex
 	db   *bolt.DB
 
@@ -42,9 +41,8 @@ type WAL struct {
 	stats       processStats
 	salvage     *SalvageReport
 
-	// acked is the acknowledged-through number (see ackdefer.go): entries
-	// up to it are hidden from Read, Len and Stats even while the file
-	// still holds them (debt). Written under wmu, read by Read without it.
+	// acked: entries up to it are hidden even while the file holds them
+	// (ackdefer.go). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
 	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
 	lastCommit time.Time // wmu: when a commit last deleted or appended
@@ -107,9 +105,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	return w, nil
 }
 
-// prepareDir creates dir 0700 whatever the umask (durably: see
-// mkdirDurable) and opens it, refusing a directory that is a link, is
-// another user's or that other users can write to (see openSpoolDir).
+// prepareDir creates dir durably (0700) and opens it as a spool directory.
 func prepareDir(dir string, noSync bool) (*spoolDir, error) {
 	if err := mkdirDurable(dir, noSync); err != nil {
 		return nil, fmt.Errorf("wal: create spool directory: %w", err)
@@ -117,10 +113,8 @@ func prepareDir(dir string, noSync bool) (*spoolDir, error) {
 	return openSpoolDir(dir, true)
 }
 
-// open opens (or salvages) the bbolt file and loads the state. It removes
-// what an interrupted compaction or salvage left, makes a file it created
-// durable in the directory, and rewrites a file a crash may have left with
-// pages of a commit that never completed (see settle).
+// open opens (or salvages) the bbolt file and loads the state, after
+// removing leftovers; a file it created is made durable in the directory.
 func (w *WAL) open() error {
 	if err := w.removeLeftovers(); err != nil {
 		return err
@@ -189,16 +183,14 @@ func (w *WAL) settle() error {
 	return nil
 }
 
-// openBolt opens spool.db with the spool's settings. Damage is reported
-// as a *CorruptionError: what checkFile finds before bbolt maps the file, and
-// any panic of bbolt.Open.
+// openBolt opens spool.db after checkFile; damage, including a panic of
+// bbolt.Open, is a *CorruptionError.
 func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	path := w.path
 	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
 		return nil, err
 	}
-	// If bbolt.Open panics, it never returns its DB to close: close the file
-	// it opened, so its descriptor and lock do not outlive the attempt.
+	// If bbolt.Open panics, close the file it opened ourselves.
 	var file *os.File
 	openFile := func(_ string, flag int, _ os.FileMode) (*os.File, error) {
 		f, err := w.sd.open(fileName, flag)
@@ -251,9 +243,8 @@ func mmapSize(maxBytes int64) int {
 	return int(maxBytes + 1<<20)
 }
 
-// Close closes the spool. Appends waiting for space return ErrClosed. A second
-// Close returns nil. Close also releases a spool that a failed compaction or
-// repair left unusable.
+// Close closes the spool; Appends waiting for space return ErrClosed. A
+// second Close returns nil.
 func (w *WAL) Close() error {
 	if w.closed.Swap(true) {
 		return nil
@@ -296,10 +287,8 @@ func (w *WAL) usable() error {
 	return nil
 }
 
-// ready is usable for the methods' entry points: a spool left without a
-// database is opened again (salvaged if need be), at most once per
-// healInterval, so it heals by itself once the cause (a full disk, a file
-// size limit) is gone.
+// ready is usable for the methods' entry points: a broken spool is reopened
+// at most once per healInterval, so it heals once the cause is gone.
 func (w *WAL) ready() error {
 	err := w.usable()
 	if err == nil || errors.Is(err, ErrClosed) {
@@ -315,16 +304,25 @@ func (w *WAL) ready() error {
 		return *w.broken.Load()
 	}
 	w.nextHeal = now.Add(healInterval)
+	if err := w.reopen(); err != nil {
+		return *w.broken.Load()
+	}
+	w.stats.heals++
+	return nil
+}
+
+// reopen closes and opens (or salvages) the database while the spool is
+// broken: readers stop at usable, and open sets w.db before broken is
+// cleared. It needs wmu.
+func (w *WAL) reopen() error {
 	w.dbmu.Lock()
 	_ = w.db.Close() // a no-op when already closed
 	w.dbmu.Unlock()
-	// Readers stop at usable; open sets w.db before broken is cleared.
 	if err := w.open(); err != nil {
 		w.fail(err)
-		return *w.broken.Load()
+		return err
 	}
 	w.broken.Store(nil)
-	w.stats.heals++
 	w.group.freed()
 	return nil
 }

@@ -14,9 +14,8 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// DeadLetterFile is the file in a spool directory that holds the events set
-// aside as poison (see package emitter); DeadLetterFile+".1" holds the
-// previous generation once the file outgrew its cap.
+// DeadLetterFile holds the events set aside as poison; DeadLetterFile+".1"
+// the previous generation.
 const DeadLetterFile = "dead-letters"
 
 // DefaultMaxDeadLetterBytes is the size at which the dead-letter file rotates.

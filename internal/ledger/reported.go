@@ -46,8 +46,7 @@ func (l *Losses) fields() []lossField {
 // markMu orders MarkReported's read, raise and store.
 var markMu sync.Mutex
 
-// Reported returns the losses spool counts, across restarts, and how many of
-// them were reported (see MarkReported; zero where they cannot be read).
+// Reported returns the losses spool counts and how many were reported.
 func Reported(spool *wal.WAL) (total, reported Losses) {
 	reported, _, _ = loadReported(spool)
 	return totals(spool), reported
@@ -81,10 +80,8 @@ func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
 	return r, known, nil
 }
 
-// MarkReported records in spool that the losses up to r were reported: each
-// count is raised to r's where r's is larger, never lowered. It commits a
-// small transaction when something changed, or when the spool recorded
-// nothing yet.
+// MarkReported records in spool that the losses up to r were reported; the
+// counts are only ever raised. It commits only when something changed.
 func MarkReported(spool *wal.WAL, r Losses) error {
 	markMu.Lock()
 	defer markMu.Unlock()

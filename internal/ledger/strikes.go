@@ -47,9 +47,8 @@ func decodeStrikes(b []byte) (Strikes, error) {
 	return s, nil
 }
 
-// LoadStrikes returns the strike record last saved in spool; the zero
-// Strikes if none, or if the suspect has left the spool since (delivered,
-// dropped, expired, set aside).
+// LoadStrikes returns the strike record saved in spool; the zero Strikes if
+// none, or if the suspect has left the spool since.
 func LoadStrikes(spool *wal.WAL) (Strikes, error) {
 	v, err := spool.Value(keyStrikes)
 	if err != nil || v == nil {
