@@ -6,16 +6,13 @@ import (
 )
 
 // Ack hides entries at once and records the acked-through number in the
-// marks file (page cache: survives a process crash, applied at Open); their
-// deletion rides an append's commit, or is committed on its own when the
-// debt passes ackDebtMax, by FlushAcks, before a compaction and at Close.
-// Deletions always take a prefix, so what a power loss brings back is one
-// in-order run from the head. See docs/spool.md, "Acknowledgements".
+// marks file (survives a process crash); their deletion rides an append's
+// commit, or is committed alone (debt past ackDebtMax, FlushAcks, compaction,
+// Close). See docs/spool.md, "Acknowledgements".
 
 // rideMin is how many acked entries an append's commit waits for before it
-// deletes them: deleting whole leaves is far cheaper per entry than a few
-// entries at every commit. The price: up to rideMin more may come back
-// after a power loss.
+// deletes them, whole leaves being far cheaper per entry; the price is up to
+// rideMin more coming back after a power loss.
 const rideMin = 256
 
 // ackDebtMax bounds the cost of acked entries not yet deleted from the file.

@@ -12,14 +12,11 @@ import (
 	"github.com/evspool/evspool/internal/clock"
 )
 
-// Ages that wall-clock steps do not move. A record's boot-clock stamp means
-// something only in the boot it was taken in, so the meta bucket keeps which
-// boot the newest records were written in (boot_id, a hash of the kernel's
-// boot id) and that boot's first sequence number (boot_first_seq). Records
-// from it on compare with the clock's boot reading (Entry.ThisBoot); others
-// age by the wall clock. Salvage's "largest copy wins" can at worst pair an
-// old boot id with a newer first sequence: a fall back to the wall clock,
-// never a wrong boot age.
+// A boot-clock stamp means something only in its boot, so the meta bucket
+// keeps the boot of the newest records (boot_id) and its first sequence
+// number (boot_first_seq); records from it on age by the boot clock
+// (Entry.ThisBoot), others by the wall clock. Salvage's "largest copy wins"
+// can at worst make records fall back to the wall clock, never a wrong age.
 var (
 	keyBootID       = []byte("boot_id")
 	keyBootFirstSeq = []byte("boot_first_seq")

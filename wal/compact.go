@@ -126,8 +126,8 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 			return err
 		}
 		// Values are copied as stored; a frame with removed events has
-		// its pending ones stored anew.
-		var chunk []Entry // of that frame, or raw values (Seq and Data: key and value)
+		// its pending ones stored anew (chunk).
+		var chunk []Entry
 		var raw [][2][]byte
 		size := 0
 		flush := func() error {

@@ -51,9 +51,8 @@ func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	return d, nil
 }
 
-// checkOwned refuses a directory another user owns or can write to: they
-// could plant links under the names the spool has yet to create. The sticky
-// bit does not help.
+// checkOwned refuses a directory another user owns or can write to (even
+// sticky): they could plant links under names the spool has yet to create.
 func (d *spoolDir) checkOwned() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd, &st); err != nil {
@@ -252,9 +251,8 @@ func (d *spoolDir) readFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// replace writes data to name through a temporary file renamed over it, so
-// readers see the old contents or the new and no link is written through.
-// Not synced.
+// replace writes data to name through a temporary file renamed over it (not
+// synced): readers see old or new contents, and no link is written through.
 func (d *spoolDir) replace(name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := d.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -307,9 +305,8 @@ func ReadFile(dir, name string) (b []byte, err error) {
 	return b, err
 }
 
-// OpenFile opens the file name in the spool directory dir with flag,
-// creating it 0600, never through a link: anything but a regular file is
-// ErrUnsafeFile. To write, the directory must be one Open accepts.
+// OpenFile opens the file name in the spool directory dir with flag (creating
+// it 0600), never through a link; to write, dir must be one Open accepts.
 func OpenFile(dir, name string, flag int) (f *os.File, err error) {
 	owned := flag&(os.O_WRONLY|os.O_RDWR) != 0
 	err = withSpoolDir(dir, owned, func(d *spoolDir) error {

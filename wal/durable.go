@@ -92,9 +92,8 @@ func (w *WAL) removeLeftovers() error {
 	return nil
 }
 
-// keepCopy keeps the damaged spool file as name: a hard link, or a copy where
-// the filesystem has none, reusing one kept by an interrupted salvage. It
-// returns the copy's path; the caller syncs the directory.
+// keepCopy keeps the damaged spool file as name (a hard link, else a copy),
+// or reuses one an interrupted salvage kept; the caller syncs the directory.
 func (w *WAL) keepCopy(name string) (string, error) {
 	fi, err := w.sd.stat(fileName)
 	if err != nil {

@@ -8,38 +8,31 @@ import (
 // maxLinger bounds how long a leader waits for released callers (gather).
 const maxLinger = 2 * time.Millisecond
 
-// group gathers concurrent Appends into one transaction (group commit). The
-// first caller to find no commit running leads: it commits everything queued
-// in one transaction and one fsync, then hands the lead to the first request
-// queued meanwhile. No goroutine: a lone caller commits at once. A leader
-// first waits briefly for the callers the last commit released (gather), so
-// callers appending in a loop form one group rather than two taking turns.
+// group gathers concurrent Appends into one transaction and fsync (group
+// commit), with no goroutine: the first caller to find no commit running
+// leads, commits the queue, then hands the lead to the next queued request.
+// A leader first waits briefly for the callers the last commit released
+// (gather), so callers appending in a loop form one group, not two.
 type group struct {
-	mu      sync.Mutex
-	queue   []*appendReq
-	leading bool
-	// reserved is the cost of queued Block requests, held against the budget.
-	reserved int64
-	// space is closed (and replaced) whenever space is freed.
-	space  chan struct{}
-	closed chan struct{}
+	mu       sync.Mutex
+	queue    []*appendReq
+	leading  bool
+	reserved int64         // the cost of queued Block requests, held against the budget
+	space    chan struct{} // closed (and replaced) whenever space is freed
+	closed   chan struct{}
 
-	// out estimates how many callers the last commit released are not back.
-	out int
-	// lastCommit is how long the last commit took, released when it ended.
-	lastCommit time.Duration
-	released   time.Time
-	// A gathering leader waits until want requests are queued (full closes).
-	want int
-	full chan struct{}
+	out        int           // estimate of callers the last commit released not back yet
+	lastCommit time.Duration // how long the last commit took
+	released   time.Time     // when it ended
+	want       int           // how many queued requests a gathering leader waits for
+	full       chan struct{} // closed once they are queued
 	// regroup is open from a commit that released several callers until
 	// the next takes its batch, at most until regroupBy (awaitRegroup).
 	regroup   chan struct{}
 	regroupBy time.Time
 }
 
-// reqPool recycles appendReqs with their wake channels, keeping GC work out
-// of the gap between commits.
+// reqPool recycles appendReqs, keeping GC work out of the gap between commits.
 var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
 // newReq takes a request from the pool.
@@ -78,10 +71,9 @@ func (g *group) close() {
 	g.regrouped()
 }
 
-// awaitRegroup holds a reader back while the callers the last commit
-// released regroup, until the next commit starts (maxLinger at most): a
-// reader then takes the CPU the callers need, while during the commit the
-// CPU is idle on fsync.
+// awaitRegroup holds a reader back while released callers regroup, until
+// the next commit starts (maxLinger at most): a reader would take the CPU
+// they need, while during the commit the CPU is idle on fsync.
 func (g *group) awaitRegroup() {
 	g.mu.Lock()
 	started, wait := g.regroup, time.Until(g.regroupBy)
@@ -145,6 +137,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.mu.Lock()
 	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
 	if len(batch) > 1 {
+		// The callers return within a commit's time; a leader lingers half.
 		g.regrouped()
 		g.regroup, g.regroupBy = make(chan struct{}), g.released.Add(min(took+took/2, maxLinger))
 	}
@@ -175,10 +168,9 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	}
 }
 
-// gather runs in the leader, holding g.mu, before it takes the queue: if the
-// last commit released callers that have not come back, it waits for them,
-// at most half a commit's time (and maxLinger). It does not wait after a
-// pause longer than a commit.
+// gather runs in the leader, holding g.mu: it waits for callers the last
+// commit released, at most half a commit's time (and maxLinger), unless a
+// pause longer than a commit has passed since.
 func (g *group) gather() {
 	want := len(g.queue) + g.out
 	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {

@@ -13,11 +13,9 @@ import (
 )
 
 // Inspect reads the spool in dir without changing it: its Stats (the
-// process counters are zero) and the oldest dump pending entries. It never
-// stands in a writer's way: it fails with ErrLocked when a process holds the
-// spool or opens it meanwhile (the scan stops within milliseconds). It never
-// salvages or compacts. It tells damage (*CorruptionError) from an I/O error
-// as Open does.
+// process counters are zero) and the oldest dump pending entries. It fails
+// with ErrLocked when a process holds the spool or opens it meanwhile. It
+// tells damage from an I/O error as Open does, but never salvages.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	sd, err := openSpoolDir(dir, false)
 	if err != nil {

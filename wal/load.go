@@ -62,9 +62,8 @@ func (w *WAL) load(db *bolt.DB) error {
 }
 
 // applyRemovedMark deletes what the marks file (or the file's own removal
-// mark) says was removed but the file still holds, after a crash before the
-// deletion was committed or a torn file. Without it acked events would be
-// delivered again, or hidden from Read while Len counted them.
+// mark) says was removed but the file still holds, so that acked events are
+// not delivered again, nor hidden from Read while Len counts them.
 func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 	upTo := w.meta.removedSeq
 	if w.marks != nil {

@@ -15,14 +15,11 @@ import (
 //	flags     bit 0 (exact): reserved is the next number, every one below
 //	          it committed (set by Close and a settled Open)
 //
-// Layout: the three as big-endian u64s through the meta codec under the key
-// "marks" (28 bytes); migrate.go reads earlier formats. A missing or damaged
-// file reads as zeros: the numbers then come from spool.db alone.
-//
-// reserved is raised markStep ahead and fsync'd before a commit would reach
-// it, so numbering never goes back even if spool.db is lost. removed is
-// written after each Ack without fsync: it survives a process crash, not a
-// power loss. See docs/spool.md, "On-disk layout".
+// The three are big-endian u64s through the meta codec under the key
+// "marks"; a missing or damaged file reads as zeros. reserved is raised
+// markStep ahead and fsync'd before a commit would reach it, so numbering
+// never goes back even if spool.db is lost. removed is written after each
+// Ack without fsync: it survives a process crash, not a power loss.
 const (
 	marksFileName = "marks"
 	markStep      = 1 << 16

@@ -28,13 +28,11 @@ var (
 	keyRefused       = []byte("refused_events")    // see CountRefused
 )
 
-// formatVersion 3: events of a commit may share a value, a frame
-// (record.go); every meta value checksummed (metacodec.go). migrate.go reads
-// the earlier ones.
+// formatVersion 3: frames (record.go), every meta value checksummed;
+// migrate.go reads the earlier ones.
 const formatVersion = 3
 
-// meta is the state kept in the meta bucket, written in the same transaction
-// as the events it describes.
+// meta is kept in the meta bucket, in the same transaction as the events.
 type meta struct {
 	nextSeq       uint64 // sequence number the next event gets; never goes back
 	removedSeq    uint64 // every sequence up to this one has left (acked or dropped)

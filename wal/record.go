@@ -16,17 +16,14 @@ import (
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns, bit 63 set (8) |
 //	count uvarint (>= 2) | count lengths, uvarint each | the events' bytes
 //
-// Its key is its first event's sequence number. Bit 63 of the boot time
-// tells a frame; the checksum says for sure. Version 1 is read by migrate.go.
-// Integers are big-endian. The checksum (keySum) covers the key and an
-// unstored version byte too, so a record moved to another key or read as
-// another version fails it. See docs/spool.md, "On-disk layout".
+// Its key is its first event's sequence number; bit 63 of the boot time
+// tells a frame. Integers are big-endian. The checksum (keySum) also covers
+// the key and an unstored version byte, so a record moved to another key or
+// read as another version fails it. Version 1: migrate.go.
 const (
-	keySize      = 8
-	recordHeader = 20 // the header of the records written now
-	// entryOverhead is what an entry takes in a bbolt leaf page beyond the
-	// event bytes: the leaf element header (16), the key and the record header.
-	entryOverhead = 16 + keySize + recordHeader
+	keySize       = 8
+	recordHeader  = 20                          // the header of the records written now
+	entryOverhead = 16 + keySize + recordHeader // leaf element, key, header
 	v2Flag        = uint64(1) << 63
 )
 
@@ -113,12 +110,11 @@ func isFrame(v []byte) bool {
 
 var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
-// Frames pack a commit's events into few bbolt values: a frame takes at most
-// half a page's room, so two fill a leaf. A lone event, or one too large to
-// share, is stored as version 2. A frame leaves the file whole once its last
-// event is removed; till then the removal mark hides its earlier events.
-// Append prices events as records; a frame may cost up to about a quarter
-// page more, which the budget leaves room for (enforceCap checks the file).
+// A frame takes at most half a page's room, so two fill a leaf; a lone or
+// too large event is stored as version 2. A frame leaves the file whole once
+// its last event is removed; the removal mark hides its earlier events. Append
+// prices events as records; a frame may cost up to a quarter page more, which
+// the budget leaves room for.
 
 // frameRoom is the most bytes a frame's value may take.
 var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize

@@ -8,18 +8,14 @@ import (
 
 // A prefix of the queue is removed one way (Ack, Expire, DropOldest, the
 // marks file at Open): state.remove hides it and updates the counters;
-// deleteHidden deletes it from the file and moves the removal mark. Acked
-// entries wait for a later commit (ackdefer.go); the rest go at once.
+// deleteHidden deletes it and moves the removal mark.
 
 // Ack acknowledges every pending entry up to and including upTo: they are
 // never returned again, by this process or, after a process crash, the next.
-// Acknowledging what is already gone is a no-op.
-//
-// Ack does not commit: it records upTo in the marks file (no fsync) and a
-// later commit deletes the entries (see FlushAcks). After a power loss,
-// entries acked since the last synced deletion may come back, as one
-// in-order run from the head. If the marks file cannot be written, Ack
-// commits at once.
+// It records upTo in the marks file (no fsync) and a later commit deletes the
+// entries (see FlushAcks), so after a power loss entries acked since the last
+// synced deletion may come back, as one in-order run from the head. If the
+// marks file cannot be written, Ack commits at once.
 func (w *WAL) Ack(upTo uint64) error {
 	_, err := w.removeFront(upTo, false)
 	return err

@@ -15,9 +15,8 @@ import (
 // replaces the damaged one, which is kept aside. Appends wait meanwhile. If
 // the salvage fails, the damaged file stays in use; call Repair again later.
 //
-// A memory fault under bbolt's mapping may be an I/O error, not damage: the
-// file is then reopened with Open's checks and salvaged only if they find
-// damage (else Repair returns a nil report and no error).
+// After a memory fault (maybe an I/O error) the file is reopened and
+// salvaged only if Open's checks find damage; else the report is nil.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	if err := w.ready(); err != nil {
 		return nil, err

@@ -5,12 +5,10 @@ import (
 	"os"
 )
 
-// Salvage reads a damaged file without bbolt (pages.go) and keeps only what
-// passes its checksum. It takes the meta values from the copy in force (the
-// meta bucket under bbolt's newest valid meta page) when all of it passes;
-// else, per value, the largest checked copy in the file's pages: every value
-// only grows, so that never exceeds what the lost copy said. The records and
-// the marks file then raise the next number and the removal mark.
+// Salvage reads a damaged file without bbolt and keeps only what passes its
+// checksum. Meta values come from the copy in force if it is whole, else per
+// value from the largest checked copy in the file's pages (every value only
+// grows); the records and the marks file then raise them.
 
 // scanPages calls fn for every key/value pair in f's leaf pages; pairs may
 // repeat (old copies of pages).

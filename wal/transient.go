@@ -9,12 +9,10 @@ import (
 	"time"
 )
 
-// A failed read (EIO, ESTALE, ...) is not a damaged file, but through bbolt's
-// mapping it faults like damage. guard recovers a fault as a *faultError; the
-// spool then reads the file through pread(2), which returns the error: an
-// I/O error is retried with backoff and, if it lasts, returned without
-// salvaging. Only if pread reads every byte and bbolt still faults is the
-// file damaged.
+// A failed read (EIO, ESTALE) faults through bbolt's mapping like damage.
+// guard recovers it as a *faultError, and the file is read again through
+// pread(2): an I/O error is retried with backoff and returned, not salvaged.
+// Only if pread reads every byte and bbolt still faults is the file damaged.
 
 const (
 	// openAttempts is how often Open tries a file whose reads fail.

@@ -117,11 +117,10 @@ func (c *treeCheck) mark(id uint64) bool {
 	return true
 }
 
-// walk checks the tree rooted at page root: every page is in the file, is
-// a branch or a leaf, is seen once (with its overflow), and every leaf is at
-// the same depth. leaf, if not nil, gets each leaf page whole. Keys are
-// checked against the ranges their branches give them (a leaf's first and
-// last key), since bbolt's Seek relies on them.
+// walk checks the tree rooted at page root: every page is in the file, a
+// branch or a leaf, seen once, leaves all at one depth, and keys within the
+// ranges their branches give (bbolt's Seek relies on them). leaf, if not
+// nil, gets each leaf page whole.
 func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	type frame struct {
 		id, depth uint64

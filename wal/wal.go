@@ -36,8 +36,8 @@ type WAL struct {
 	pending     uint64 // events in the spool
 	payload     uint64 // their bytes
 	firstSeq    uint64 // oldest pending sequence, 0 when empty
-	staleAtOpen bool   // the scan found values at or below the removal mark
 	firstAt     int64  // its timestamp (unix ns)
+	staleAtOpen bool   // the scan found values at or below the removal mark
 	stats       processStats
 	salvage     *SalvageReport
 
@@ -49,10 +49,9 @@ type WAL struct {
 
 	// cost and budget (see entryCost) change under wmu but are atomics for
 	// Block's waiters, which hold the group's lock and must not take wmu.
-	cost   atomic.Int64
-	budget atomic.Int64
-	// compactedSize is the file's size after the last compaction (wmu).
-	compactedSize int64
+	cost          atomic.Int64
+	budget        atomic.Int64
+	compactedSize int64 // the file's size after the last compaction (wmu)
 	closedSize    int64 // the file's size at Close, for Stats (wmu; -1 while open)
 
 	yield func() error // asked during the start-up scan whether to stop (cancel.go)
@@ -61,15 +60,14 @@ type WAL struct {
 	closed atomic.Bool
 	// broken is set when a compaction or repair could not reopen the
 	// database: every method returns it until ready reopens the spool.
-	broken atomic.Pointer[error]
-	// nextHeal is when ready may next try to reopen a broken spool (wmu).
-	nextHeal time.Time
+	broken   atomic.Pointer[error]
+	nextHeal time.Time // when ready may next try to reopen (wmu)
 }
 
-// Open opens the spool in dir, creating the directory (0700) and the file
-// (0600) as needed. A spool held by another process fails with ErrLocked after
-// Options.LockTimeout. A damaged file is moved aside and what can be read of
-// it is salvaged into a fresh spool; Salvaged then tells what was done.
+// Open opens the spool in dir, creating it (0700, files 0600) as needed. A
+// spool held by another process fails with ErrLocked after
+// Options.LockTimeout. A damaged file is moved aside and salvaged into a
+// fresh one (see Salvaged).
 func Open(dir string, opts *Options) (*WAL, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -154,12 +152,11 @@ func (w *WAL) open() error {
 	return w.settle()
 }
 
-// settle runs at Open. A marks reservation above nextSeq means the last
-// process did not close the spool: free pages may hold records of a commit
-// cut short, under numbers about to be reused, which salvage's page scan
-// would take for real. A compaction copies only committed data, so after it
-// the reservation is lowered; if it fails, numbering continues above the
-// reservation so that no number is handed out twice.
+// settle runs at Open. A reservation above nextSeq means the last process
+// did not close the spool: free pages may hold records of a commit cut short,
+// under numbers about to be reused, that salvage's page scan would take for
+// real. A compaction copies only committed data; if it fails, numbering goes
+// on above the reservation so that no number is handed out twice.
 func (w *WAL) settle() error {
 	if w.marks.reserved <= w.meta.nextSeq {
 		return nil
@@ -203,9 +200,9 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 			Timeout:  w.opts.LockTimeout,
 			NoSync:   w.opts.NoSync,
 			OpenFile: openFile,
-			// Keep syncing the freelist: without it bbolt rebuilds it at
-			// Open in its own goroutine, whose panic on damage no recover
-			// can reach.
+			// A map freelist allocates in O(1). It stays synced (no
+			// NoFreelistSync): else bbolt rebuilds it at Open in a goroutine
+			// whose panic on damage no recover can reach.
 			FreelistType: bolt.FreelistMapType,
 			// Read ahead (Linux): bbolt's MADV_RANDOM would make Open's
 			// verifying scan fault in one page at a time.
@@ -243,8 +240,8 @@ func mmapSize(maxBytes int64) int {
 	return int(maxBytes + 1<<20)
 }
 
-// Close closes the spool; Appends waiting for space return ErrClosed. A
-// second Close returns nil.
+// Close closes the spool, a broken one too; Appends waiting for space return
+// ErrClosed. A second Close returns nil.
 func (w *WAL) Close() error {
 	if w.closed.Swap(true) {
 		return nil
