@@ -8,7 +8,7 @@ import (
 )
 
 // The marks file keeps, outside spool.db, the numbers salvage needs if
-// spool.db is lost or damaged:
+// spool.db is lost or damaged (docs/spool.md, "On-disk layout"):
 //
 //	reserved  no sequence number at or above it was ever handed out
 //	removed   every sequence number up to it was acked or dropped

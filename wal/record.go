@@ -6,12 +6,12 @@ import (
 	"os"
 )
 
-// A record is the value stored under an event's key. Version 2:
+// A record is the value stored under an event's key (docs/spool.md,
+// "On-disk layout"). Version 2:
 //
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns (8) | event bytes
 //
-// Version 3, a frame, holds the events of one commit that share a leaf
-// element (see frames below); it is written only for two events or more:
+// Version 3, a frame, holds two or more events of one commit (see below):
 //
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns, bit 63 set (8) |
 //	count uvarint (>= 2) | count lengths, uvarint each | the events' bytes
