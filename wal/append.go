@@ -12,10 +12,8 @@ import (
 // sequence numbers, and returns the sequence number of the last one. When it
 // returns nil the events are durable (fsync'd, unless Options.NoSync).
 //
-// Concurrent Appends are grouped into one transaction and one fsync. When the
-// spool is full, Options.OnFull decides: DropOldest removes the oldest events
-// (counted), DropNewest refuses these events with ErrFull (counted), Block
-// waits for Ack to free space until ctx ends. An event that could never fit is
+// Concurrent Appends share one transaction and fsync. When the spool is
+// full, Options.OnFull decides (see Policy). An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
 	if err := w.ready(); err != nil {
@@ -67,8 +65,8 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 	}
 }
 
-// commit writes a batch of requests in one transaction. On failure the
-// in-memory state is left as it was and every request gets the error.
+// commit writes a batch in one transaction; on failure the state is kept
+// and every request gets the error.
 func (w *WAL) commit(batch []*appendReq) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
@@ -102,8 +100,7 @@ func (w *WAL) commit(batch []*appendReq) {
 			w.stats.commitWriteTime += writeTime(w.db) - wrote
 		}
 		w.dbmu.RUnlock()
-		// Damage found by the commit itself: salvage, then try once more
-		// (numbering resumes above the reservation, which covers these).
+		// Damage found by the commit itself: salvage, then try once more.
 		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
 			break
 		}
@@ -127,8 +124,7 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.enforceCap()
 }
 
-// writeTime is how long db's write transactions spent writing pages and
-// fsyncing them, in all.
+// writeTime is how long db's commits spent writing and fsyncing pages.
 func writeTime(db *bolt.DB) time.Duration {
 	st := db.Stats()
 	return st.TxStats.GetWriteTime()

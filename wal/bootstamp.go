@@ -12,20 +12,11 @@ import (
 	"github.com/evspool/evspool/internal/clock"
 )
 
-// Ages that wall-clock steps do not move. Every record written now carries
-// the boot clock (CLOCK_BOOTTIME) beside the wall clock (see record.go). A
-// boot-clock reading means something only within the boot it was taken in,
-// so the spool keeps, in its meta bucket, which boot its newest records were
-// written in (boot_id: a 64-bit hash of the kernel's boot id) and the first
-// sequence number written in that boot (boot_first_seq), both in the
-// transaction of the first append of a boot. A record's boot stamp is
-// comparable with the clock now when the spool's boot is the clock's boot
-// and the record is at or above boot_first_seq (Entry.ThisBoot); otherwise
-// (written in an earlier boot, or by a version without the stamp) only its
-// wall time is left. Both values only grow within a boot and a later boot
-// starts above an earlier one, so salvage's "largest copy wins" can at worst
-// pair an older boot's id with a newer first sequence: the records then fall
-// back to the wall clock, never to a wrong boot age.
+// A boot-clock stamp means something only in its boot, so the meta bucket
+// keeps the boot of the newest records (boot_id) and its first sequence
+// number (boot_first_seq); records from it on age by the boot clock
+// (Entry.ThisBoot), others by the wall clock. Salvage's "largest copy wins"
+// can at worst make records fall back to the wall clock, never a wrong age.
 var (
 	keyBootID       = []byte("boot_id")
 	keyBootFirstSeq = []byte("boot_first_seq")
@@ -36,17 +27,15 @@ func (m *meta) bootFields() []metaField {
 	return []metaField{{keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq}}
 }
 
-// noteBoot records that the records appended from now on are written in the
-// boot named key.
+// noteBoot records that records appended from now on are in boot key.
 func (m *meta) noteBoot(key uint64) {
 	if m.bootID != key {
 		m.bootID, m.bootFirstSeq = key, m.nextSeq
 	}
 }
 
-// bootKey names the clock's current boot in 64 bits, never 0 (0 is "no boot
-// recorded"). Without a boot id (not Linux), boot readings compare only
-// within this process: the key is then one drawn at random per process.
+// bootKey names the clock's current boot in 64 bits, never 0 (none). Without
+// a boot id (not Linux) it is drawn at random per process.
 func bootKey(c clock.Clock) uint64 {
 	id := c.BootID()
 	if id == "" {
@@ -68,8 +57,7 @@ func (w *WAL) stampNow() stamp {
 	return stamp{wall: w.opts.Now().UnixNano(), boot: int64(w.opts.Clock.Boot())}
 }
 
-// thisBoot returns the first sequence number whose boot stamp compares with
-// the clock now, as the meta bucket b tells it; 0 when none does.
+// thisBoot returns the first sequence number stamped in this boot; 0: none.
 func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
 	if b == nil {
 		return 0
@@ -82,8 +70,7 @@ func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
 	return max(m.bootFirstSeq, 1)
 }
 
-// entryAt fills in an Entry's clocks from its record's stamp; from is what
-// thisBoot returned.
+// entryAt fills in e's clocks from at; from is what thisBoot returned.
 func entryAt(e *Entry, at stamp, from uint64) {
 	e.Time = time.Unix(0, at.wall)
 	e.Boot = time.Duration(at.boot)
@@ -91,9 +78,8 @@ func entryAt(e *Entry, at stamp, from uint64) {
 }
 
 // Age is how long ago the entry was appended, given the clock's readings
-// now: on the boot clock when the entry was appended in this boot, so that
-// wall-clock steps do not age it; on the wall clock otherwise (appended
-// before a reboot, or by a version that did not record the boot clock).
+// now: on the boot clock if it was appended in this boot (wall-clock steps
+// do not age it), else on the wall clock.
 func (e Entry) Age(now time.Time, boot time.Duration) time.Duration {
 	if e.ThisBoot {
 		return boot - e.Boot

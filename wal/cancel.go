@@ -8,8 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// scanCheckEvery is how many events the start-up scan reads between two
-// looks at Options.Context: a few hundred microseconds of work.
+// scanCheckEvery is how many events the start-up scan reads between checks.
 const scanCheckEvery = 1024
 
 // scanCancelled returns an error when Options.Context has ended. It is not
@@ -29,9 +28,8 @@ func (w *WAL) scanCancelled() error {
 	return nil
 }
 
-// writerProbe tells Inspect whether a process holds the spool's lock,
-// without holding it: a shared flock taken and at once released. A writer
-// that tries its exclusive lock in that instant retries 10 ms later.
+// writerProbe tells Inspect whether a process holds the spool's lock by
+// taking a shared flock and releasing it at once.
 type writerProbe struct{ d *spoolDir }
 
 // held reports whether a process holds the lock now.
@@ -55,8 +53,7 @@ func (p *writerProbe) held() (bool, error) {
 }
 
 // ErrGaveWay is returned by Inspect when a process opened the spool while
-// Inspect read it: Inspect stopped so as not to hold it up. It matches
-// ErrLocked.
+// Inspect read it. It matches ErrLocked.
 var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read it, and Inspect gave way", ErrLocked)
 
 // yield is WAL.yield for Inspect: ErrGaveWay once a writer holds the lock.

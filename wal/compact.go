@@ -11,8 +11,7 @@ import (
 )
 
 const (
-	// reclaimMinFile is the file size up to which Ack does not bother to
-	// give space back: a drained spool's file ends at most this large.
+	// reclaimMinFile is the file size below which Ack does not compact.
 	reclaimMinFile = 512 << 10
 	// reclaimMaxCopy bounds what a reclaiming compaction copies.
 	reclaimMaxCopy = 2 << 20
@@ -21,10 +20,8 @@ const (
 )
 
 // Compact copies the pending entries into a fresh file and renames it over
-// the spool, giving back the space a drained backlog left behind (bbolt never
-// shrinks its file). Appends wait meanwhile; none is lost. Ack calls it by
-// itself once the pending entries take less than a sixteenth of a file larger
-// than 512 KiB, and less than 2 MiB; call it directly only to force it.
+// the spool, giving back space bbolt never returns. Appends wait meanwhile.
+// Ack compacts by itself once a backlog has drained; call it only to force it.
 func (w *WAL) Compact() error {
 	if err := w.ready(); err != nil {
 		return err
@@ -39,27 +36,22 @@ func (w *WAL) Compact() error {
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()
-	// Only a backlog nearly drained is copied: a compaction holds up appends
-	// for as long as the copy takes, so copy at most a few MiB, once or twice
-	// per drain, however large the backlog was.
+	// A compaction holds up appends while it copies: copy only a nearly
+	// drained backlog, a few MiB at most.
 	if size > reclaimMinFile && w.cost.Load() < min(size/16, reclaimMaxCopy) {
 		w.compactOrCount()
 	}
 }
 
-// enforceCap runs after each commit: if the file outgrew the cap (bbolt could
-// not reuse freed pages, say for a large event needing contiguous pages),
-// compact it, and if that is not enough, lower the budget so the next appends
-// drop (or wait, or are refused) sooner.
+// enforceCap runs after each commit: if the file outgrew the cap (freed
+// pages bbolt could not reuse), compact it, and if that is not enough, lower
+// the budget so the policy acts sooner.
 func (w *WAL) enforceCap() {
 	size := w.fileSize()
 	if size <= w.opts.MaxBytes {
 		return
 	}
-	// Compaction undoes fragmentation. If the file has not grown since the
-	// last one, there is none to undo: copying the file again at every
-	// commit (a full DropNewest or Block spool keeps committing) only
-	// burns time.
+	// Not grown since the last compaction: no fragmentation to undo.
 	if size > w.compactedSize {
 		w.compactOrCount()
 		size = w.fileSize()
@@ -75,11 +67,9 @@ func (w *WAL) compactOrCount() {
 	}
 }
 
-// compactLocked needs wmu held: no write transaction runs meanwhile. Reads go
-// on during the copy and wait only for the swap.
+// compactLocked needs wmu. Reads go on during the copy, waiting only for the swap.
 func (w *WAL) compactLocked() error {
-	// The copy takes what the file holds: acknowledged entries must be
-	// deleted first, or they would come back.
+	// Delete acked entries first, or the copy would bring them back.
 	if err := w.flushAcksLocked(); err != nil {
 		return fmt.Errorf("wal: compact %s: %w", w.path, err)
 	}
@@ -103,8 +93,6 @@ func (w *WAL) compactLocked() error {
 	}
 	db, err := w.openBolt()
 	if err != nil {
-		// The old file is still in place if the rename failed; either way
-		// the spool cannot go on without a database.
 		err = fmt.Errorf("wal: compact: reopen %s: %w", w.path, err)
 		w.fail(err)
 		return err
@@ -120,10 +108,9 @@ func (w *WAL) compactLocked() error {
 	return nil
 }
 
-// copyTo writes the meta and the pending entries into a new file, name in
-// the spool directory, and syncs it. Entries are copied in chunks so memory stays bounded. It
-// returns how the pending entries' cost changes (a frame stored anew with
-// only its pending events costs less).
+// copyTo writes the meta and the pending entries, in bounded chunks, into
+// the new file name and syncs it. It returns the change in the entries' cost
+// (a frame stored anew with only its pending events costs less).
 func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 	dst, err := w.openFresh(name)
 	if err != nil {
@@ -138,10 +125,9 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 		if err := dst.Update(func(tx *bolt.Tx) error { return copyValues(src, tx) }); err != nil {
 			return err
 		}
-		// Values are copied as they are, frames whole: what is removed, or
-		// acknowledged (deleted before a compaction), is not copied, and of
-		// a frame that holds some of it, the rest is stored anew.
-		var chunk []Entry // of that frame, or raw values (Seq and Data: key and value)
+		// Values are copied as stored; a frame with removed events has
+		// its pending ones stored anew (chunk).
+		var chunk []Entry
 		var raw [][2][]byte
 		size := 0
 		flush := func() error {
@@ -188,12 +174,9 @@ func (w *WAL) copyTo(name string) (costDelta int64, err error) {
 	return restored - reframed, w.syncFresh(dst)
 }
 
-// openFresh creates a new file, name in the spool directory (which must
-// not exist), to copy entries into, for compaction and salvage. It is
-// synced once, by the caller, when complete, so bbolt need not sync at each
-// commit nor at each growth step (NoGrowSync also lets the file end where
-// its data ends, with no growth step past it); it is mapped at the size the
-// cap allows, not remapped at each doubling.
+// openFresh creates the new file name for compaction and salvage. The caller
+// syncs it once when complete (syncFresh), so bbolt syncs neither commits
+// nor growth, and the file ends where its data ends.
 func (w *WAL) openFresh(name string) (*bolt.DB, error) {
 	return bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
 		Timeout: w.opts.LockTimeout, InitialMmapSize: mmapSize(w.opts.MaxBytes),
@@ -214,9 +197,8 @@ func createBuckets(tx *bolt.Tx, m *meta) error {
 	return m.store(mb)
 }
 
-// putEntries stores entries, packed into frames (see record.go) wherever
-// consecutive ones share a stamp, as their commit stored them, and returns
-// what they cost (see entryCost).
+// putEntries stores entries, packed into frames wherever consecutive ones
+// share a stamp (as their commit did), and returns their cost.
 func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0
@@ -264,9 +246,7 @@ func (w *WAL) fileSize() int64 {
 	return w.sd.size(fileName)
 }
 
-// syncFresh makes a file written by openFresh durable, unless the spool
-// runs without fsync: then a power loss may lose it, as it may lose any
-// commit, and nothing waits for the disk.
+// syncFresh makes a file from openFresh durable before it is renamed in.
 func (w *WAL) syncFresh(db *bolt.DB) error {
 	if w.opts.NoSync {
 		return nil

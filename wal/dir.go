@@ -14,23 +14,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// spoolDir is a spool directory held open. Every file of the spool is
-// opened, created, renamed, linked and removed relative to it (openat(2)
-// and its kin), never by a path walked again: a directory renamed or
-// swapped after it was opened does not move the spool. No call follows a
-// symbolic link in it (O_NOFOLLOW, AT_SYMLINK_NOFOLLOW), files are created
-// 0600, and a name that is a link or anything but a regular file is refused
-// with ErrUnsafeFile, never read or written.
+// spoolDir is a spool directory held open. Every file of the spool is used
+// relative to it (openat(2) and kin), so a directory swapped after Open does
+// not move the spool. No call follows a symbolic link, files are created
+// 0600, and anything but a regular file is refused with ErrUnsafeFile.
 type spoolDir struct {
 	path string
 	f    *os.File // the directory, for fsync and to keep fd open
 	fd   int
 }
 
-// openSpoolDir opens the directory at path, which must not itself be a
-// symbolic link. With owned (a spool to write) it must belong to the
-// effective user and not be writable by group or others; without it (read
-// only, as Inspect) any directory is read, still never through a link.
+// openSpoolDir opens the directory at path, never through a symbolic link.
+// With owned (to write) it must pass checkOwned.
 func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -56,9 +51,8 @@ func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	return d, nil
 }
 
-// checkOwned refuses a directory another user owns or can write to: either
-// could plant in it, under the names the spool has yet to create, links
-// to files of their choosing. The sticky bit (/tmp) does not help.
+// checkOwned refuses a directory another user owns or can write to (even
+// sticky): they could plant links under names the spool has yet to create.
 func (d *spoolDir) checkOwned() error {
 	var st unix.Stat_t
 	if err := unix.Fstat(d.fd, &st); err != nil {
@@ -87,9 +81,8 @@ func userName(uid uint32) string {
 // join is name's path, for messages and reports.
 func (d *spoolDir) join(name string) string { return filepath.Join(d.path, name) }
 
-// open opens name with flag (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...),
-// creating it 0600. A link, a FIFO, a device or a directory there is
-// refused (ErrUnsafeFile): opened without blocking, checked, never used.
+// open opens name with flag, creating it 0600. Anything but a regular file
+// is refused (ErrUnsafeFile): opened non-blocking, checked, never used.
 func (d *spoolDir) open(name string, flag int) (*os.File, error) {
 	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
@@ -206,8 +199,7 @@ func (d *spoolDir) size(name string) int64 {
 	return st.Size
 }
 
-// rename renames from to to, both in the directory. A link named to is
-// replaced, not followed.
+// rename renames from to to; a link named to is replaced, not followed.
 func (d *spoolDir) rename(from, to string) error {
 	if err := unix.Renameat(d.fd, from, d.fd, to); err != nil {
 		return &os.LinkError{Op: "rename", Old: d.join(from), New: d.join(to), Err: err}
@@ -259,9 +251,8 @@ func (d *spoolDir) readFile(name string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// replace writes data to name through a temporary file renamed over it:
-// readers see the old contents or the new, whatever was at name (a link
-// included) is replaced, and nothing is written through a link. Not synced.
+// replace writes data to name through a temporary file renamed over it (not
+// synced): readers see old or new contents, and no link is written through.
 func (d *spoolDir) replace(name string, data []byte) error {
 	tmp := name + ".tmp"
 	if err := d.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -299,15 +290,13 @@ func withSpoolDir(path string, owned bool, fn func(d *spoolDir) error) error {
 	return fn(d)
 }
 
-// WriteFile replaces the file name in the spool directory dir with data,
-// atomically (a temporary file renamed over it, not synced), never writing
-// through a link; the directory must be one Open accepts.
+// WriteFile atomically replaces the file name in the spool directory dir
+// with data (not synced), never through a link.
 func WriteFile(dir, name string, data []byte) error {
 	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.replace(name, data) })
 }
 
-// ReadFile reads the file name in the spool directory dir, never through a
-// link: a link or anything but a regular file is ErrUnsafeFile.
+// ReadFile reads the file name in the spool directory dir, never through a link.
 func ReadFile(dir, name string) (b []byte, err error) {
 	err = withSpoolDir(dir, false, func(d *spoolDir) error {
 		b, err = d.readFile(name)
@@ -316,11 +305,8 @@ func ReadFile(dir, name string) (b []byte, err error) {
 	return b, err
 }
 
-// OpenFile opens the file name in the spool directory dir with flag
-// (os.O_RDONLY, os.O_RDWR|os.O_CREATE, ...), creating it 0600, never
-// through a link: a link or anything but a regular file there is
-// ErrUnsafeFile. It is for the files a spool's user keeps beside it; to
-// write, the directory must be one Open accepts.
+// OpenFile opens the file name in the spool directory dir with flag (creating
+// it 0600), never through a link; to write, dir must be one Open accepts.
 func OpenFile(dir, name string, flag int) (f *os.File, err error) {
 	owned := flag&(os.O_WRONLY|os.O_RDWR) != 0
 	err = withSpoolDir(dir, owned, func(d *spoolDir) error {
@@ -330,8 +316,7 @@ func OpenFile(dir, name string, flag int) (f *os.File, err error) {
 	return f, err
 }
 
-// Rename renames the file from to to, both in the spool directory dir (one
-// Open accepts); a link named to is replaced, never followed.
+// Rename renames from to to in the spool directory dir, never through a link.
 func Rename(dir, from, to string) error {
 	return withSpoolDir(dir, true, func(d *spoolDir) error { return d.rename(from, to) })
 }

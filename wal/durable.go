@@ -16,18 +16,14 @@ const (
 	compactSuffix = ".compact" // a compaction in progress
 	salvageSuffix = ".salvage" // a salvage in progress
 	corruptInfix  = ".corrupt-"
-	// maxCorruptCopies is how many damaged copies of spool.db are kept for
-	// inspection; older ones are removed (see pruneCopies).
+	// maxCorruptCopies bounds the damaged copies kept (pruneCopies).
 	maxCorruptCopies = 2
 )
 
-// fsyncDir makes the entries of the directory open as d, at path (files
-// created, renamed or removed in it) durable. A variable so that tests can
-// see which directories are synced.
+// fsyncDir makes the directory d's entries durable (a variable for tests).
 var fsyncDir = func(path string, d *os.File) error { return d.Sync() }
 
-// syncDir makes a change to the spool directory's entries durable, unless the
-// spool runs without fsync.
+// syncDir makes the spool directory's entries durable (unless NoSync).
 func (w *WAL) syncDir() error {
 	if w.opts.NoSync {
 		return nil
@@ -39,8 +35,8 @@ func (w *WAL) syncDir() error {
 }
 
 // mkdirDurable creates dir and its missing parents (0700) and, unless noSync,
-// fsyncs the parent of each directory it created, so that a power loss
-// cannot take the spool directory away with the files later synced in it.
+// fsyncs the parent of each, so a power loss cannot take the directory away
+// with the files later synced in it.
 func mkdirDurable(dir string, noSync bool) error {
 	var created []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
@@ -67,8 +63,7 @@ func mkdirDurable(dir string, noSync bool) error {
 	return nil
 }
 
-// syncParent fsyncs a directory above the spool, which mkdirDurable created
-// a directory in.
+// syncParent fsyncs a directory above the spool.
 func syncParent(path string) error {
 	d, err := os.Open(path)
 	if err != nil {
@@ -79,8 +74,7 @@ func syncParent(path string) error {
 }
 
 // removeLeftovers removes what an interrupted compaction or salvage left:
-// neither was renamed over spool.db, so neither holds anything spool.db
-// lacks.
+// never renamed over spool.db, so nothing spool.db lacks.
 func (w *WAL) removeLeftovers() error {
 	removed := false
 	for _, suffix := range []string{compactSuffix, salvageSuffix} {
@@ -98,11 +92,8 @@ func (w *WAL) removeLeftovers() error {
 	return nil
 }
 
-// keepCopy keeps the damaged spool file under a new name in the spool
-// directory: a hard link (no copy, and the same bytes), or a copy where the
-// filesystem has no links. A copy already kept of this very file (a salvage
-// interrupted before its rename) is reused. It returns the copy's path; the
-// caller syncs the directory.
+// keepCopy keeps the damaged spool file as name (a hard link, else a copy),
+// or reuses one an interrupted salvage kept; the caller syncs the directory.
 func (w *WAL) keepCopy(name string) (string, error) {
 	fi, err := w.sd.stat(fileName)
 	if err != nil {
@@ -139,8 +130,7 @@ func (w *WAL) keepCopy(name string) (string, error) {
 	return w.sd.join(name), nil
 }
 
-// corruptCopies lists the names of the damaged copies kept beside spool.db,
-// oldest first (their names carry the UTC time of the salvage).
+// corruptCopies lists the damaged copies kept, oldest first (by name).
 func (w *WAL) corruptCopies() []string {
 	matches, _ := w.sd.names(fileName + corruptInfix)
 	var out []string
@@ -153,10 +143,8 @@ func (w *WAL) corruptCopies() []string {
 	return out
 }
 
-// pruneCopies bounds the damaged copies kept: the newest is always kept (it
-// is what the last salvage reported), older ones only while there are at
-// most maxCorruptCopies in all and their sizes together stay within
-// MaxBytes. It returns the copies removed, for the salvage report.
+// pruneCopies keeps the newest damaged copy, and older ones while there are
+// at most maxCorruptCopies within MaxBytes in all. It returns those removed.
 func (w *WAL) pruneCopies() []string {
 	copies := w.corruptCopies()
 	var removed []string

@@ -9,41 +9,35 @@ var (
 	// ErrClosed is returned by every method called after Close.
 	ErrClosed = errors.New("wal: spool is closed")
 
-	// ErrFull is returned by Append when the spool is at its size cap and the
-	// policy is DropNewest (the events were refused and counted as dropped), or
-	// the policy is Block and the context ended before space was freed.
+	// ErrFull is returned by Append when the spool is full under DropNewest
+	// (the events are counted as dropped), or under Block when ctx ended.
 	ErrFull = errors.New("wal: spool is full")
 
 	// ErrTooLarge is returned by Append for an event that could never fit in
-	// the spool, whatever was dropped to make room: raise Options.MaxBytes or
-	// send smaller events.
+	// the spool, whatever was dropped.
 	ErrTooLarge = errors.New("wal: event larger than the spool can hold")
 
 	// ErrLocked is returned by Open when another process holds the spool.
 	ErrLocked = errors.New("wal: spool is in use by another process")
 
 	// ErrUnsafeDir is returned by Open when the spool directory can be written
-	// by other users (a symlink planted there could redirect the spool's
-	// writes), or the spool path is itself a symlink.
+	// by other users, or the spool path is itself a symlink.
 	ErrUnsafeDir = errors.New("wal: unsafe spool directory")
 
 	// ErrDirOwner is returned by Open when the spool directory belongs to
-	// another user than the process's effective one: its owner could plant
-	// links in it.
+	// another user than the process's effective one.
 	ErrDirOwner = errors.New("wal: spool directory is owned by another user")
 
 	// ErrUnsafeFile is returned when a name the spool uses in its directory
-	// is a symbolic link, a FIFO, a device or a directory: it is refused,
-	// never followed, read or written.
+	// is not a regular file: it is never followed, read or written.
 	ErrUnsafeFile = errors.New("wal: not a regular file in the spool directory")
 
 	// ErrCorrupt is matched (errors.Is) by every *CorruptionError.
 	ErrCorrupt = errors.New("wal: spool file is damaged")
 )
 
-// CorruptionError reports damage found in the spool file: a record whose
-// checksum does not match, a key of the wrong shape, a page bbolt cannot read,
-// or a panic raised by bbolt while reading the file.
+// CorruptionError reports damage found in the spool file: a bad checksum,
+// key or page, or a panic raised by bbolt while reading it.
 type CorruptionError struct {
 	Path string // the damaged file
 	Seq  uint64 // sequence number of the damaged record, 0 when not known

@@ -10,14 +10,10 @@ import (
 )
 
 // checkFile looks at a spool file before bbolt maps it, for the damage bbolt
-// cannot survive cleanly: an empty file, a file shorter than its meta page
-// says (truncated: bbolt would fault reading past the end), a freelist page
-// that is not one (bbolt panics inside Open, leaking the file and its mmap,
-// or trusts garbage page numbers), bucket trees that are not trees (bbolt's
-// cursor loops forever on a cycle: see treecheck.go). It returns a
-// *CorruptionError for damage, nil for a sound file or none at all, and the
-// OS's error otherwise. What it does not catch (a bad record, a garbled key),
-// scan and guard catch later: this keeps bbolt from crashing or looping.
+// cannot survive cleanly (it would fault, panic inside Open, or loop): an
+// empty or truncated file, a bad freelist page, bucket trees that are not
+// trees. It returns a *CorruptionError for damage, nil for a sound or absent
+// file, and the OS's error otherwise. Bad records are left to scan.
 func checkFile(d *spoolDir, name string, seam faultSeam, clean bool) error {
 	path := d.join(name)
 	if err := injectPreadFault(seam); err != nil {
@@ -52,8 +48,7 @@ func checkFile(d *spoolDir, name string, seam faultSeam, clean bool) error {
 	return nil
 }
 
-// readRecorder keeps the first error of a read other than the end of file:
-// an I/O error, which is not damage.
+// readRecorder keeps the first read error other than EOF: not damage.
 type readRecorder struct {
 	r   io.ReaderAt
 	err error
@@ -67,13 +62,10 @@ func (rr *readRecorder) ReadAt(p []byte, off int64) (int, error) {
 	return n, err
 }
 
-// checkLayout checks the meta and freelist pages and the bucket trees of the
-// size bytes of f, read through r (f's pread, recorded) or f's mapping.
+// checkLayout checks the meta and freelist pages and the bucket trees of f.
 func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 	if size == 0 {
-		// bbolt would take it for a new file and the events it held would
-		// be gone without a word. A crash while bbolt created the file can
-		// leave it empty too: then the salvage report says 0 recovered.
+		// bbolt would silently take it for a new file.
 		return errors.New("the file is empty")
 	}
 	m, ok := bestMeta(r)
@@ -88,9 +80,8 @@ func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 		return fmt.Errorf("meta page puts the root at page %d of %d", m.root, m.pgid)
 	}
 	if m.freelist == noFreelist {
-		// Not written (bbolt's NoFreelistSync; evspool never sets it): bbolt
-		// would rebuild it by walking the tree in a goroutine that panics,
-		// unrecoverably, on damage. Rebuild the file by salvage instead.
+		// bbolt would rebuild it in a goroutine whose panic on damage no
+		// recover reaches: salvage instead.
 		return errors.New("meta page says the freelist was not written; the file is rebuilt rather than walked by bbolt")
 	}
 	if m.freelist < 2 || m.freelist >= m.pgid {
@@ -103,11 +94,9 @@ func checkLayout(f *os.File, r io.ReaderAt, size int64) error {
 	return checkMappedTrees(f, r, m, free)
 }
 
-// checkMetaPair checks that both meta pages are valid, for a file closed
-// cleanly (clean: the marks file says so): no commit was under way, so an
-// invalid meta page is not one torn while being written, but damage. bbolt
-// would silently fall back to the other, one transaction older, losing the
-// last commit's events.
+// checkMetaPair checks both meta pages of a file closed cleanly: no commit
+// was under way, so an invalid one is damage, on which bbolt would silently
+// fall back one transaction, losing the last commit.
 func checkMetaPair(r io.ReaderAt) error {
 	m, ok := readMeta(r, 0)
 	if !ok {
@@ -119,9 +108,7 @@ func checkMetaPair(r io.ReaderAt) error {
 	return nil
 }
 
-// checkFreelist checks that the freelist page is one, that its ids fit in
-// it and that every id is a page of the file other than the meta pages, and
-// returns the ids.
+// checkFreelist checks the freelist page and its ids and returns the ids.
 func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	ps := uint64(m.pageSize)
 	b := make([]byte, pageHeaderSize+8)
@@ -133,8 +120,7 @@ func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 		return nil, fmt.Errorf("page type %#x is not a freelist", h.flags)
 	}
 	if h.id != m.freelist {
-		// bbolt frees the page its header names at the next commit: a
-		// page of a tree would then be handed out twice.
+		// bbolt would free the page its header names at the next commit.
 		return nil, fmt.Errorf("the freelist page says it is page %d", h.id)
 	}
 	first, count := freelistIDs(b)
@@ -146,9 +132,7 @@ func checkFreelist(f io.ReaderAt, m boltMeta) ([]uint64, error) {
 	if _, err := f.ReadAt(raw, int64(m.freelist*ps+pageHeaderSize+first*8)); err != nil {
 		return nil, err
 	}
-	// The freelist's own pages are in no tree: the tree check marks them
-	// with the free ones (bbolt frees them, by the header's overflow, at
-	// the next commit).
+	// The freelist's own pages are in no tree: count them as free.
 	ids := make([]uint64, count, count+span/ps)
 	for id := m.freelist; id < m.freelist+span/ps; id++ {
 		ids = append(ids, id)

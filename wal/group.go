@@ -5,53 +5,34 @@ import (
 	"time"
 )
 
-// maxLinger bounds how long a leader waits for the callers the last commit
-// released (see gather).
+// maxLinger bounds how long a leader waits for released callers (gather).
 const maxLinger = 2 * time.Millisecond
 
-// group gathers concurrent Appends into one transaction (group commit). The
-// first caller to find no commit running becomes the leader: it commits
-// everything queued so far in one transaction and one fsync, then hands the
-// lead to the first request queued meanwhile. No goroutine: a lone caller
-// commits at once, and under load a group forms while the previous commit is
-// on its fsync.
-//
-// Left at that, N callers that each append in a loop split into two groups
-// of N/2 that take turns: one commits while the other queues. So a leader
-// first waits, briefly, for the callers the last commit released and that
-// have not come back yet (see gather): they merge into one group of N, one
-// fsync for all.
+// group gathers concurrent Appends into one transaction and fsync (group
+// commit), with no goroutine: the first caller to find no commit running
+// leads, commits the queue, then hands the lead to the next queued request.
+// A leader first waits briefly for the callers the last commit released
+// (gather), so callers appending in a loop form one group, not two.
 type group struct {
-	mu      sync.Mutex
-	queue   []*appendReq
-	leading bool
-	// reserved is the cost of queued Block-policy requests, counted against
-	// the budget before they are committed so that they are sure to fit.
-	reserved int64
-	// space is closed (and replaced) whenever space is freed.
-	space  chan struct{}
-	closed chan struct{}
+	mu       sync.Mutex
+	queue    []*appendReq
+	leading  bool
+	reserved int64         // the cost of queued Block requests, held against the budget
+	space    chan struct{} // closed (and replaced) whenever space is freed
+	closed   chan struct{}
 
-	// out is how many requests the last commit released that have not come
-	// back (an estimate: any arrival counts as one of them).
-	out int
-	// lastCommit is how long the last commit took, released when it ended.
-	lastCommit time.Duration
-	released   time.Time
-	// A leader gathering waits until the queue holds want requests: the
-	// arrival that makes it so closes full.
-	want int
-	full chan struct{}
-	// regroup is open from a commit's release of two or more callers until
-	// the next commit takes its batch (see awaitRegroup); regroupBy is when
-	// waiting for that stops being worth it.
+	out        int           // estimate of callers the last commit released not back yet
+	lastCommit time.Duration // how long the last commit took
+	released   time.Time     // when it ended
+	want       int           // how many queued requests a gathering leader waits for
+	full       chan struct{} // closed once they are queued
+	// regroup is open from a commit that released several callers until
+	// the next takes its batch, at most until regroupBy (awaitRegroup).
 	regroup   chan struct{}
 	regroupBy time.Time
 }
 
-// reqPool recycles appendReqs with their wake channels: 64 one-event
-// callers allocated both at every call, and the garbage collector's work
-// ran in the gap between commits, where the callers' way back sets the pace.
+// reqPool recycles appendReqs, keeping GC work out of the gap between commits.
 var reqPool = sync.Pool{New: func() any { return &appendReq{wake: make(chan struct{}, 1)} }}
 
 // newReq takes a request from the pool.
@@ -90,12 +71,9 @@ func (g *group) close() {
 	g.regrouped()
 }
 
-// awaitRegroup holds a reader back while the callers the last commit
-// released are on their way back to the next one: at most until that
-// commit starts, a commit and a half after the last one ended (2 ms at
-// most). A reader that runs in that window takes the CPU the callers need,
-// and the commit waits for the slowest of them; during the commit the CPU
-// is idle, waiting on fsync. A lone caller's commit releases no group.
+// awaitRegroup holds a reader back while released callers regroup, until
+// the next commit starts (maxLinger at most): a reader would take the CPU
+// they need, while during the commit the CPU is idle on fsync.
 func (g *group) awaitRegroup() {
 	g.mu.Lock()
 	started, wait := g.regroup, time.Until(g.regroupBy)
@@ -128,8 +106,7 @@ func (g *group) freed() {
 	g.mu.Unlock()
 }
 
-// run queues req and returns once it is committed or has failed. commit is
-// called by whichever caller leads, with the batch to commit.
+// run queues req and returns once it is committed or failed; the leader calls commit.
 func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.mu.Lock()
 	g.queue = append(g.queue, req)
@@ -160,8 +137,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.mu.Lock()
 	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
 	if len(batch) > 1 {
-		// The next leader arrives within lastCommit or not soon (see
-		// gather), then lingers at most half of it.
+		// The callers return within a commit's time; a leader lingers half.
 		g.regrouped()
 		g.regroup, g.regroupBy = make(chan struct{}), g.released.Add(min(took+took/2, maxLinger))
 	}
@@ -173,8 +149,7 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 		}
 	}
 	if released {
-		// Until now the committed events counted twice, as stored cost and
-		// as reservation: a waiter that looked meanwhile may fit now.
+		// The committed events no longer count twice: a waiter may fit.
 		close(g.space)
 		g.space = make(chan struct{})
 	}
@@ -193,12 +168,9 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	}
 }
 
-// gather runs in the leader, holding g.mu, before it takes the queue: if the
-// last commit released callers that have not come back, it waits for them
-// to queue, at most half a commit's time (and maxLinger). Callers appending
-// in a loop are back within microseconds, and waiting for them halves the
-// fsyncs. A lone caller never waits, nor does the first caller after a
-// pause longer than a commit (the others are not coming soon).
+// gather runs in the leader, holding g.mu: it waits for callers the last
+// commit released, at most half a commit's time (and maxLinger), unless a
+// pause longer than a commit has passed since.
 func (g *group) gather() {
 	want := len(g.queue) + g.out
 	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {

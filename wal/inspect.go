@@ -13,19 +13,9 @@ import (
 )
 
 // Inspect reads the spool in dir without changing it: its Stats (the
-// process counters are zero) and the oldest dump pending entries. It never
-// stands in a writer's way: it fails with ErrLocked at once when a running
-// process holds the spool, and it holds no lock of the spool's while it
-// reads; if a process opens the spool meanwhile, Inspect stops reading (within
-// a few milliseconds, well inside the writer's Options.LockTimeout) and
-// fails with ErrLocked. It never salvages or compacts.
-//
-// It decides about a file as Open does: a read that fails (or faults
-// under bbolt's mapping) is tried again with Open's backoff, and what is
-// left after the last try is damage, a *CorruptionError (Open would
-// salvage it), only if pread(2) reads every byte; otherwise it is the I/O
-// error, which does not match ErrCorrupt (Open would fail without a
-// salvage).
+// process counters are zero) and the oldest dump pending entries. It fails
+// with ErrLocked when a process holds the spool or opens it meanwhile. It
+// tells damage from an I/O error as Open does, but never salvages.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	sd, err := openSpoolDir(dir, false)
 	if err != nil {
@@ -64,16 +54,14 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	return st, entries, nil
 }
 
-// inspectFile is one try of Inspect at the file: its checks, its scan, and
-// the oldest dump pending entries.
+// inspectFile is one try of Inspect at the file.
 func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 	var entries []Entry
 	if err := checkFile(w.sd, fileName, nil, readMarksFile(w.sd).exact); err != nil {
 		return nil, err
 	}
 	err := guard(w.path, func() error {
-		// bbolt takes a shared flock on the file for as long as it is
-		// open: the scan gives way (w.yield) so a writer gets it in time.
+		// bbolt holds a shared flock while open: the scan yields to a writer.
 		db, err := bolt.Open(w.path, 0o600, &bolt.Options{ReadOnly: true, Timeout: DefaultLockTimeout,
 			OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) { return w.sd.open(fileName, flag) }})
 		if err != nil {
@@ -87,9 +75,7 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 			if err := w.scan(tx); err != nil {
 				return err
 			}
-			// A process that died holding the spool may have left
-			// acknowledged entries in the file: the marks file says which
-			// (Open deletes them); they are not pending.
+			// Acked entries a dead process left (marks file) are not pending.
 			removed := readMarksFile(w.sd).removed
 			st := w.snapshot()
 			if _, err := st.remove(tx.Bucket(eventsBucket), removed, 0); err != nil {
@@ -114,8 +100,7 @@ func (p *writerProbe) notHeld(dir string) error {
 	return err
 }
 
-// readMarksFile reads the marks file without creating or changing it: zeros
-// when it is missing or damaged (or not a regular file).
+// readMarksFile reads the marks file read-only: zeros if missing or damaged.
 func readMarksFile(d *spoolDir) marks {
 	var m marks
 	if buf, err := d.readFile(marksFileName); err == nil {

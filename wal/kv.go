@@ -8,18 +8,16 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Values the spool's user keeps beside the events (see SetValues) live in
-// the meta bucket under the user's keys, through the meta codec: each is
-// checksummed, and Open checks it with the spool's own values. Compaction
-// copies them as they are stored; a salvage keeps, of each, the largest
-// copy in the damaged file (in byte order) that passes its check, which for
-// a big-endian counter that only grows is its newest.
+// Values the spool's user keeps (SetValues) live in the meta bucket under
+// the user's keys, checksummed by the meta codec. Compaction copies them as
+// stored; salvage keeps, of each, the largest copy (in byte order) that
+// passes its check: for a big-endian counter that only grows, the newest.
 
 // errValueKey is a key SetValues cannot store.
 var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (an event's key), and not one of the spool's own")
 
 // userKey tells a key a user may store: not the spool's own, and not 8
-// bytes long, so that a page scan never takes it for an event's key.
+// bytes long (a page scan would take it for an event's key).
 func userKey(k []byte) bool {
 	if len(k) == 0 || len(k) == keySize || len(k) > 255 || bytes.Equal(k, keyFormat) {
 		return false
@@ -52,10 +50,8 @@ func (w *WAL) Value(key string) ([]byte, error) {
 }
 
 // SetValues stores each value under its key beside the events (a nil value
-// removes its key), all in one transaction of its own, synced as appends
-// are. It is for a few small values written now and then: each call costs
-// a commit. Compaction carries them over; see the package documentation for
-// salvage.
+// removes its key), in one transaction of its own, synced as appends are.
+// Each call costs a commit: it is for a few small values.
 func (w *WAL) SetValues(values map[string][]byte) error {
 	for k := range values {
 		if !userKey([]byte(k)) {
@@ -101,8 +97,7 @@ func copyValues(src, dst *bolt.Tx) error {
 	return nil
 }
 
-// valueCopies keeps, per user key, the largest stored copy that passes its
-// check, for salvage.
+// valueCopies keeps, per user key, the largest checked copy, for salvage.
 type valueCopies map[string][]byte
 
 func (c valueCopies) add(k, v []byte) {

@@ -11,8 +11,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// load creates the buckets of a new spool and, for an existing one, checks
-// every record and recomputes the counts from what is really there.
+// load creates a new spool's buckets, or checks and counts an existing one.
 func (w *WAL) load(db *bolt.DB) error {
 	if err := guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
@@ -29,14 +28,12 @@ func (w *WAL) load(db *bolt.DB) error {
 			case err != nil:
 				return &CorruptionError{Path: w.path, Err: err}
 			case state == metaEmpty && w.marks != nil:
-				// A new file. If the marks file says numbers were handed
-				// out before (the old file was deleted), go on above them.
+				// A new file: number on above what the marks file reserved.
 				m.nextSeq = max(1, w.marks.reserved, w.marks.removed+1)
 			case state == metaCurrent:
 				return nil
 			}
-			// A new file, or one of an earlier format (migrate.go),
-			// stored in today's.
+			// A new file, or an earlier format (migrate.go), stored anew.
 			return m.store(mb)
 		})
 	}); err != nil {
@@ -55,26 +52,18 @@ func (w *WAL) load(db *bolt.DB) error {
 		return err
 	}
 	if w.marks != nil {
-		// An acknowledgement never covers a number handed out after it:
-		// the marks file may have been written back after spool.db's
-		// last commits were lost (fsync off).
+		// With fsync off the marks file may outlive spool.db's last
+		// commits: never hand out a number it says was acknowledged.
 		w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
 	}
-	// Nothing acknowledged is left in the file: the mark was applied.
 	w.debt = 0
 	w.acked.Store(w.meta.removedSeq)
 	return nil
 }
 
-// applyRemovedMark removes what the marks file says was acked or dropped but
-// the file still holds: bbolt fell back to its older meta page (the newer one
-// was damaged), undoing the last transaction, an Ack. Without this, acked
-// events would be delivered again.
-//
-// The file's own removed-through number counts too: a torn file (a power
-// loss with fsync off mixes pages of different commits) can hold entries at
-// or below it, which Read would hide (see ackdefer.go) while Len counted
-// them, so that a drain would wait for them forever.
+// applyRemovedMark deletes what the marks file (or the file's own removal
+// mark) says was removed but the file still holds, so that acked events are
+// not delivered again, nor hidden from Read while Len counts them.
 func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 	upTo := w.meta.removedSeq
 	if w.marks != nil {
@@ -94,8 +83,8 @@ func (w *WAL) applyRemovedMark(db *bolt.DB) error {
 	return nil
 }
 
-// scan reads the whole spool once: every record's checksum is verified, so
-// damage is found at Open rather than by the drainer at some later hour.
+// scan reads the whole spool once, verifying every record's checksum so
+// that damage is found at Open, and recomputes the counts.
 func (w *WAL) scan(tx *bolt.Tx) error {
 	var m meta
 	if _, err := m.load(tx.Bucket(metaBucket)); err != nil {
@@ -143,17 +132,14 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	return nil
 }
 
-// initialBudget is the cost the entries may take under a cap of maxBytes. The
-// rest is for what bbolt needs beside the leaves: meta and freelist pages,
-// branch pages, pages freed by the last commits that cannot be reused yet,
-// and the last growth step.
+// initialBudget is the cost the entries may take under a cap of maxBytes;
+// the rest is for bbolt's own pages, pages not yet reusable, and growth.
 func initialBudget(maxBytes int64) int64 {
 	return maxBytes - maxBytes/8 - 2*int64(allocSize(maxBytes))
 }
 
-// guard runs fn, turning a panic or a memory fault in it (bbolt reads the
-// file through mmap; a page past the end of a truncated file faults) into a
-// *CorruptionError.
+// guard runs fn, turning a panic or a memory fault in it (bbolt reads
+// through mmap) into a *CorruptionError.
 func guard(path string, fn func() error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() {
@@ -169,22 +155,19 @@ func guard(path string, fn func() error) (err error) {
 	}()
 	err = fn()
 	if errors.Is(err, berrors.ErrIncompatibleValue) && !errors.Is(err, ErrCorrupt) {
-		// The spool's buckets hold values and its root holds buckets: a
-		// value where a bucket is (or the reverse) is a flipped flag.
+		// A value where a bucket should be (or the reverse): a flipped flag.
 		err = &CorruptionError{Path: path, Err: err}
 	}
 	return err
 }
 
-// isDamage tells whether an error from opening a spool means the file is
-// damaged (to be salvaged) rather than, say, unreadable for lack of permission.
+// isDamage tells whether err means the file is damaged, to be salvaged.
 func isDamage(err error) bool {
 	return errors.Is(err, ErrCorrupt)
 }
 
-// classifyOpenErr sorts bbolt.Open's errors: the OS refusing the path (no
-// permission, no space) and a lock timeout are reported as they are; anything
-// else bbolt says about the file's contents means damage.
+// classifyOpenErr sorts bbolt.Open's errors: OS errors and a lock timeout are
+// reported as they are; anything else about the file's contents is damage.
 func classifyOpenErr(path string, err error) error {
 	var pathErr *fs.PathError
 	var errno syscall.Errno

@@ -9,9 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirLock is an flock(2) on a file beside the spool. It guards the directory,
-// not one inode, so it still holds while compaction renames a fresh file over
-// the spool.
+// dirLock is an flock(2) on a file beside spool.db, so it still holds while
+// compaction renames a fresh file over spool.db.
 type dirLock struct{ f *os.File }
 
 func lockDir(d *spoolDir, timeout time.Duration) (*dirLock, error) {

@@ -6,10 +6,8 @@ import (
 	"syscall"
 )
 
-// mapFile maps the first size bytes of f read-only, for the tree check: it
-// then reads the leaves' headers without a system call each (the kernel
-// maps 16 pages per fault), where a pread(2) per leaf cost half as much
-// again as the rest of Open. unmap releases the mapping.
+// mapFile maps the first size bytes of f read-only, so the tree check reads
+// leaf headers without a pread(2) each. unmap releases the mapping.
 func mapFile(f *os.File, size int64) (r io.ReaderAt, unmap func(), err error) {
 	b, err := syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {

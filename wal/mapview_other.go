@@ -8,8 +8,7 @@ import (
 	"os"
 )
 
-// mapFile is not used where mmap is not known to be available: the tree
-// check reads with pread(2) instead.
+// mapFile fails here: the tree check reads with pread(2) instead.
 func mapFile(*os.File, int64) (io.ReaderAt, func(), error) {
 	return nil, nil, errors.New("no mapping on this platform")
 }

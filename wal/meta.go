@@ -12,9 +12,8 @@ var (
 	metaBucket   = []byte("meta")
 )
 
-// Meta keys. None is 8 bytes long, so none can be mistaken for an event key
-// when a damaged file is scanned page by page. Every value is stored through
-// the meta codec (metacodec.go).
+// Meta keys. None is 8 bytes long, so none can be taken for an event key by
+// salvage's page scan. Every value goes through the meta codec.
 var (
 	keyFormat        = []byte("format_version")
 	keyNextSeq       = []byte("next_sequence")
@@ -29,13 +28,11 @@ var (
 	keyRefused       = []byte("refused_events")    // see CountRefused
 )
 
-// formatVersion 3: events of a commit may share a value, a frame
-// (record.go); every meta value checksummed (metacodec.go). migrate.go reads
-// the earlier ones.
+// formatVersion 3: frames (record.go), every meta value checksummed;
+// migrate.go reads the earlier ones.
 const formatVersion = 3
 
-// meta is the state kept in the meta bucket, written in the same transaction
-// as the events it describes.
+// meta is kept in the meta bucket, in the same transaction as the events.
 type meta struct {
 	nextSeq       uint64 // sequence number the next event gets; never goes back
 	removedSeq    uint64 // every sequence up to this one has left (acked or dropped)
@@ -53,8 +50,7 @@ type metaField struct {
 	val *uint64
 }
 
-// fields lists the meta values. A value added here is stored, loaded,
-// checked, salvaged and migrated with the others.
+// fields lists the meta values: stored, loaded, salvaged and migrated alike.
 func (m *meta) fields() []metaField {
 	return append([]metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
@@ -80,8 +76,8 @@ const (
 	metaOlder                    // an earlier format (migrate.go): to be stored anew
 )
 
-// load reads the meta bucket. Any value that fails its check, a key that
-// is a bucket, or a format it does not know is an error: damage.
+// load reads the meta bucket; a bad value, a nested bucket or an unknown
+// format is damage.
 func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	*m = meta{nextSeq: 1}
 	if b == nil {
@@ -100,13 +96,11 @@ func (m *meta) load(b *bolt.Bucket) (metaState, error) {
 	return state, nil
 }
 
-// metaWalk calls fn for every key and value of a meta bucket (bbolt's
-// Bucket.ForEach; a nested bucket's value is nil).
+// metaWalk is a meta bucket's ForEach (a nested bucket's value is nil).
 type metaWalk func(fn func(k, v []byte) error) error
 
-// decode reads the meta values through get (nil: absent). each, if not
-// nil, walks the whole bucket: every key must hold a value that passes its
-// check.
+// decode reads the meta values through get; each, if not nil, checks every
+// key of the bucket.
 func (m *meta) decode(get func([]byte) []byte, each metaWalk) (metaState, error) {
 	*m = meta{nextSeq: 1}
 	v := get(keyFormat)
@@ -168,10 +162,8 @@ func (m *meta) store(b *bolt.Bucket) error {
 }
 
 // storeChanged is store for an append's commit: the two numbers a commit
-// moves, and of the others those that differ from prev, what the file holds
-// (the state as last committed; values missing from it read 0, as load
-// reads them). Writing all of them, checksummed, took a fifth of a 64-event
-// commit's own work.
+// moves, and those others that differ from prev, the state as last
+// committed. Writing them all is a sizeable part of a small commit.
 func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
 	now, was := m.fields(), prev.fields()
 	for i, f := range now {
@@ -193,9 +185,7 @@ func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
 	})
 }
 
-// updateMeta runs f on the meta bucket in a write transaction of its own,
-// for the rare values written apart from an append (SetValues,
-// CountRefused). The caller holds w.wmu.
+// updateMeta runs f on the meta bucket in a write transaction. It needs wmu.
 func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()

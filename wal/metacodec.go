@@ -9,17 +9,12 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// Every value the spool stores carries one checksum, keySum: a CRC-32C over
-// its key and its bytes, so that a flipped bit anywhere in it, or a value
-// moved under another key, is caught. A value that fails its check is
-// damage: never trusted, never compared with other copies. A record
-// (record.go) carries it first; what the spool keeps about itself (the meta
-// bucket, the marks file) carries it last, through this codec:
+// Every stored value carries keySum, a CRC-32C over its key and bytes, so a
+// flipped bit or a value moved to another key is caught; a value failing it
+// is damage, never trusted. Records carry it first; meta values and the
+// marks file carry it last, through this codec:
 //
 //	payload | crc32c(key | payload) (4 bytes, big-endian)
-//
-// A uint64 payload is 8 bytes big-endian. load checks every value in the
-// meta bucket, known or not.
 const metaSumSize = 4
 
 var (
@@ -44,8 +39,7 @@ func encodeMeta(key, payload []byte) []byte {
 	return v
 }
 
-// decodeMeta checks the stored value v of key and returns its payload (an
-// alias of v).
+// decodeMeta checks key's stored value v and returns its payload (aliasing v).
 func decodeMeta(key, v []byte) ([]byte, error) {
 	if len(v) < metaSumSize {
 		return nil, fmt.Errorf("meta value %q of %d bytes: shorter than its checksum", key, len(v))
@@ -75,8 +69,7 @@ func putMeta(b *bolt.Bucket, key, payload []byte) error {
 }
 
 // getMeta returns key's payload from the meta bucket: ok is false when the
-// key is absent; a value that fails its check is a *CorruptionError-worthy
-// error (the caller names the file).
+// key is absent or its value fails its check (err).
 func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
 	v := b.Get(key)
 	if v == nil {
@@ -88,14 +81,4 @@ func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
 
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
 	return putMeta(b, key, binary.BigEndian.AppendUint64(nil, n))
-}
-
-// getMetaUint is getMeta for a uint64.
-func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
-	v := b.Get(key)
-	if v == nil {
-		return 0, false, nil
-	}
-	n, err := metaUint(key, v)
-	return n, err == nil, err
 }

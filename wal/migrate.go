@@ -5,20 +5,16 @@ import (
 	"fmt"
 )
 
-// What earlier evspools wrote, read here and nowhere else: the rest of the
-// package knows only today's formats, and calls in here where it meets one
-// it does not know. A file of an earlier format is rewritten in today's by
-// the first Open that loads it (its meta values; its records stay as they
-// are, read here whenever they are read); the marks file, at its next write.
+// What earlier evspools wrote, read here and nowhere else. The first Open
+// rewrites an earlier meta bucket in today's format (records stay as they
+// are); the marks file is rewritten at its next write.
 
 // A version 1 record (record.go has today's versions):
 //
 //	crc32c(key | what follows) (4) | wall unix ns (8) | event bytes
 //
-// Its checksum covers no version byte: a version 1 record passes as
-// version 2 only if its wall time is negative (before 1970) and a 32-bit
-// checksum matches by chance, and a damaged one of today's as version 1
-// only by such a chance.
+// Its checksum covers no version byte: it is mistaken for another version
+// only by a 32-bit checksum collision.
 const recordHeaderV1 = 12
 
 // decodeRecordV1 checks a version 1 record: decodeStamped's fallback.
@@ -36,9 +32,8 @@ func decodeRecordV1(key, v []byte) (stamp, []byte, error) {
 const (
 	// bareFormat 1: bare 8-byte values, no checksum.
 	bareFormat = 1
-	// framelessFormat 2: today's meta values, an event a value. The first
-	// Open marks it format 3 before anything is stored, so that an evspool
-	// of format 2, which would take a frame for damage, refuses the file.
+	// framelessFormat 2: no frames. Open marks it format 3 before storing
+	// anything, so an evspool of format 2 refuses the file.
 	framelessFormat = 2
 )
 

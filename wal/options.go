@@ -13,9 +13,8 @@ import (
 type Policy int
 
 const (
-	// DropOldest removes the oldest pending events to make room for new ones.
-	// Every removed event is counted. This is the default: for telemetry the
-	// newest events are worth the most.
+	// DropOldest removes the oldest pending events to make room for new ones,
+	// counting them. The default: for telemetry the newest are worth most.
 	DropOldest Policy = iota
 	// DropNewest refuses the new events with ErrFull and counts them.
 	DropNewest
@@ -25,8 +24,7 @@ const (
 
 var policyNames = [...]string{DropOldest: "drop-oldest", DropNewest: "drop-newest", Block: "block"}
 
-// String returns the policy's name as the CLI spells it: "drop-oldest",
-// "drop-newest" or "block".
+// String returns the policy's name as the CLI spells it ("drop-oldest").
 func (p Policy) String() string {
 	if p < 0 || int(p) >= len(policyNames) {
 		return fmt.Sprintf("Policy(%d)", int(p))
@@ -49,8 +47,7 @@ const (
 	DefaultMaxBytes = 64 << 20
 	// MinMaxBytes is the smallest cap Open accepts.
 	MinMaxBytes = 1 << 20
-	// DefaultLockTimeout is how long Open waits for a spool held by another
-	// process before it gives up with ErrLocked.
+	// DefaultLockTimeout is the default Options.LockTimeout.
 	DefaultLockTimeout = time.Second
 )
 
@@ -64,30 +61,26 @@ type Options struct {
 	// OnFull is what Append does when the spool is full. Default DropOldest.
 	OnFull Policy
 
-	// NoSync turns off the fsync at each commit (bbolt's NoSync). Unsafe:
-	// committed events then survive a crash of the process but not a power
-	// loss or a kernel crash. Default false: every commit is fsync'd.
+	// NoSync turns off the fsync at each commit. Unsafe: committed events
+	// then survive a process crash but not a power loss or kernel crash.
 	NoSync bool
 
 	// LockTimeout is how long Open waits for a spool locked by another
-	// process. Default DefaultLockTimeout (1 s).
+	// process. Default DefaultLockTimeout.
 	LockTimeout time.Duration
 
-	// Clock stamps events: the wall clock (Entry.Time), and the boot clock
-	// with the boot id, which age them without regard to wall-clock steps
-	// (Entry.Age). Default clock.System().
+	// Clock stamps events with the wall clock and the boot clock, which ages
+	// them regardless of wall-clock steps (Entry.Age). Default clock.System().
 	Clock clock.Clock
 
 	// Now, if set, replaces Clock's wall clock. Default Clock.Now.
 	Now func() time.Time
 
-	// Context, if set, cancels Open: the start-up scan of a large spool
-	// stops when it ends, and Open returns an error matching its Err().
-	// Used by Open only. Default: Open runs to the end.
+	// Context, if set, cancels Open's start-up scan; Open then returns an
+	// error matching its Err(). Used by Open only.
 	Context context.Context
 
-	// Logger gets what the spool does on its own: a read of the file that
-	// failed and is retried. Default: discard.
+	// Logger gets what the spool does on its own (retried reads). Default: discard.
 	Logger *slog.Logger
 
 	// faults injects read failures (tests only; see transient.go).

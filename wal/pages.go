@@ -23,10 +23,8 @@ import (
 //	freelist page   header | count page ids u64 (a count of 0xFFFF is
 //	                instead in a u64 before the ids)
 //
-// A page's overflow pages follow it and are one page with it. Elements
-// follow the header; an element's key starts pos bytes after the element,
-// and a leaf's value follows its key. Nothing read is trusted: every offset
-// is checked against what was read.
+// A page's overflow pages follow it. An element's key starts pos bytes after
+// the element; a leaf's value follows its key. Every offset read is checked.
 const (
 	pageHeaderSize   = 16
 	leafElemSize     = 16
@@ -61,8 +59,7 @@ func decodeHeader(b []byte) pageHeader {
 // span is the bytes the page takes with its overflow, in pages of ps bytes.
 func (h pageHeader) span(ps uint64) uint64 { return (1 + h.overflow) * ps }
 
-// elemAt is the offset of element i in its page (leaf and branch elements
-// are the same size).
+// elemAt is the offset of element i (leaf or branch: the same size).
 func elemAt(i int) uint64 { return pageHeaderSize + uint64(i)*leafElemSize }
 
 // fitting is how many of count elements lie in page p (header included).
@@ -70,8 +67,8 @@ func fitting(p []byte, count int) int {
 	return max(0, min(count, (len(p)-pageHeaderSize)/leafElemSize))
 }
 
-// leafElem decodes leaf element i from its bytes e: its flags, and where its
-// key ([k0, k1)) and value ([k1, v1)) lie from the page's first byte.
+// leafElem decodes leaf element i: its flags and key [k0, k1) and value
+// [k1, v1) offsets in the page.
 func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
 	le := binary.LittleEndian
 	k0 = elemAt(i) + uint64(le.Uint32(e[4:8]))
@@ -79,8 +76,7 @@ func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
 	return le.Uint32(e[0:4]), k0, k1, k1 + uint64(le.Uint32(e[12:16]))
 }
 
-// leafAt returns leaf element i of page p, which lies in p; ok is false when
-// its key or value does not.
+// leafAt returns leaf element i of p; ok is false if it overruns p.
 func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
 	flags, k0, k1, v1 := leafElem(p[elemAt(i):], i)
 	if v1 > uint64(len(p)) {
@@ -89,8 +85,7 @@ func leafAt(p []byte, i int) (flags uint32, k, v []byte, ok bool) {
 	return flags, p[k0:k1], p[k1:v1], true
 }
 
-// branchAt returns branch element i of page p, which lies in p: its child
-// page and its key; ok is false when the key does not lie in p.
+// branchAt returns branch element i of p; ok is false if it overruns p.
 func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
 	le, e := binary.LittleEndian, p[elemAt(i):]
 	k0 := elemAt(i) + uint64(le.Uint32(e[0:4]))
@@ -101,8 +96,7 @@ func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
 	return le.Uint64(e[8:16]), p[k0:k1], true
 }
 
-// leafElems calls fn for every element of leaf page p (header included),
-// each checked to lie within p.
+// leafElems calls fn for every element of leaf page p, each checked to lie in p.
 func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
 	count := decodeHeader(p).count
 	if fitting(p, count) < count {
@@ -120,8 +114,8 @@ func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error 
 	return nil
 }
 
-// parseLeaf is leafElems for salvage: it reads p if it is a leaf, skips
-// elements out of it, and recurses into inline buckets of the top level.
+// parseLeaf is leafElems for salvage: it skips bad elements and enters
+// top-level inline buckets.
 func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 	if len(p) < pageHeaderSize {
 		return
@@ -137,9 +131,8 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 		case flags&bucketLeafFlag == 0:
 			fn(key, val)
 		case depth < 1:
-			// The spool's only inline bucket (meta) sits in the root leaf:
-			// one level. Each level multiplies the work on a crafted page
-			// (elements may all point at the same bytes).
+			// Only meta is inline, in the root leaf: one level bounds the
+			// work a crafted page can cause.
 			if root, inline, ok := bucketValue(val); ok && root == 0 {
 				parseLeaf(inline, depth+1, fn)
 			}
@@ -147,8 +140,7 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 	}
 }
 
-// bucketValue decodes a bucket element's value: its root page id and, for
-// an inline bucket (root 0), its page. ok is false when v is too short.
+// bucketValue decodes a bucket's root page id and inline page (root 0).
 func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
 	if len(v) < bucketHeader {
 		return 0, nil, false
@@ -156,9 +148,8 @@ func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
 	return binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:], true
 }
 
-// freelistIDs tells where a freelist page's ids are, from b, its header and
-// the u64 after it: count of them, after first u64s (1 when the count is
-// there).
+// freelistIDs returns where a freelist page's ids start (in u64s after the
+// header) and how many there are.
 func freelistIDs(b []byte) (first, count uint64) {
 	if count = uint64(decodeHeader(b).count); count == 0xFFFF {
 		return 1, binary.LittleEndian.Uint64(b[pageHeaderSize:])
@@ -173,8 +164,7 @@ type boltMeta struct {
 }
 
 // bestMeta returns the valid meta page with the highest txid, the one bbolt
-// uses. Page 0 is at offset 0; page 1 at the page size, which is tried as
-// bbolt does when page 0 is unreadable.
+// uses, probing page 1 at each possible page size as bbolt does.
 func bestMeta(f io.ReaderAt) (boltMeta, bool) {
 	var best boltMeta
 	found := false
@@ -187,8 +177,8 @@ func bestMeta(f io.ReaderAt) (boltMeta, bool) {
 	return best, found
 }
 
-// readMeta reads the meta page at off: ok is false unless its magic,
-// version and checksum hold and its page size is one bbolt allows.
+// readMeta reads the meta page at off; ok if magic, version, checksum and
+// page size hold.
 func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
 	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
 	if _, err := f.ReadAt(buf, off); err != nil {
@@ -230,8 +220,7 @@ func (pr *pageReader) read(id, n uint64) ([]byte, error) {
 	return p, nil
 }
 
-// whole reads page id, of header h, with its overflow, as much of it as the
-// size bytes of the file hold, for salvage: at most maxOverflowScan.
+// whole reads page id with its overflow, within size and maxOverflowScan.
 func (pr *pageReader) whole(id uint64, h pageHeader, size int64) ([]byte, error) {
 	off := int64(id) * pr.ps
 	p := make([]byte, min(int64(h.span(uint64(pr.ps))), size-off, maxOverflowScan))

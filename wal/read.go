@@ -12,20 +12,18 @@ import (
 type Entry struct {
 	Seq  uint64    // sequence number, from 1, consecutive in Append order
 	Time time.Time // when it was appended, on the wall clock
-	// Boot is the boot clock (CLOCK_BOOTTIME) when it was appended, and
-	// ThisBoot whether that was in the boot the spool's clock is in now:
-	// only then does Boot compare with Clock.Boot(). See Age.
+	// Boot is CLOCK_BOOTTIME at append; it compares with Clock.Boot() only
+	// if ThisBoot (appended in the current boot). See Age.
 	Boot     time.Duration
 	ThisBoot bool
 	Data     []byte // the event bytes; the caller may keep and change them
 }
 
-// Read returns pending entries with sequence numbers from from on, oldest
-// first, without removing them (acknowledged ones are never returned): at
-// most maxEvents entries and, beyond the first, at most maxBytes of event
-// bytes (0 means no limit). A damaged record is reported as a
-// *CorruptionError; Repair salvages the spool. While appends flow, it first
-// lets the next group commit start (at most 2 ms; see awaitRegroup).
+// Read returns pending entries from sequence number from on, oldest first,
+// without removing them: at most maxEvents entries and, beyond the first, at
+// most maxBytes of event bytes (0: no limit). A damaged record is reported as
+// a *CorruptionError (see Repair). While appends flow, it first lets the next
+// group commit start (at most 2 ms).
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
@@ -46,8 +44,7 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	return out, err
 }
 
-// readTx is Read in tx. The entries' bytes point into the file's mapping,
-// valid only in tx: they are copied out, into one allocation.
+// readTx is Read in tx; the bytes are copied out of the mapping at once.
 func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
 	var err error
@@ -81,18 +78,15 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 	return out, err
 }
 
-// stored is a value of the events bucket, checked, with its key and bytes
-// as the file holds them.
+// stored is a checked value of the events bucket with its raw key and bytes.
 type stored struct {
 	value
 	key, raw []byte
 }
 
-// walk yields the values of the events bucket eb in order, from the one
-// that holds from (a frame may begin before it) on, each checked. Damage (a
-// key that is not a sequence number, keys out of order, a value that fails
-// its check) ends the walk, yielded as a *CorruptionError for the file at
-// path. The values alias the file's mapping: valid in the transaction only.
+// walk yields the values of the events bucket in order, from the one that
+// holds from on, each checked; damage ends the walk as a *CorruptionError.
+// The values alias the mapping: valid in the transaction only.
 func walk(eb *bolt.Bucket, path string, from uint64) iter.Seq2[stored, error] {
 	return func(yield func(stored, error) bool) {
 		c := eb.Cursor()
@@ -103,8 +97,6 @@ func walk(eb *bolt.Bucket, path string, from uint64) iter.Seq2[stored, error] {
 			switch {
 			case err != nil:
 			case seq <= prev:
-				// A damaged page: bbolt's own walk (which builds the
-				// freelist) would panic on it.
 				err = fmt.Errorf("key %d after key %d: keys out of order", seq, prev)
 			default:
 				val, err = decodeValue(k, v)
@@ -121,16 +113,14 @@ func walk(eb *bolt.Bucket, path string, from uint64) iter.Seq2[stored, error] {
 	}
 }
 
-// seekValue positions c at the value that holds seq (a frame may begin
-// before it), or else at the first value after it, and returns it.
+// seekValue positions c at the value holding seq, or else the next one.
 func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
 	k, v = c.Seek(seqKey(seq))
 	if k != nil && mustSeq(k) == seq {
 		return k, v
 	}
 	if pk, pv := c.Prev(); pk != nil {
-		// Checked here, not only by the caller: a damaged count must not
-		// make Read pass over events that are there.
+		// Checked here so a damaged count cannot skip events.
 		if val, err := decodeValue(pk, pv); err != nil || val.last() >= seq {
 			return pk, pv
 		}
@@ -139,10 +129,8 @@ func seekValue(c *bolt.Cursor, seq uint64) (k, v []byte) {
 }
 
 // salvageOnWrite salvages the spool when a write transaction found damage
-// (a torn freelist makes bbolt panic, "page already freed", in every commit
-// that frees that page: without this, every Ack failed the same way and the
-// drainer retried forever). It reports whether the spool was salvaged and
-// the write is worth one more try. The caller holds wmu.
+// (a torn freelist makes every commit that frees the page panic). It reports
+// whether the write is worth one more try. The caller holds wmu.
 func (w *WAL) salvageOnWrite(err error) bool {
 	if !isDamage(err) {
 		return false

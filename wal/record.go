@@ -6,37 +6,28 @@ import (
 	"os"
 )
 
-// A record is the value stored under an event's key. Version 2:
+// A record is the value stored under an event's key (docs/spool.md,
+// "On-disk layout"). Version 2:
 //
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns (8) | event bytes
 //
-// Version 3, a frame, holds the events of one commit that share a leaf
-// element (see frames below); it is written only for two events or more:
+// Version 3, a frame, holds two or more events of one commit (see below):
 //
 //	crc32c (4) | wall unix ns, bit 63 set (8) | CLOCK_BOOTTIME ns, bit 63 set (8) |
 //	count uvarint (>= 2) | count lengths, uvarint each | the events' bytes
 //
-// Its key is the sequence number of its first event; the others follow it,
-// consecutive. Version 2's boot time never has bit 63 set: that bit tells a
-// frame, and the checksum says for sure. Version 1 records, which an earlier
-// evspool wrote, are read by migrate.go.
-//
-// All integers are big-endian. The checksum (keySum, metacodec.go) covers
-// the 8-byte key, the version as a byte that is not stored, and everything
-// after the checksum, so a record moved under another key is caught as
-// surely as a flipped bit, and a record is not read as another version. A
-// version 2 wall time keeps 63 bits: 1824 to 2116.
+// Its key is its first event's sequence number; bit 63 of the boot time
+// tells a frame. Integers are big-endian. The checksum (keySum) also covers
+// the key and an unstored version byte, so a record moved to another key or
+// read as another version fails it. Version 1: migrate.go.
 const (
-	keySize      = 8
-	recordHeader = 20 // the header of the records written now
-	// entryOverhead is what an entry takes in a bbolt leaf page beyond the
-	// event bytes: the leaf element header (16), the key and the record header.
-	entryOverhead = 16 + keySize + recordHeader
+	keySize       = 8
+	recordHeader  = 20                          // the header of the records written now
+	entryOverhead = 16 + keySize + recordHeader // leaf element, key, header
 	v2Flag        = uint64(1) << 63
 )
 
-// stamp is when a record was appended: the wall clock, and the boot clock
-// (0 in version 1 records, which have none).
+// stamp is when a record was appended.
 type stamp struct {
 	wall int64 // unix nanoseconds
 	boot int64 // CLOCK_BOOTTIME nanoseconds; 0: not recorded
@@ -47,11 +38,8 @@ var costPage = int64(os.Getpagesize())
 
 // entryCost is what an event of n bytes costs against the spool's budget:
 // its share of the leaf pages it occupies. bbolt never splits a leaf element
-// across pages, so when k elements fit in a page each costs a kth of it (a
-// 100-byte event costs 137 bytes, a 1000-byte one a third of a page, not
-// 1036 bytes); a larger element takes whole pages of its own. Counting the
-// bytes alone let entries of a few KiB fill the file a third faster than the
-// budget said.
+// across pages, so when k elements fit in a page each costs a kth of it; a
+// larger element takes whole pages of its own.
 func entryCost(n int) int64 {
 	e := int64(n) + entryOverhead
 	if room := costPage - pageHeaderSize; e <= room {
@@ -95,8 +83,7 @@ func encodeRecordInto(v, key []byte, at stamp, data []byte) []byte {
 	return v
 }
 
-// decodeStamped checks a stored record (not a frame) and returns its stamp
-// and event bytes. The returned slice aliases v.
+// decodeStamped checks a record (not a frame); its bytes alias v.
 func decodeStamped(key, v []byte) (stamp, []byte, error) {
 	if len(key) != keySize {
 		return stamp{}, nil, errBadKey
@@ -108,8 +95,7 @@ func decodeStamped(key, v []byte) (stamp, []byte, error) {
 	return decodeRecordV1(key, v)
 }
 
-// isV2 tells by its flag bit whether v looks like a version 2 record; only
-// the checksum says for sure.
+// isV2 tells by its flag bit whether v looks like a version 2 record.
 func isV2(v []byte) bool {
 	return len(v) >= recordHeader && binary.BigEndian.Uint64(v[4:12])&v2Flag != 0
 }
@@ -124,21 +110,11 @@ func isFrame(v []byte) bool {
 
 var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 
-// Frames. A commit's events are stored as few values as keep leaves well
-// packed (a bbolt put each, not one an event): a frame's element takes at
-// most half a page's room, so two fill a leaf page, and entryCost prices it
-// as it prices a lone event. An event too large to share so little room is
-// stored alone, as version 2, as is a lone event. A frame leaves the file
-// whole, once its last event is acknowledged or dropped: till then its
-// events up to the removal mark are hidden, as acknowledged entries not yet
-// deleted are (ackdefer.go). Its cost is counted until it leaves, its
-// events while they are pending.
-//
-// Append prices a request at its events' cost as records (what Block
-// reserves and the policies weigh). A frame mostly costs less, but rounding
-// to a share of a page can make it cost up to about a quarter of a page
-// more: the budget leaves room for that, and the cap on the file itself is
-// enforced on its real size (enforceCap).
+// A frame takes at most half a page's room, so two fill a leaf; a lone or
+// too large event is stored as version 2. A frame leaves the file whole once
+// its last event is removed; the removal mark hides its earlier events. Append
+// prices events as records; a frame may cost up to a quarter page more, which
+// the budget leaves room for.
 
 // frameRoom is the most bytes a frame's value may take.
 var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
@@ -154,8 +130,7 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// frameGrow is the size of a frame of n events and size bytes once an
-// event of l bytes joins it (n 0: a frame of that event alone).
+// frameGrow is a frame's size once an event of l bytes joins its n events.
 func frameGrow(size, n, l int) int {
 	if n == 0 {
 		return frameHead(1) + uvarintLen(uint64(l)) + l
@@ -163,17 +138,8 @@ func frameGrow(size, n, l int) int {
 	return size + uvarintLen(uint64(n+1)) - uvarintLen(uint64(n)) + uvarintLen(uint64(l)) + l
 }
 
-// frameSize is the size of the value holding events as one frame.
-func frameSize(events [][]byte) int {
-	n := frameHead(len(events))
-	for _, e := range events {
-		n += uvarintLen(uint64(len(e))) + len(e)
-	}
-	return n
-}
-
-// encodeFrameInto encodes events (two or more) as a frame into v, which is
-// frameSize(events) long.
+// encodeFrameInto encodes events (two or more) as a frame into v, sized
+// by frameGrow.
 func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
 	wall := max(min(at.wall, 1<<62-1), -1<<62)
 	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
@@ -204,8 +170,7 @@ func (v *value) last() uint64 { return v.first + uint64(v.n) - 1 }
 // decodeValue checks the value stored under key. Its slices alias v.
 func decodeValue(key, v []byte) (value, error) {
 	if !isFrame(v) || len(key) != keySize || binary.BigEndian.Uint32(v[0:4]) != keySum(key, v3Tag, v[4:]) {
-		// Not a frame (a version 1 record whose wall time is negative and
-		// whose event bytes begin with a set bit looks like one too).
+		// Not a frame (some version 1 records look like one).
 		at, data, err := decodeStamped(key, v)
 		if err != nil {
 			return value{}, err
@@ -255,14 +220,12 @@ func (v *value) cost() int64 {
 	return entryCost(frameSize0(v))
 }
 
-// frameSize0 is the event-bytes part of a frame's entryCost: its value less
-// the header entryOverhead counts.
+// frameSize0 is a frame's size less the header entryOverhead counts.
 func frameSize0(v *value) int {
 	return uvarintLen(uint64(v.n)) + len(v.lens) + len(v.data)
 }
 
-// each calls fn for every event of v with a sequence number from from on,
-// and stops when fn returns false.
+// each calls fn for v's events from from on, until fn returns false.
 func (v *value) each(from uint64, fn func(seq uint64, data []byte) bool) {
 	if v.n == 1 {
 		if v.first >= from {

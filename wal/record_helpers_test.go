@@ -1,6 +1,10 @@
 package wal
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // encodeRecordV1 writes a record as an earlier evspool did (migrate.go), for
 // the tests that show such records are still read.
@@ -28,4 +32,23 @@ func recordDataLen(v []byte) int {
 		return len(v) - recordHeader
 	}
 	return len(v) - recordHeaderV1
+}
+
+// frameSize is the size of the value holding events as one frame.
+func frameSize(events [][]byte) int {
+	n := frameHead(len(events))
+	for _, e := range events {
+		n += uvarintLen(uint64(len(e))) + len(e)
+	}
+	return n
+}
+
+// getMetaUint is getMeta for a uint64.
+func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
+	v := b.Get(key)
+	if v == nil {
+		return 0, false, nil
+	}
+	n, err := metaUint(key, v)
+	return n, err == nil, err
 }

@@ -6,46 +6,30 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// A prefix of the queue is removed one way, whether acknowledged (Ack),
-// expired (Expire), dropped to make room (DropOldest) or applied from the
-// marks file at Open: state.remove takes the events out of view and out of
-// the counters, and moves the number through which entries are hidden;
-// deleteHidden deletes them from the file and moves its removal mark.
-// Acknowledged entries wait for a later commit to delete them (see
-// ackdefer.go); the others are deleted by the commit that removes them.
+// A prefix of the queue is removed one way (Ack, Expire, DropOldest, the
+// marks file at Open): state.remove hides it and updates the counters;
+// deleteHidden deletes it and moves the removal mark.
 
-// Ack acknowledges every pending entry with a sequence number up to and
-// including upTo: they are never returned again, by this process or, after
-// a crash of the process, by the next one. Acknowledging what is already
-// gone is a no-op.
-//
-// Ack does not commit: it records upTo in the marks file (no fsync) and
-// an append transaction deletes the entries once rideMin are waiting; with
-// no appends they are deleted in batches (see FlushAcks). After a power
-// loss, entries acknowledged but not yet deleted by a synced commit may
-// come back, as one contiguous in-order run from the head. If the marks
-// file cannot be written, Ack commits the deletion at once. Once a backlog
-// has drained, Ack gives the file's space back (see Compact).
+// Ack acknowledges every pending entry up to and including upTo: they are
+// never returned again, by this process or, after a process crash, the next.
+// It records upTo in the marks file (no fsync) and a later commit deletes the
+// entries (see FlushAcks), so after a power loss entries acked since the last
+// synced deletion may come back, as one in-order run from the head. If the
+// marks file cannot be written, Ack commits at once.
 func (w *WAL) Ack(upTo uint64) error {
 	_, err := w.removeFront(upTo, false)
 	return err
 }
 
 // Expire removes every pending entry up to and including upTo, as Ack does,
-// but counts them as expired rather than delivered: the caller found them
-// too old to be worth sending. The count is kept in the meta bucket
-// (expired_events, expired_bytes) in the same transaction as the removal, so
-// it survives restarts like the drop counters, and Stats.Expired reports it.
-// It returns what this call removed. Expiring what is already gone is a
-// no-op.
+// but counts them as expired (Stats.Expired), in the same transaction as the
+// removal. It returns what this call removed.
 func (w *WAL) Expire(upTo uint64) (Counter, error) {
 	return w.removeFront(upTo, true)
 }
 
-// removeFront removes the pending entries through upTo (see state.remove):
-// acknowledged, they are hidden and counted in Stats.Acked, and a later
-// commit deletes them; expired, they are deleted and counted in the file in
-// a commit of their own.
+// removeFront removes the pending entries through upTo: acked ones are
+// hidden for a later commit to delete; expired ones are deleted at once.
 func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
 	if err := w.ready(); err != nil {
 		return Counter{}, err
@@ -80,8 +64,7 @@ func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
 		w.ackCommitted()
 	}
 	if st.pending == 0 {
-		// enforceCap lowered the budget for entries that packed badly
-		// into pages; they are gone (or going, before the next append).
+		// Undo enforceCap's lowering: the badly packed entries are gone.
 		w.budget.Store(initialBudget(w.opts.MaxBytes))
 	}
 	w.group.freed()
@@ -94,9 +77,8 @@ func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
 	return gone, nil
 }
 
-// removeTx is removeFront's transaction: a read transaction to acknowledge,
-// a write transaction to expire. It returns a nil state when nothing up to
-// upTo is pending.
+// removeTx is removeFront's transaction (a write one only to expire); a nil
+// state means nothing up to upTo is pending.
 func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err error) {
 	if w.firstSeq == 0 || upTo < w.firstSeq {
 		return nil, gone, nil
@@ -117,9 +99,8 @@ func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err e
 	return st, gone, err
 }
 
-// commitRemoval removes the pending entries through upTo (see
-// state.remove), counted in into (nil: not counted), and deletes them and
-// any acknowledged before, in a write transaction of its own on db.
+// commitRemoval removes and deletes the entries through upTo in a write
+// transaction of its own, counted in into (if not nil).
 func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) (gone Counter, err error) {
 	err = guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
@@ -139,11 +120,9 @@ func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) 
 	return gone, err
 }
 
-// remove takes a prefix of the queue out of view: the pending events
-// through upTo and, while need > 0, whole values after them until their
-// cost covers need. It takes them out of the counters, returns them, finds
-// the oldest entry left and moves st.acked, the number through which
-// entries are hidden, past them.
+// remove hides the pending events through upTo and, while need > 0, whole
+// values after them until their cost covers need; it updates the counters
+// and firstSeq and moves st.acked past them.
 func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, error) {
 	var gone Counter
 	from := st.hidden() + 1
@@ -171,8 +150,7 @@ func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, erro
 	return gone, nil
 }
 
-// dropOldest removes whole values from the front until need of cost is
-// freed, counted as dropped.
+// dropOldest drops whole values from the front until need of cost is freed.
 func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	if need <= 0 {
 		return nil
@@ -186,18 +164,15 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	return err
 }
 
-// deleteHidden deletes the values whose events are all hidden (see remove)
-// and moves the file's removal mark to them; a frame that holds events past
-// the mark stays, the rest of it hidden by the mark. It walks backwards:
-// Delete then Prev never skips a key (Delete then Next can), and it never
-// passes over the leaves it emptied, as First() after each Delete would.
+// deleteHidden deletes the values whose events are all hidden and moves the
+// removal mark; a frame with events past the mark stays. It walks backwards:
+// bbolt's Delete then Next can skip a key, Delete then Prev cannot.
 func (st *state) deleteHidden(eb *bolt.Bucket) error {
 	upTo := st.hidden()
 	c := eb.Cursor()
 	k, v := seekValue(c, upTo)
 	if k != nil && mustSeq(k) <= upTo {
-		// The value holding upTo: checked, for its count decides whether
-		// it stays.
+		// The value holding upTo stays if it has events past it.
 		val, err := decodeValue(k, v)
 		if err != nil {
 			return &CorruptionError{Path: st.path, Seq: mustSeq(k), Err: err}

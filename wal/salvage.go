@@ -11,17 +11,12 @@ import (
 )
 
 // Repair salvages the spool after Read reported a *CorruptionError: every
-// readable pending entry is copied, in order, into a fresh file that then
+// readable pending entry is copied, in order, into a fresh file that
 // replaces the damaged one, which is kept aside. Appends wait meanwhile. If
-// the salvage fails (a full disk, say), the damaged file stays in use and
-// Repair can be called again once the cause is gone.
+// the salvage fails, the damaged file stays in use; call Repair again later.
 //
-// A cause that is a memory fault under bbolt's mapping may be an I/O error,
-// not damage: the file is read again through pread first. If that fails,
-// Repair returns the error and salvages nothing (call it again later); if
-// it reads, the file is reopened with every check of Open, and salvaged
-// only if they find damage: Repair then returns a nil report and no error
-// when they find none.
+// After a memory fault (maybe an I/O error) the file is reopened and
+// salvaged only if Open's checks find damage; else the report is nil.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
@@ -47,8 +42,7 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 	}
 	r, err := w.salvageFile(cause)
 	if err != nil {
-		// spool.db was not touched: go on with it, damaged as it is, so
-		// appends are still stored; the next Repair tries again.
+		// spool.db is untouched: keep using it so appends are stored.
 		if rerr := w.reopenDamaged(); rerr != nil {
 			w.fail(fmt.Errorf("%w; reopening the damaged file: %v", err, rerr))
 		}
@@ -60,8 +54,7 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 }
 
 // reopenDamaged opens spool.db again after a failed salvage, without the
-// verifying scan that would fail on the damage. The in-memory state still
-// describes it: the failed salvage did not change it.
+// verifying scan; the in-memory state still describes it.
 func (w *WAL) reopenDamaged() error {
 	if _, err := w.sd.stat(fileName); err != nil {
 		return err
@@ -85,19 +78,15 @@ func (w *WAL) reopenDamaged() error {
 	return nil
 }
 
-// salvageFile rebuilds the damaged spool.db, and opens the result as w.db.
-// Crash-safe at every step (see the package documentation):
+// salvageFile rebuilds the damaged spool.db and opens the result as w.db.
+// Crash-safe at every step:
 //
-//  1. every sound pending record is written into spool.db.salvage, which
-//     is fsync'd; spool.db is only read;
-//  2. spool.db is hard-linked (or copied) to spool.db.corrupt-<time>, and
-//     the directory fsync'd: the damaged copy is kept;
-//  3. spool.db.salvage is renamed over spool.db, and the directory fsync'd.
+//  1. every sound pending record is written into spool.db.salvage, fsync'd;
+//  2. spool.db is linked (or copied) to spool.db.corrupt-<time>, dir fsync'd;
+//  3. spool.db.salvage is renamed over spool.db, dir fsync'd.
 //
-// A crash before 3 leaves the damaged spool.db in place: the next Open finds
-// the same damage and salvages again (reusing a copy made by 2; a leftover
-// spool.db.salvage is removed first). A crash after 3 leaves the salvaged
-// file. If any step fails, spool.db is left as it was.
+// A crash before 3 leaves the damaged spool.db, which the next Open salvages
+// again; after 3, the salvaged file. A failed step leaves spool.db as it was.
 func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	tmp := fileName + salvageSuffix
 	if err := w.sd.remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -125,8 +114,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 		return fail("replace", err)
 	}
 	if err := w.syncDir(); err != nil {
-		// The rename happened and may or may not be durable: the spool
-		// holds the salvaged file from now on either way.
+		// The rename happened, durable or not: the salvaged file is in use.
 		return nil, fmt.Errorf("wal: salvage of damaged spool %s: %w (cause: %v)", w.path, err, cause)
 	}
 	crashPoint("salvage-renamed")
@@ -143,11 +131,9 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)
 }
 
-// rebuild writes the salvage of spool.db into a new file, dst in the spool
-// directory, and fsyncs it. Two passes: the first finds the meta values
-// (see salvagescan.go), the user's values (kv.go) and the newest sound
-// record, the second copies
-// entries past the removal mark, a chunk per transaction.
+// rebuild writes the salvage of spool.db into the new file dst and fsyncs
+// it. The first pass finds the meta values, the user's values and the newest
+// sound record; the second copies entries past the removal mark in chunks.
 func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	src, err := w.sd.open(fileName, os.O_RDONLY)
 	if err != nil {
@@ -170,16 +156,12 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	if !ok {
 		m = copies.verified
 	}
-	// What the file's meta copies say was handed out: every number above
-	// the removal mark and below it was pending.
+	// Every number above the removal mark and below handedOut was pending.
 	handedOut := max(m.nextSeq, maxSeq+1)
 	if w.marks.exact {
-		// The spool was closed cleanly (or settled) since its last commit:
-		// the marks file knows the next number exactly.
 		handedOut = max(handedOut, w.marks.reserved)
 	}
-	// The marks file knows what the damaged file may have lost: numbers
-	// handed out beyond what is left, removals newer than any meta copy.
+	// The marks file knows numbers and removals the damaged file may lack.
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
@@ -243,8 +225,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered
 		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
 	}
-	// The events lost are counted in the file that replaces the damaged
-	// one: the count is in place exactly when the salvage is.
+	// Counted in the new file, so the count is durable with the salvage.
 	if err := db.Update(func(tx *bolt.Tx) error {
 		return putMetaUint(tx.Bucket(metaBucket), keyUnreadable, m.unreadable+r.Missing)
 	}); err != nil {

@@ -5,27 +5,20 @@ import (
 	"strings"
 )
 
-// SalvageReport tells what was done about a damaged spool file, so the
-// caller can log it.
+// SalvageReport tells what was done about a damaged spool file.
 type SalvageReport struct {
 	Cause       error  // the damage that was found
 	CorruptPath string // where the damaged file is kept for inspection
 	Recovered   uint64 // pending entries copied into the fresh spool
 	FirstSeq    uint64 // oldest recovered sequence number, 0 if none
 	LastSeq     uint64 // newest recovered sequence number, 0 if none
-	// Missing counts the pending events that could not be read (added to
-	// the spool's count of unreadable events, Stats.Unreadable): the
-	// sequence numbers above the removal mark and below the next number
-	// (as the newest readable copy of the meta bucket gives them) that were
-	// not recovered. If every copy of the meta bucket is lost, the numbers
-	// past the last recovered one are not known and not counted.
+	// Missing counts the pending events not recovered (added to
+	// Stats.Unreadable), as far as the surviving meta copies tell.
 	Missing uint64
-	// Unreadable lists the sequence numbers of the Missing events, as
-	// ranges, oldest first: at most maxGaps of them, the last one then
-	// running to the newest missing number.
+	// Unreadable lists the Missing sequence numbers as ranges, oldest
+	// first: at most maxGaps, the last running to the newest missing.
 	Unreadable []SeqRange
-	// RemovedCopies lists older damaged copies removed to keep their number
-	// and size bounded (see the package documentation).
+	// RemovedCopies lists older damaged copies removed to bound them.
 	RemovedCopies []string
 }
 
@@ -63,8 +56,7 @@ func (r *SalvageReport) String() string {
 // maxGaps bounds SalvageReport.Unreadable.
 const maxGaps = 16
 
-// gaps returns the numbers from lo to below hi that are not in seen, as
-// ranges (see SalvageReport.Unreadable).
+// gaps returns the numbers in [lo, hi) not in seen, as ranges.
 func gaps(seen map[uint64]struct{}, lo, hi uint64) []SeqRange {
 	var out []SeqRange
 	for seq := lo; seq < hi; seq++ {

@@ -5,23 +5,13 @@ import (
 	"os"
 )
 
-// Salvage reads a damaged file without bbolt, through pages.go, which
-// trusts nothing it reads; it keeps only what passes its checksum.
-//
-// It needs the file's meta values: the removal mark (so acknowledged events
-// do not come back), the next number, the counters. It takes them from the
-// copy in force, the meta bucket under the root of bbolt's newest valid meta
-// page, when every value in it passes its check. Only when that copy is
-// damaged or unreadable does it fall back on the older copies left in the
-// file's free pages, and then only on values that pass their check: each
-// was written by a commit, and every value only grows, so the largest of
-// them is at most what the lost copy said (it never removes a pending
-// event, never skips a number the marks file and the records do not also
-// skip). The records themselves (each carries its key and checksum) and the
-// marks file then raise the next number and the removal mark.
+// Salvage reads a damaged file without bbolt and keeps only what passes its
+// checksum. Meta values come from the copy in force if it is whole, else per
+// value from the largest checked copy in the file's pages (every value only
+// grows); the records and the marks file then raise them.
 
-// scanPages calls fn for every key/value pair found in leaf pages of the file
-// f, inline buckets included. Pairs may repeat (old copies of pages).
+// scanPages calls fn for every key/value pair in f's leaf pages; pairs may
+// repeat (old copies of pages).
 func scanPages(f *os.File, fn func(key, val []byte)) error {
 	fi, err := f.Stat()
 	if err != nil {
@@ -50,11 +40,7 @@ func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	return nil
 }
 
-// guessPageSize reads the page size from a meta page whose checksum holds
-// (the one bbolt would use), else assumes the OS page size, with which
-// evspool creates its spools. A meta page's page size is trusted only
-// under its checksum: with a flipped bit in it the scan would step over
-// pages, and salvage lose their events.
+// guessPageSize is a checked meta page's page size, else the OS page size.
 func guessPageSize(f io.ReaderAt) int {
 	if m, ok := bestMeta(f); ok {
 		return int(m.pageSize)
@@ -76,9 +62,7 @@ func (c *metaCopies) add(key, v []byte) {
 	}
 }
 
-// inForceMeta reads the meta bucket in force in the file f. ok is false if
-// it cannot be found, or any value in it fails its check, or one that every
-// file holds is not there.
+// inForceMeta reads the meta bucket in force in f; ok only if it is whole.
 func inForceMeta(f *os.File) (m meta, ok bool) {
 	bm, found := bestMeta(f)
 	if !found {

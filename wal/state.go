@@ -6,8 +6,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// state is a working copy of the spool's counters, changed inside a write
-// transaction and kept only if it commits.
+// state is a working copy of the counters, kept only if its transaction commits.
 type state struct {
 	meta     meta
 	prev     meta // as the file holds it (see storeChanged)
@@ -38,17 +37,15 @@ func (w *WAL) restore(st *state) {
 	w.stats.appended += st.appended
 }
 
-// hidden is the sequence number through which entries are out of the
-// counters: removed, or acknowledged and not yet deleted (ackdefer.go).
+// hidden is the number through which entries are removed or acked.
 func (st *state) hidden() uint64 { return max(st.meta.removedSeq, st.acked) }
 
 // apply stores the batch's events, dropping per the policy to make room.
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
-	// Acknowledged entries ride in this transaction, deleted before
-	// anything is stored: once there are rideMin of them (see
-	// ackdefer.go), or at once when the batch may need their room.
+	// Acked entries ride this commit once there are rideMin of them, or
+	// when the batch may need their room.
 	if st.acked > st.meta.removedSeq &&
 		(st.acked-st.meta.removedSeq >= rideMin || st.cost+batchCost(batch) > st.budget) {
 		if err := st.deleteHidden(eb); err != nil {
@@ -76,9 +73,8 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 					return err
 				}
 			}
-			// Block: the request's reservation found room. If enforceCap
-			// lowered the budget since, store it all the same rather than
-			// drop events Block promised to keep; later appends wait longer.
+			// Block: its reservation found room; if enforceCap lowered the
+			// budget since, store it anyway rather than drop what Block kept.
 		}
 		for _, e := range r.events {
 			if err := fr.add(e); err != nil {
@@ -95,8 +91,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
-// framer gathers a commit's events into frames (see record.go) and puts
-// each into the events bucket once it is full.
+// framer gathers a commit's events into frames and puts each once full.
 type framer struct {
 	st     *state
 	eb     *bolt.Bucket
@@ -107,8 +102,7 @@ type framer struct {
 	cost   int64    // what its requests were priced at (an estimate)
 }
 
-// add gathers e, first putting the frame gathered so far if e does not fit
-// beside it.
+// add gathers e, first putting the current frame if e does not fit in it.
 func (f *framer) add(e []byte) error {
 	grown := frameGrow(f.size, len(f.events), len(e))
 	if len(f.events) > 0 && grown > frameRoom {
@@ -174,8 +168,7 @@ func (c *Counter) add(d Counter) {
 }
 
 // arena hands out the keys and records of one transaction from a single
-// allocation instead of two per event: bbolt holds on to them until the
-// commit has written them out, and not after.
+// allocation; bbolt holds them only until the commit.
 type arena []byte
 
 func newArena(batch []*appendReq) *arena {

@@ -11,9 +11,8 @@ type Counter struct {
 	Bytes  uint64
 }
 
-// Stats is a snapshot of a spool's state. The pending figures, sequence
-// numbers and loss counters are read from the file and survive restarts; the
-// rest count what this process did since Open.
+// Stats is a snapshot of a spool's state. Pending figures, sequence numbers
+// and loss counts survive restarts; the rest count this process since Open.
 type Stats struct {
 	PendingEvents uint64    // events in the spool
 	PendingBytes  uint64    // their event bytes
@@ -38,11 +37,9 @@ type Stats struct {
 	CompactErrs  uint64 // compactions that failed
 	Heals        uint64 // times a spool left unusable was reopened by itself
 
-	// CommitTime is how long the append transactions since Open took,
-	// from beginning to the end of the last fsync; CommitWriteTime is the
-	// part of it bbolt spent writing pages and fsyncing them (its
-	// TxStats.WriteTime). What is left is the transactions' own work:
-	// storing, deleting acknowledged entries, rebalancing, spilling.
+	// CommitTime is how long the append transactions since Open took, fsync
+	// included; CommitWriteTime the part bbolt spent writing and fsyncing
+	// pages (TxStats.WriteTime).
 	CommitTime      time.Duration
 	CommitWriteTime time.Duration
 }
@@ -118,10 +115,8 @@ func (w *WAL) OldestAge() time.Duration {
 }
 
 // CountRefused records that n events were refused before they reached the
-// spool (a line over the size limit, say): a loss the spool keeps with the
-// others (Stats.Refused), so that a process killed before it logged it
-// leaves it for the next one to report. It commits a small transaction,
-// synced as appends are.
+// spool, a loss kept with the others (Stats.Refused) so that it survives a
+// crash. It commits a small transaction, synced as appends are.
 func (w *WAL) CountRefused(n uint64) error {
 	if err := w.ready(); err != nil {
 		return err

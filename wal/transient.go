@@ -9,20 +9,13 @@ import (
 	"time"
 )
 
-// A disk that fails a read once (EIO), or a filesystem that goes away for a
-// moment (ENOTCONN from FUSE, ESTALE from NFS), is not a damaged file. bbolt
-// reads spool.db through a memory mapping: such a read faults (SIGBUS),
-// and guard recovers it as a fault (a *CorruptionError wrapping a
-// *faultError), not yet as damage. The spool then reads the whole file
-// again through pread(2), which returns the error instead of faulting: if
-// that fails too, it is an I/O error, retried with backoff (at Open) and,
-// if it lasts, returned as it is: the file is not salvaged, as it may be
-// sound. If pread reads every byte and bbolt still faults at every try, the
-// file makes bbolt read past what it holds: damage, salvaged.
+// A failed read (EIO, ESTALE) faults through bbolt's mapping like damage.
+// guard recovers it as a *faultError, and the file is read again through
+// pread(2): an I/O error is retried with backoff and returned, not salvaged.
+// Only if pread reads every byte and bbolt still faults is the file damaged.
 
 const (
-	// openAttempts is how often Open tries a file that faults or fails a
-	// read before it decides.
+	// openAttempts is how often Open tries a file whose reads fail.
 	openAttempts = 4
 	// firstBackoff is the wait after the first failure; each next is 4x.
 	firstBackoff = 20 * time.Millisecond
@@ -48,23 +41,19 @@ func transient(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &ie)
 }
 
-// isFault tells a recovered panic value that is a memory fault (SIGBUS or
-// SIGSEGV under debug.SetPanicOnFault: a runtime.Error with an address).
+// isFault tells a recovered memory fault (a runtime.Error with an address).
 func isFault(v any) bool {
 	_, ok := v.(interface{ Addr() uintptr })
 	return ok
 }
 
-// faultSeam injects read failures in tests (Options.faults); nil in
-// production. fault is asked before a read of the spool file: op "map" is a
-// read through bbolt's mapping at Open (an error is raised as the memory
-// fault bbolt would take), "pread" the spool's own reads.
+// faultSeam injects read failures in tests (Options.faults): op "map" is a
+// read through bbolt's mapping at Open, "pread" the spool's own reads.
 type faultSeam interface {
 	fault(op string) error
 }
 
-// injectedFault is what an injected "map" failure panics with: a memory
-// fault as the runtime raises it.
+// injectedFault is an injected "map" failure, panicked as a memory fault.
 type injectedFault struct{ err error }
 
 func (f injectedFault) Error() string {
@@ -92,8 +81,7 @@ func injectPreadFault(s faultSeam) error {
 	return nil
 }
 
-// preadFile reads the whole spool file through pread: what tells an I/O
-// error from damage after bbolt faulted on its mapping.
+// preadFile reads the whole file through pread, to tell I/O error from damage.
 func (w *WAL) preadFile() error {
 	if err := injectPreadFault(w.opts.faults); err != nil {
 		return err
@@ -109,9 +97,8 @@ func (w *WAL) preadFile() error {
 	return nil
 }
 
-// openRetrying is open's attempt at the file (openOnce), retried with
-// backoff while it fails in a way that may pass (see above). What is left
-// after the last try is damage only if pread reads the whole file.
+// openRetrying runs openOnce, retried with backoff while it fails in a way
+// that may pass; the last failure is damage only if pread reads the file.
 func (w *WAL) openRetrying(openOnce func() error) error {
 	backoff, waited := firstBackoff, time.Duration(0)
 	for attempt := 1; ; attempt++ {
@@ -152,25 +139,17 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// reopenAfterFault is Repair for a memory fault (see Repair). The caller
-// holds wmu.
+// reopenAfterFault is Repair for a memory fault. It needs wmu.
 func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
 	if err := w.preadFile(); err != nil {
 		w.opts.Logger.Warn("reading the spool file failed; not salvaged", "path", w.path, "error", err, "cause", cause)
 		return nil, fmt.Errorf("wal: spool file %s could not be read (%w) after %v: not salvaged, try again", w.path, err, cause)
 	}
 	before := w.salvage
-	// As ready does: readers stop at usable while the file is reopened.
-	w.fail(cause)
-	w.dbmu.Lock()
-	_ = w.db.Close()
-	w.dbmu.Unlock()
-	if err := w.open(); err != nil {
-		w.fail(err)
+	w.fail(cause) // readers stop at usable while the file is reopened
+	if err := w.reopen(); err != nil {
 		return nil, err
 	}
-	w.broken.Store(nil)
-	w.group.freed()
 	if w.salvage != before {
 		return w.salvage, nil
 	}

@@ -11,15 +11,12 @@ import (
 )
 
 // The tree check walks the bucket trees before bbolt maps the file, for the
-// damage bbolt loops or reads wild on instead of failing: a torn branch page
-// whose first child is itself or an ancestor sends Cursor.First down forever
-// (it stops only on a leaf), one pointing past the file or at a meta or
-// freelist page makes it read garbage. It reads each tree page once (the
-// events' leaves, the bulk of the file, only their 16-byte header) and keeps
-// one bit per page of the file.
+// damage bbolt loops or reads wild on instead of failing (a branch pointing
+// at an ancestor, past the file, or at a meta or freelist page). It reads
+// each tree page once (of the events' leaves only the header) and keeps one
+// bit per page.
 
-// maxTreeDepth bounds a walk whatever the pages say: a B+tree of 4 KiB
-// pages is 5 levels deep at a few hundred million entries.
+// maxTreeDepth bounds a walk whatever the pages say (real trees are ~5 deep).
 const maxTreeDepth = 32
 
 // treeCheck is one walk over a file's trees.
@@ -31,10 +28,9 @@ type treeCheck struct {
 	key  []byte
 }
 
-// checkMappedTrees is checkTrees over a read-only mapping of f (the meta
-// page's pgid pages of it, which checkLayout found the file holds), or over
-// pread where it cannot be mapped. A fault while reading the mapping (an I/O
-// error, or the file cut short meanwhile) is a *faultError, not a crash.
+// checkMappedTrees is checkTrees over a read-only mapping of f, or over
+// pread where it cannot be mapped. A fault while reading the mapping is a
+// *faultError, not a crash.
 func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) (err error) {
 	r, unmap, err := mapFile(f, int64(m.pgid)*int64(m.pageSize))
 	if err != nil {
@@ -51,12 +47,10 @@ func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) 
 	return checkTrees(r, m, free)
 }
 
-// checkTrees walks the root bucket's tree from m.root and the tree of every
-// bucket it holds that is not inline. free are the freelist's page ids.
+// checkTrees walks the root bucket's tree and every non-inline bucket's.
 func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 	c := &treeCheck{pageReader: pageReader{r: r, ps: int64(m.pageSize)}, m: m, seen: make([]uint64, (m.pgid+63)/64)}
-	// Free pages are marked first: a tree reaching one is damage too (bbolt
-	// would hand the page out again and overwrite it).
+	// Free pages are marked first: a tree reaching one is damage.
 	for _, id := range free {
 		if !c.mark(id) {
 			return fmt.Errorf("page %d is twice in the freelist", id)
@@ -68,9 +62,7 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 		return bucketRoots(p, func(name []byte, root uint64, inline []byte) error {
 			names[string(name)] = true
 			if root == 0 {
-				// An inline bucket's page is in the value: bbolt reads its
-				// elements (and descends into real pages if it says it is
-				// a branch) without bounds.
+				// bbolt reads an inline page without bounds checks.
 				if err := checkInline(inline); err != nil {
 					return fmt.Errorf("inline bucket %q: %w", name, err)
 				}
@@ -96,10 +88,9 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 	return c.allAccounted()
 }
 
-// allAccounted checks that every page but the two meta pages is in a tree,
-// the freelist, or free: a branch page whose count or child lost a bit
-// leaves a subtree no walk reaches, whose events bbolt would never show
-// (and whose pages it would never reuse).
+// allAccounted checks that every page but the two meta pages is in a tree
+// or free: a damaged branch can orphan a subtree whose events bbolt would
+// never show.
 func (c *treeCheck) allAccounted() error {
 	n := uint64(0)
 	for _, w := range c.seen {
@@ -126,16 +117,10 @@ func (c *treeCheck) mark(id uint64) bool {
 	return true
 }
 
-// walk checks the tree rooted at page root: every page is in the file, is
-// a branch or a leaf, is seen once (with its overflow), and every leaf is at
-// the same depth. leaf, if not nil, gets each leaf page whole; otherwise
-// only leaf headers are read.
-//
-// Keys are checked against the branches above them, as bbolt's Seek relies
-// on: a branch's keys increase, and every key under its element i lies in
-// [key i, key i+1) (a leaf's first and last key are checked). A branch key
-// that lost a bit would send Seek to the wrong leaf, past events that Len,
-// which walks every leaf, counts.
+// walk checks the tree rooted at page root: every page is in the file, a
+// branch or a leaf, seen once, leaves all at one depth, and keys within the
+// ranges their branches give (bbolt's Seek relies on them). leaf, if not
+// nil, gets each leaf page whole.
 func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	type frame struct {
 		id, depth uint64
@@ -188,8 +173,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 				return fmt.Errorf("branch page %d: key %d out of order or outside its parent's range", f.id, i)
 			}
 		}
-		// Pushed last to first, so the first child is walked first: that
-		// is where bbolt's cursor goes too.
+		// Pushed last to first, so the first child is walked first.
 		for i := len(kids) - 1; i >= 0; i-- {
 			hi := f.hi
 			if i+1 < len(keys) {
@@ -201,8 +185,7 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 	return nil
 }
 
-// children reads branch page id, of count elements in span bytes, and
-// returns its children's page ids and their keys.
+// children returns branch page id's children and their keys.
 func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]byte, error) {
 	if count == 0 || elemAt(count) > span {
 		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
@@ -221,8 +204,7 @@ func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]b
 	return kids, keys, nil
 }
 
-// leafBounds checks that the first and last keys of leaf page id (count
-// elements, span bytes) lie in [lo, hi), reading only those two elements.
+// leafBounds checks that leaf page id's first and last keys lie in [lo, hi).
 func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte) error {
 	if count == 0 || (lo == nil && hi == nil) {
 		return nil
@@ -249,8 +231,7 @@ func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte)
 	return nil
 }
 
-// maxBoundKey bounds the keys leafBounds reads: the spool's keys are 8
-// bytes, the root bucket's its bucket names.
+// maxBoundKey bounds the keys leafBounds reads (8 bytes, or bucket names).
 const maxBoundKey = 4096
 
 // inBounds reports whether lo <= k < hi (a nil bound is no bound).
@@ -281,10 +262,9 @@ func (c *treeCheck) visit(id uint64) (pageHeader, error) {
 	return h, nil
 }
 
-// bucketRoots calls fn for every element of the root bucket's leaf page p
-// with the bucket's name, its root page id (0 for an inline bucket) and, for
-// an inline bucket, the bytes of its page. The root bucket holds buckets
-// only: an element without the bucket flag, or out of its page, is damage.
+// bucketRoots calls fn for every bucket of the root bucket's leaf page p:
+// its name, root page id (0 for an inline bucket) and inline page. The root
+// bucket holds buckets only: anything else is damage.
 func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) error) error {
 	return leafElems(p, func(i int, flags uint32, k, v []byte) error {
 		if flags != bucketLeafFlag {
@@ -298,8 +278,7 @@ func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) erro
 	})
 }
 
-// checkInline checks an inline bucket's page: a leaf, every element within
-// it, a value (not a bucket), keys in order.
+// checkInline checks an inline bucket's page: a leaf of values, keys in order.
 func checkInline(p []byte) error {
 	if len(p) < pageHeaderSize || decodeHeader(p).flags != leafPageFlag {
 		return errors.New("its page is not a leaf")

@@ -26,61 +26,48 @@ type WAL struct {
 	lock  *dirLock
 	marks *marks // guarded by wmu
 
-	// dbmu guards the db pointer, which compaction swaps: everything that
-	// uses db holds it for reading, compaction for writing.
+	// dbmu guards the db pointer, which compaction swaps (write lock).
 	dbmu sync.RWMutex
 	db   *bolt.DB
 
 	// wmu serialises write transactions and guards the state below.
-	wmu      sync.Mutex
-	meta     meta
-	pending  uint64 // events in the spool
-	payload  uint64 // their bytes
-	firstSeq uint64 // oldest pending sequence, 0 when empty
-	// staleAtOpen: the last scan found values at or below the removal
-	// mark, for applyRemovedMark to delete.
-	staleAtOpen bool
-	firstAt     int64 // its timestamp (unix ns)
+	wmu         sync.Mutex
+	meta        meta
+	pending     uint64 // events in the spool
+	payload     uint64 // their bytes
+	firstSeq    uint64 // oldest pending sequence, 0 when empty
+	firstAt     int64  // its timestamp (unix ns)
+	staleAtOpen bool   // the scan found values at or below the removal mark
 	stats       processStats
 	salvage     *SalvageReport
 
-	// acked is the acknowledged-through number (see ackdefer.go): entries
-	// up to it are hidden from Read, Len and Stats even while the file
-	// still holds them (debt). Written under wmu, read by Read without it.
+	// acked: entries up to it are hidden even while the file holds them
+	// (ackdefer.go). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
 	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
 	lastCommit time.Time // wmu: when a commit last deleted or appended
 
-	// cost mirrors the entries' cost, and budget is the cost they may take
-	// (see entryCost), both for Block's waiters, which read them holding
-	// the group's lock and must not take wmu: a commit holds wmu while it
-	// takes the group's lock to wake them. Both change only under wmu.
-	cost   atomic.Int64
-	budget atomic.Int64
-	// compactedSize is the file's size after the last compaction (wmu).
-	compactedSize int64
-	// closedSize is the file's size when Close released the directory
-	// (wmu; -1 while open): Stats still tells it.
-	closedSize int64
+	// cost and budget (see entryCost) change under wmu but are atomics for
+	// Block's waiters, which hold the group's lock and must not take wmu.
+	cost          atomic.Int64
+	budget        atomic.Int64
+	compactedSize int64 // the file's size after the last compaction (wmu)
+	closedSize    int64 // the file's size at Close, for Stats (wmu; -1 while open)
 
-	// yield, if set, is asked during the start-up scan whether to stop:
-	// Inspect gives way to a writer that takes the spool (see cancel.go).
-	yield func() error
+	yield func() error // asked during the start-up scan whether to stop (cancel.go)
 
 	group  group
 	closed atomic.Bool
-	// broken is set when the spool lost its database (a compaction or a
-	// repair that could not reopen it): every method then returns it
-	// until the spool is reopened (see ready), or Close.
-	broken atomic.Pointer[error]
-	// nextHeal is when ready may next try to reopen a broken spool (wmu).
-	nextHeal time.Time
+	// broken is set when a compaction or repair could not reopen the
+	// database: every method returns it until ready reopens the spool.
+	broken   atomic.Pointer[error]
+	nextHeal time.Time // when ready may next try to reopen (wmu)
 }
 
-// Open opens the spool in dir, creating the directory (0700) and the file
-// (0600) as needed. A spool held by another process fails with ErrLocked after
-// Options.LockTimeout. A damaged file is moved aside and what can be read of
-// it is salvaged into a fresh spool; Salvaged then tells what was done.
+// Open opens the spool in dir, creating it (0700, files 0600) as needed. A
+// spool held by another process fails with ErrLocked after
+// Options.LockTimeout. A damaged file is moved aside and salvaged into a
+// fresh one (see Salvaged).
 func Open(dir string, opts *Options) (*WAL, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
@@ -116,9 +103,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	return w, nil
 }
 
-// prepareDir creates dir 0700 whatever the umask (durably: see
-// mkdirDurable) and opens it, refusing a directory that is a link, is
-// another user's or that other users can write to (see openSpoolDir).
+// prepareDir creates dir durably (0700) and opens it as a spool directory.
 func prepareDir(dir string, noSync bool) (*spoolDir, error) {
 	if err := mkdirDurable(dir, noSync); err != nil {
 		return nil, fmt.Errorf("wal: create spool directory: %w", err)
@@ -126,10 +111,8 @@ func prepareDir(dir string, noSync bool) (*spoolDir, error) {
 	return openSpoolDir(dir, true)
 }
 
-// open opens (or salvages) the bbolt file and loads the state. It removes
-// what an interrupted compaction or salvage left, makes a file it created
-// durable in the directory, and rewrites a file a crash may have left with
-// pages of a commit that never completed (see settle).
+// open opens (or salvages) the bbolt file and loads the state, after
+// removing leftovers; a file it created is made durable in the directory.
 func (w *WAL) open() error {
 	if err := w.removeLeftovers(); err != nil {
 		return err
@@ -169,29 +152,18 @@ func (w *WAL) open() error {
 	return w.settle()
 }
 
-// settle runs at Open. The marks file reserves numbers ahead of the commits
-// (reserve); Close lowers the reservation back to the next number. A
-// reservation above it at Open means the last process did not close the
-// spool: a commit may have been cut short, leaving in the file's free pages
-// records and a copy of the meta bucket that were never committed, under
-// numbers the file is about to hand out again. bbolt never reads them, but
-// salvage scans every page and would take them for real (events never
-// accepted come back, a removal mark they carry drops committed events). A
-// compaction copies only what is committed into a fresh file: after it,
-// nothing uncommitted is left to find, and the reservation is lowered. If
-// it fails, numbering goes on above the reservation instead, so at least
-// no number is handed out twice.
+// settle runs at Open. A reservation above nextSeq means the last process
+// did not close the spool: free pages may hold records of a commit cut short,
+// under numbers about to be reused, that salvage's page scan would take for
+// real. A compaction copies only committed data; if it fails, numbering goes
+// on above the reservation so that no number is handed out twice.
 func (w *WAL) settle() error {
 	if w.marks.reserved <= w.meta.nextSeq {
 		return nil
 	}
 	if w.opts.NoSync || w.marks.exact {
-		// Numbers below the reservation may be in commits spool.db lost
-		// while the marks file kept them: a power cut with fsync off (the
-		// two are written back independently), or a file older than the
-		// marks file's exact number. Go on above them: sequence numbers
-		// never go back. With fsync on, every number handed out is in a
-		// synced commit and the file's next number is the right one.
+		// spool.db may have lost commits the marks file kept (no fsync,
+		// or an older file): sequence numbers must never go back.
 		w.meta.nextSeq = w.marks.reserved
 	}
 	if err := w.compactLocked(); err != nil {
@@ -208,16 +180,14 @@ func (w *WAL) settle() error {
 	return nil
 }
 
-// openBolt opens spool.db with the spool's settings. Damage is reported
-// as a *CorruptionError: what checkFile finds before bbolt maps the file, and
-// any panic of bbolt.Open.
+// openBolt opens spool.db after checkFile; damage, including a panic of
+// bbolt.Open, is a *CorruptionError.
 func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	path := w.path
 	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
 		return nil, err
 	}
-	// If bbolt.Open panics, it never returns its DB to close: close the file
-	// it opened, so its descriptor and lock do not outlive the attempt.
+	// If bbolt.Open panics, close the file it opened ourselves.
 	var file *os.File
 	openFile := func(_ string, flag int, _ os.FileMode) (*os.File, error) {
 		f, err := w.sd.open(fileName, flag)
@@ -230,15 +200,12 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 			Timeout:  w.opts.LockTimeout,
 			NoSync:   w.opts.NoSync,
 			OpenFile: openFile,
-			// A map freelist allocates in O(1). The freelist is still
-			// written at each commit (NoFreelistSync would save that, as
-			// etcd does): without it, bbolt rebuilds the freelist at Open by
-			// walking every page in a goroutine of its own that panics on
-			// damage, where no recover can reach: a crash loop.
+			// A map freelist allocates in O(1). It stays synced (no
+			// NoFreelistSync): else bbolt rebuilds it at Open in a goroutine
+			// whose panic on damage no recover can reach.
 			FreelistType: bolt.FreelistMapType,
-			// Read the file ahead at Open (Linux): bbolt maps it with
-			// MADV_RANDOM, so Open's verifying scan would otherwise read a
-			// cold file one 4 KiB page per fault.
+			// Read ahead (Linux): bbolt's MADV_RANDOM would make Open's
+			// verifying scan fault in one page at a time.
 			MmapFlags: mmapFlags,
 		})
 		return oerr
@@ -259,26 +226,22 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	return db, nil
 }
 
-// allocSize is bbolt's growth step. Its default (16 MiB) would let the file
-// overshoot a small cap; 1 MiB (less for caps under 16 MiB) bounds the
-// overshoot at the cost of a few more truncate+fsync calls while growing.
+// allocSize is bbolt's growth step, small enough (at most 1 MiB) that the
+// file does not overshoot a small cap.
 func allocSize(maxBytes int64) int {
 	return int(min(1<<20, max(64<<10, maxBytes/16)))
 }
 
-// mmapSize is the size bbolt maps a fresh file with at once. Left to itself
-// it maps 32 KiB and doubles, remapping at every step, which copies every
-// node of the write transaction; the cap says how far the file goes, so map
-// that (address space, not memory). Not for the spool itself: with a mapping
-// larger than its growth step bbolt grows the file a full step past its data,
-// which would keep a drained spool's file above 1 MiB.
+// mmapSize is the initial mapping for a fresh file (compaction, salvage):
+// mapping up to the cap at once avoids bbolt's remap at every doubling. Not
+// used for the live spool, whose file bbolt would then grow a full step
+// past its data.
 func mmapSize(maxBytes int64) int {
 	return int(maxBytes + 1<<20)
 }
 
-// Close closes the spool. Appends waiting for space return ErrClosed. A second
-// Close returns nil. Close also releases a spool that a failed compaction or
-// repair left unusable.
+// Close closes the spool, a broken one too; Appends waiting for space return
+// ErrClosed. A second Close returns nil.
 func (w *WAL) Close() error {
 	if w.closed.Swap(true) {
 		return nil
@@ -294,8 +257,7 @@ func (w *WAL) Close() error {
 	defer w.dbmu.Unlock()
 	err := w.db.Close() // a no-op if a failed compaction or repair closed it
 	if err == nil && w.broken.Load() == nil {
-		// Every number below nextSeq is committed and none above was
-		// used: a clean stop, which the next Open need not settle.
+		// A clean stop: the next Open need not settle.
 		err = w.marks.lower(w.meta.nextSeq)
 	}
 	if merr := w.marks.close(); err == nil {
@@ -311,8 +273,7 @@ func (w *WAL) Close() error {
 	return err
 }
 
-// usable returns ErrClosed after Close, or the error that left the spool
-// without a database, else nil.
+// usable returns ErrClosed after Close, the broken error, or nil.
 func (w *WAL) usable() error {
 	if w.closed.Load() {
 		return ErrClosed
@@ -323,10 +284,8 @@ func (w *WAL) usable() error {
 	return nil
 }
 
-// ready is usable for the methods' entry points: a spool left without a
-// database is opened again (salvaged if need be), at most once per
-// healInterval, so it heals by itself once the cause (a full disk, a file
-// size limit) is gone.
+// ready is usable for the methods' entry points: a broken spool is reopened
+// at most once per healInterval, so it heals once the cause is gone.
 func (w *WAL) ready() error {
 	err := w.usable()
 	if err == nil || errors.Is(err, ErrClosed) {
@@ -342,17 +301,25 @@ func (w *WAL) ready() error {
 		return *w.broken.Load()
 	}
 	w.nextHeal = now.Add(healInterval)
+	if err := w.reopen(); err != nil {
+		return *w.broken.Load()
+	}
+	w.stats.heals++
+	return nil
+}
+
+// reopen closes and opens (or salvages) the database while the spool is
+// broken: readers stop at usable, and open sets w.db before broken is
+// cleared. It needs wmu.
+func (w *WAL) reopen() error {
 	w.dbmu.Lock()
 	_ = w.db.Close() // a no-op when already closed
 	w.dbmu.Unlock()
-	// No reader holds w.db meanwhile: they all stop at usable. open sets
-	// w.db before broken is cleared (an atomic store they load).
 	if err := w.open(); err != nil {
 		w.fail(err)
-		return *w.broken.Load()
+		return err
 	}
 	w.broken.Store(nil)
-	w.stats.heals++
 	w.group.freed()
 	return nil
 }
@@ -368,8 +335,7 @@ func (w *WAL) fail(err error) {
 	w.nextHeal = time.Now().Add(healInterval)
 }
 
-// crashPoint is called at the steps of salvage where a crash is most
-// telling; the crash tests set it to kill the process there.
+// crashPoint marks salvage's steps for the crash tests to kill the process at.
 var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
@@ -378,6 +344,5 @@ func (w *WAL) Dir() string { return w.dir }
 // Path returns the path of the spool file.
 func (w *WAL) Path() string { return w.path }
 
-// Salvaged returns what Open did about a damaged spool file, or nil if the
-// file was sound.
+// Salvaged returns what Open did about a damaged file; nil if it was sound.
 func (w *WAL) Salvaged() *SalvageReport { return w.salvage }

@@ -14,13 +14,11 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// DeadLetterFile is the file in a spool directory that holds the events set
-// aside as poison (see package emitter); DeadLetterFile+".1" holds the
-// previous generation once the file outgrew its cap.
+// DeadLetterFile holds the events set aside as poison; DeadLetterFile+".1"
+// the previous generation.
 const DeadLetterFile = "dead-letters"
 
-// DefaultMaxDeadLetterBytes is the size at which the dead-letter file is
-// rotated: the directory holds at most about twice this in dead letters.
+// DefaultMaxDeadLetterBytes is the size at which the dead-letter file rotates.
 const DefaultMaxDeadLetterBytes = 16 << 20
 
 // deadLetterMagic starts every record's header line.
@@ -38,15 +36,12 @@ type DeadLetter struct {
 // AppendDeadLetter appends dl to the dead-letter file in dir and fsyncs it.
 // A file that would outgrow maxBytes (0 means DefaultMaxDeadLetterBytes) is
 // first renamed to DeadLetterFile+".1", replacing the older generation.
-//
-// The record is a header line, then the event's bytes and a newline:
+// The record is a header line, then the event's exact bytes and a newline:
 //
 //	#evspool-dead-letter seq=N appended=RFC3339 at=RFC3339 attempts=N len=N
-//	<len bytes>
 //
-// so the file reads as text while the bytes stay exact (len counts them; a
-// newline inside is impossible). A crash before the caller removes the event
-// from the spool makes it a duplicate here later, never a loss.
+// Synced before the caller removes the event from the spool, so a crash
+// makes a duplicate here, never a loss.
 func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxDeadLetterBytes
@@ -60,8 +55,6 @@ func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
 	}
 	if fi, err := f.Stat(); err == nil && fi.Size() > 0 && fi.Size()+int64(len(rec)) > maxBytes {
 		f.Close()
-		// The rotated generation is replaced (a link there too: the link,
-		// never its target).
 		if err := wal.Rename(dir, DeadLetterFile, DeadLetterFile+".1"); err != nil {
 			return fmt.Errorf("ledger: rotate dead-letter file %s: %w", path, err)
 		}
@@ -82,10 +75,9 @@ func AppendDeadLetter(dir string, dl DeadLetter, maxBytes int64) error {
 	return nil
 }
 
-// ReadDeadLetters returns the dead letters kept in dir, oldest first (the
-// rotated generation, then the current file). No file means none. A record
-// cut short at the end of a file (a crash while writing it) is skipped: its
-// event was still in the spool, so it was delivered or set aside again.
+// ReadDeadLetters returns the dead letters kept in dir, oldest first. A
+// record torn at the end of a file is skipped: its event was still in the
+// spool, so it was delivered or set aside again.
 func ReadDeadLetters(dir string) ([]DeadLetter, error) {
 	var out []DeadLetter
 	for _, name := range []string{DeadLetterFile + ".1", DeadLetterFile} {
@@ -166,8 +158,7 @@ func parseDeadLetterHeader(h string) (DeadLetter, int, error) {
 	return dl, size, nil
 }
 
-// FormatDeadLetter is the header line of dl as AppendDeadLetter writes it,
-// without the bytes: for listings.
+// FormatDeadLetter is dl's header line as AppendDeadLetter writes it.
 func FormatDeadLetter(dl DeadLetter) string {
 	return fmt.Sprintf("seq=%d appended=%s at=%s attempts=%d len=%d", dl.Seq,
 		dl.Appended.UTC().Format(time.RFC3339Nano), dl.At.UTC().Format(time.RFC3339Nano), dl.Attempts, len(dl.Data))

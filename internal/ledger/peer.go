@@ -10,13 +10,10 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// PeerFile is the file in a spool directory where the emitter notes, as it
-// writes, which receiver process it is writing to and the last event it
-// wrote there. A receiver that stays up when evspool dies still reads and
-// handles what was written (its socket keeps the bytes); a restarted
-// evspool that finds the same receiver need not resend them. Written with
-// pwrite and never fsync'd: it matters only while that receiver process
-// lives, which a power loss ends.
+// PeerFile is the file in a spool directory where the emitter notes which
+// receiver process it writes to and the last event written there, so that a
+// restarted evspool finding the same receiver need not resend. Never
+// fsync'd: it matters only while that receiver lives, which a power loss ends.
 const PeerFile = "receiver"
 
 // PeerMark is one note in the PeerFile.
@@ -28,8 +25,7 @@ type PeerMark struct {
 	Through uint64 // the last sequence written on that connection (before the first write: the last acknowledged, maybe 0)
 }
 
-// peerMarkVersion leads a note. Version 1 (no leading byte) named the
-// listener (SO_PEERCRED), not the reader: it is not used.
+// peerMarkVersion leads a note; version 1 notes are not used.
 const peerMarkVersion = 2
 
 const peerMarkSize = 1 + 4 + 8*4 + 4 // version, fields, then a CRC-32C
@@ -42,8 +38,7 @@ type PeerNotes struct {
 	buf [peerMarkSize]byte
 }
 
-// OpenPeerNotes opens (or creates, 0600) the PeerFile in the spool
-// directory dir, never through a link (wal.ErrUnsafeFile).
+// OpenPeerNotes opens (or creates) the PeerFile in the spool directory dir.
 func OpenPeerNotes(dir string) (*PeerNotes, error) {
 	f, err := wal.OpenFile(dir, PeerFile, os.O_RDWR|os.O_CREATE)
 	if err != nil {
@@ -73,8 +68,7 @@ func (p *PeerNotes) Close() error { return p.f.Close() }
 // errPeerMark is a note that cannot be used.
 var errPeerMark = errors.New("ledger: no usable receiver note")
 
-// ReadPeerMark returns the note in dir; an error when there is none, or it is
-// damaged.
+// ReadPeerMark returns the note in dir; an error if it is missing or damaged.
 func ReadPeerMark(dir string) (PeerMark, error) {
 	b, err := wal.ReadFile(dir, PeerFile)
 	if err != nil {

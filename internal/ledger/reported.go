@@ -8,13 +8,10 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// Every loss is reported by some process: the spool counts its losses
-// (drops, expiries, events a salvage could not read, events refused before
-// the spool) in the transaction that loses the events, and the ledger keeps
-// beside each count, as a spool value, how much of it a process has
-// reported (logged). A process killed before it logged its losses leaves
-// the difference, which the next one reports. The reported values only
-// grow, as the counts do.
+// Every loss is reported by some process: the spool counts losses in the
+// transaction that loses the events, and the ledger keeps beside each count
+// (a spool value) how much of it was logged, so a process killed before it
+// logged leaves the difference to the next. Both only grow.
 const (
 	keyReportedDropOldest = "reported_dropped_oldest_events"
 	keyReportedDropNewest = "reported_dropped_newest_events"
@@ -49,8 +46,7 @@ func (l *Losses) fields() []lossField {
 // markMu orders MarkReported's read, raise and store.
 var markMu sync.Mutex
 
-// Reported returns the losses spool counts, across restarts, and how many of
-// them were reported (see MarkReported; zero where they cannot be read).
+// Reported returns the losses spool counts and how many were reported.
 func Reported(spool *wal.WAL) (total, reported Losses) {
 	reported, _, _ = loadReported(spool)
 	return totals(spool), reported
@@ -62,16 +58,15 @@ func totals(spool *wal.WAL) Losses {
 	return Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
 }
 
-// ReportedKnown tells whether spool records what was reported: spools of
-// versions before that do not, until the first MarkReported. A spool that
-// lost nothing has nothing to take as reported: known.
+// ReportedKnown tells whether spool records what was reported (an older
+// spool does not until the first MarkReported); a spool that lost nothing
+// counts as known.
 func ReportedKnown(spool *wal.WAL) bool {
 	_, known, err := loadReported(spool)
 	return err == nil && (known || totals(spool) == Losses{})
 }
 
-// loadReported reads the reported counts; known is false when the spool
-// holds none.
+// loadReported reads the reported counts; known is false if there are none.
 func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
 	for _, f := range r.fields() {
 		v, err := spool.Value(f.key)
@@ -85,10 +80,8 @@ func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
 	return r, known, nil
 }
 
-// MarkReported records in spool that the losses up to r were reported: each
-// count is raised to r's where r's is larger, never lowered. It commits a
-// small transaction when something changed, or when the spool recorded
-// nothing yet.
+// MarkReported records in spool that the losses up to r were reported; the
+// counts are only ever raised. It commits only when something changed.
 func MarkReported(spool *wal.WAL, r Losses) error {
 	markMu.Lock()
 	defer markMu.Unlock()

@@ -11,12 +11,9 @@ import (
 const keyStrikes = "poison_strikes"
 
 // Strikes is the emitter's record of the one event it suspects of making the
-// receiver fail: how many failures it was the culprit of, and the event
-// before it (the witness), which the receiver handled, so that the next
-// process can resend it as proof that the receiver works. Kept in the spool
-// so that a restarted process does not start counting again: a line that
-// makes the receiver fail is set aside after MaxAttempts failures in all,
-// not MaxAttempts per process.
+// receiver fail: its strikes, and the event before it (the witness), which
+// the receiver handled and the next process can resend as proof the receiver
+// works. Kept in the spool so that strikes count across restarts.
 type Strikes struct {
 	Seq        uint64 // the suspect; 0: none
 	Count      int    // its strikes
@@ -50,9 +47,8 @@ func decodeStrikes(b []byte) (Strikes, error) {
 	return s, nil
 }
 
-// LoadStrikes returns the strike record last saved in spool; the zero
-// Strikes if none, or if the suspect has left the spool since (delivered,
-// dropped, expired, set aside).
+// LoadStrikes returns the strike record saved in spool; the zero Strikes if
+// none, or if the suspect has left the spool since.
 func LoadStrikes(spool *wal.WAL) (Strikes, error) {
 	v, err := spool.Value(keyStrikes)
 	if err != nil || v == nil {
@@ -68,8 +64,7 @@ func LoadStrikes(spool *wal.WAL) (Strikes, error) {
 	return s, nil
 }
 
-// SaveStrikes saves s in spool (the zero Strikes clears the record), in a
-// transaction of its own: it is rare (a receiver failing on an event).
+// SaveStrikes saves s in spool; the zero Strikes clears the record.
 func SaveStrikes(spool *wal.WAL, s Strikes) error {
 	var v []byte
 	if s.Seq != 0 {
