@@ -3,12 +3,16 @@ package emitter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/pathwatch"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
@@ -39,12 +43,12 @@ type drainer struct {
 	w     wire
 	held  held
 	peer  peerNote         // see peer.go
-	watch *pathwatch.Watch // the socket's directory, while waiting to dial (resume.go)
+	watch *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
 	warns warns
 	drops dropLog
 	out   outage
 
-	aged   expiredLog     // see expire.go
+	aged   expiredLog     // MaxAge
 	pre    preambleState  // see preamble.go
 	health health         // see health.go
 	gate   gate           // see gate.go
@@ -263,7 +267,7 @@ func (d *drainer) onIdleCheck() {
 }
 
 // connect dials until it succeeds or the drainer is stopped, each time no
-// sooner than delivery says (delivery_dial.go).
+// sooner than delivery says (dialPlan).
 func (d *drainer) connect() bool {
 	for {
 		if !d.waitDial() {
@@ -400,4 +404,385 @@ func (d *drainer) fillStats(s *Stats) {
 	s.DeadLettered = d.link.deadLettered
 	s.LastError, s.LastErrorAt = d.link.lastErr, d.link.lastErrAt
 	s.OutageStart = d.out.started()
+}
+
+// gateState reports whether the gate is open, its generation, the channel
+// closed at its next change and how long a hold has left (0: no limit). It
+// releases a hold older than MaxHold.
+func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, left time.Duration) {
+	g := &d.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held && d.opts.MaxHold > 0 {
+		held := d.opts.Clock.Boot() - g.since
+		if held < d.opts.MaxHold {
+			return false, g.gen, g.watch(), d.opts.MaxHold - held
+		}
+		g.held = false
+		g.signal()
+		d.opts.Logger.Warn("delivery held longer than the maximum; released without Release",
+			"addr", d.addr, "held_for", held.Round(time.Millisecond).String(), "max_hold", d.opts.MaxHold.String())
+	}
+	return !g.held, g.gen, g.watch(), 0
+}
+
+// holdTimer returns a channel that fires after left (nil if left <= 0).
+func (d *drainer) holdTimer(left time.Duration) (<-chan time.Time, func()) {
+	if left <= 0 {
+		return nil, func() {}
+	}
+	t := d.opts.Clock.NewTimer(left)
+	return t.C(), func() { t.Stop() }
+}
+
+// waitGate waits until the gate is open, watching the connection as when
+// idle. It returns false if the drainer is stopped or the connection lost.
+func (d *drainer) waitGate() bool {
+	open, _, changed, left := d.gateState()
+	if open {
+		return true
+	}
+	check := d.clk.NewTimer(idleCheck)
+	defer check.Stop()
+	for !open {
+		check.Reset(idleCheck)
+		limit, stopLimit := d.holdTimer(left)
+		expiry, stopExpiry := d.deadlineTimer()
+		select {
+		case <-changed:
+		case <-limit:
+		case <-expiry:
+			d.onDeadline()
+		case <-check.C():
+			d.onIdleCheck()
+		case <-d.ctx.Done():
+		}
+		stopLimit()
+		stopExpiry()
+		if d.ctx.Err() != nil || d.w.conn == nil {
+			return false
+		}
+		open, _, changed, left = d.gateState()
+	}
+	return true
+}
+
+// gatedPreamble writes a new connection's preamble once the gate is open.
+func (d *drainer) gatedPreamble() error {
+	if !d.waitGate() {
+		if d.ctx.Err() != nil {
+			return d.ctx.Err()
+		}
+		return errGateLost
+	}
+	_, d.preGen, _, _ = d.gateState()
+	return d.preamble()
+}
+
+// passGate waits while the gate is shut and, with PreambleOnRelease, writes
+// the preamble again on a connection held since its last one. It returns
+// false when the drainer is stopped or the connection was lost.
+func (d *drainer) passGate() bool {
+	if !d.waitGate() {
+		return false
+	}
+	if !d.opts.PreambleOnRelease {
+		return true
+	}
+	if _, gen, _, _ := d.gateState(); gen != d.preGen {
+		d.preGen = gen
+		return d.preamble() == nil
+	}
+	return true
+}
+
+// enterGate waits while the gate is shut and marks a write under way, for
+// Hold to wait on; leaveGate ends it. waited means an earlier deadline is stale.
+func (d *drainer) enterGate() (waited bool, err error) {
+	for {
+		open, _, changed, left := d.gateState()
+		if open && d.gate.startWrite() {
+			return waited, nil
+		}
+		if open {
+			continue // held again since the look: look again
+		}
+		waited = true
+		limit, stop := d.holdTimer(left)
+		select {
+		case <-changed:
+		case <-limit:
+		case <-d.ctx.Done():
+		}
+		stop()
+		if err := d.ctx.Err(); err != nil {
+			return waited, err
+		}
+	}
+}
+
+func (d *drainer) leaveGate() {
+	g := &d.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writing = false
+	g.signal()
+}
+
+// apply carries out what delivery decided. It returns errAbandoned when
+// delivery dropped the connection, or the spool's error.
+func (d *drainer) apply(r ready) error {
+	var err error
+	if r.ackThrough != 0 {
+		err = d.ack(r.ackThrough)
+	}
+	if r.setAside != 0 {
+		d.deadLetter(r.setAside)
+	}
+	if r.saveStrike {
+		d.saveStrikes()
+	}
+	for _, n := range r.notes {
+		d.logNote(n)
+	}
+	if r.abandon {
+		return errAbandoned
+	}
+	return err
+}
+
+// ack removes the events through seq from the spool; the newest is kept as
+// the witness.
+func (d *drainer) ack(seq uint64) error {
+	if err := d.spool.Ack(seq); err != nil {
+		return err // they are resent: duplicates
+	}
+	n := 0
+	for n < len(d.held.sent) && d.held.sent[n].Seq <= seq {
+		n++
+	}
+	if n > 0 {
+		d.held.witness = d.held.sent[n-1]
+		d.held.sent = append(d.held.sent[:0], d.held.sent[n:]...)
+	}
+	d.mu.Lock()
+	d.link.delivered += uint64(n)
+	d.signalProgress()
+	d.mu.Unlock()
+	return nil
+}
+
+// signalProgress wakes Flush; d.mu must be held.
+func (d *drainer) signalProgress() {
+	close(d.progress)
+	d.progress = make(chan struct{})
+}
+
+// deadLetter appends the oldest pending event seq to the dead-letter file,
+// then removes it from the spool: a crash in between duplicates, never loses.
+func (d *drainer) deadLetter(seq uint64) {
+	entries, err := d.spool.Read(seq, 1, 0)
+	if err != nil || len(entries) == 0 || entries[0].Seq != seq {
+		d.opts.Logger.Error("cannot read a poison event to set it aside", "seq", seq, "error", err)
+		return
+	}
+	e := entries[0]
+	attempts := d.view.strikes.n
+	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
+	path := filepath.Join(d.spool.Dir(), ledger.DeadLetterFile)
+	if err := ledger.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
+		d.warns.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
+			"seq", seq, "file", path, "error", err.Error())
+		return
+	}
+	if err := d.spool.Ack(seq); err != nil {
+		d.opts.Logger.Error("poison event set aside but not removed from the spool; it will be set aside again",
+			"seq", seq, "error", err)
+		return
+	}
+	d.step(msg{kind: msgSetAside, seq: seq})
+	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
+		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
+		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
+	d.mu.Lock()
+	d.link.deadLettered++
+	d.signalProgress()
+	d.mu.Unlock()
+}
+
+// saveStrikes keeps delivery's strike record, and the witness, in the spool.
+func (d *drainer) saveStrikes() {
+	s := d.view.strikes
+	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
+	if s.seq != 0 && s.witness != 0 && d.held.witness.Seq == s.witness {
+		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
+	}
+	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
+		d.warns.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
+			"seq", s.seq, "error", err.Error())
+	}
+}
+
+// restoreStrikes takes the strike record an earlier process saved.
+func (d *drainer) restoreStrikes() {
+	rec, err := ledger.LoadStrikes(d.spool)
+	if err != nil {
+		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
+	}
+	d.step(msg{kind: msgRestore, seq: d.spool.FirstSeq(), strikes: strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq}})
+	if rec.WitnessSeq != 0 {
+		d.held.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
+	}
+}
+
+// logNote logs what delivery noted, rate-limited.
+func (d *drainer) logNote(n note) {
+	now := d.clk.Now()
+	switch n.kind {
+	case noteSlow:
+		d.record(func(l *linkStats) { l.stalls++ }, nil)
+		d.warns.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
+			"stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
+	case noteFrozen:
+		d.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
+			errFrozen, now.Sub(n.since).Round(time.Second)), d.spool.Len, n.since)
+	case noteStuck:
+		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
+			"addr", d.addr, "seq", n.seq, "stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
+	case noteCrashLoop:
+		d.warns.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+			"addr", d.addr, "pending_events", d.spool.Len())
+	case noteStrike:
+		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
+			"max_attempts", d.opts.MaxAttempts)
+	}
+}
+
+// checkUnreadable logs events a salvage set off by a commit found
+// unreadable; the drainer's own salvages log theirs.
+func (d *drainer) checkUnreadable() {
+	total, _ := ledger.Reported(d.spool)
+	if total.Unreadable <= d.drops.unreadable {
+		return
+	}
+	n := total.Unreadable - d.drops.unreadable
+	attrs := []any{"unreadable_events", n, "unreadable_total", total.Unreadable}
+	if r := d.spool.Salvaged(); r != nil {
+		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
+	}
+	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
+	d.unreadableLogged()
+}
+
+// unreadableLogged records that the spool's unreadable events were logged.
+func (d *drainer) unreadableLogged() {
+	total, _ := ledger.Reported(d.spool)
+	d.drops.unreadable = total.Unreadable
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
+}
+
+// check logs new drops if the interval has passed, or anyway when final.
+func (d *drainer) checkDrops(final bool) {
+	now := d.clk.Now()
+	if !final && now.Sub(d.drops.lastCheck) < dropCheckEvery {
+		return
+	}
+	d.drops.lastCheck = now
+	d.checkUnreadable()
+	st := d.spool.Stats()
+	total := st.DroppedOldest.Events
+	n := total - min(d.drops.seen, total)
+	d.drops.seen = max(d.drops.seen, total)
+	if !d.drops.rep.lost(n, final) {
+		return
+	}
+	dropped, _ := d.drops.rep.take()
+	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
+		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
+		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
+	markReported(d.spool, d.opts.Logger, ledger.Losses{DroppedOldest: total})
+}
+
+// waitDial waits until delivery's next dial (view.dialAt). Where the wait may
+// end early (the receiver was down) and the receiver is on a Unix socket, it
+// watches the socket's directory (pathwatch) and ends when the path
+// appears. It returns false when the drainer is stopped.
+func (d *drainer) waitDial() bool {
+	dur := d.view.dialAt.Sub(d.clk.Now())
+	if dur <= 0 {
+		return d.ctx.Err() == nil
+	}
+	if !d.view.early || d.opts.Network != "unix" {
+		return d.sleep(dur)
+	}
+	if d.watch == nil {
+		w, err := pathwatch.New(d.addr)
+		if err != nil {
+			return d.sleep(dur) // no directory yet, or no inotify
+		}
+		d.watch = w
+		// It may have appeared between the failed dial and the watch.
+		if pathExists(d.addr) {
+			d.step(msg{kind: msgAppeared})
+			return d.ctx.Err() == nil
+		}
+	}
+	ctx, cancel := d.timeout(dur)
+	appeared, err := d.watch.Wait(ctx)
+	cancel()
+	if err != nil {
+		d.closeWatch() // the directory went: watch it anew next time
+	} else if appeared {
+		d.step(msg{kind: msgAppeared})
+	}
+	return d.ctx.Err() == nil
+}
+
+// timeout is context.WithTimeout on the drainer's clock.
+func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	t := d.clk.NewTimer(dur)
+	go func() {
+		defer cancel()
+		defer t.Stop()
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func (d *drainer) closeWatch() {
+	if d.watch != nil {
+		d.watch.Close()
+		d.watch = nil
+	}
+}
+
+func pathExists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// errFrozen is a receiver that reads nothing, connected.
+var errFrozen = errors.New("receiver frozen")
+
+// dropCheckEvery is how often the drainer looks for new drop-oldest drops.
+const dropCheckEvery = time.Second
+
+// dropLog logs, rate-limited, the events drop-oldest removed: new ones only,
+// as the spool's counters survive restarts.
+type dropLog struct {
+	seen       uint64 // DroppedOldest.Events when last looked at
+	rep        reporter
+	unreadable uint64 // the spool's unreadable events when last logged (losses.go)
+	lastCheck  time.Time
+}
+
+// expiredLog logs the events Options.MaxAge removed unsent, rate-limited;
+// here is this process's count, for Stats.Expired.
+type expiredLog struct {
+	here atomic.Uint64
+	rep  reporter
 }

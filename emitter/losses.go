@@ -136,29 +136,6 @@ func (e *Emitter) logRefused(cause error) {
 	markReported(e.spool, e.opts.Logger, ledger.Losses{Refused: total.Refused})
 }
 
-// checkUnreadable logs events a salvage set off by a commit found
-// unreadable; the drainer's own salvages log theirs.
-func (d *drainer) checkUnreadable() {
-	total, _ := ledger.Reported(d.spool)
-	if total.Unreadable <= d.drops.unreadable {
-		return
-	}
-	n := total.Unreadable - d.drops.unreadable
-	attrs := []any{"unreadable_events", n, "unreadable_total", total.Unreadable}
-	if r := d.spool.Salvaged(); r != nil {
-		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
-	}
-	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
-	d.unreadableLogged()
-}
-
-// unreadableLogged records that the spool's unreadable events were logged.
-func (d *drainer) unreadableLogged() {
-	total, _ := ledger.Reported(d.spool)
-	d.drops.unreadable = total.Unreadable
-	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
-}
-
 // reportFinal, at Close after the drainer stopped, logs the losses not
 // logged yet and records them as reported.
 func (e *Emitter) reportFinal() {

@@ -3,12 +3,13 @@ package emitter
 import (
 	"context"
 	"fmt"
-	"github.com/evspool/evspool/internal/clock"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"time"
+
+	"github.com/evspool/evspool/internal/clock"
 
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"

@@ -31,34 +31,6 @@ type preambleState struct {
 	errors  atomic.Uint64 // failed hooks and preamble writes
 }
 
-// preamble runs Options.Preamble on the connection just made. On failure it
-// drops the connection and returns the error.
-func (d *drainer) preamble() error {
-	if d.opts.Preamble == nil {
-		return nil
-	}
-	d.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.w.conn}
-	err := callPreamble(d.opts.Preamble, d.ctx, w)
-	w.done.Store(true)
-	d.pre.running.Store(false)
-	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
-	d.health.beat()
-	if err == nil {
-		return nil
-	}
-	d.disconnect()
-	if d.ctx.Err() != nil {
-		return d.ctx.Err() // closing: not a failure to report
-	}
-	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
-	d.pre.errors.Add(1)
-	d.record(func(*linkStats) {}, err)
-	d.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
-		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
-	return err
-}
-
 // callPreamble calls the hook, turning a panic into an error so that a bug
 // in it fails connections, not the process.
 func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) {

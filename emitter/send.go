@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -64,7 +65,7 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	entries, expired, err := d.applyMaxAge(entries) // see expire.go
+	entries, expired, err := d.applyMaxAge(entries) // MaxAge
 	return entries, expired, err
 }
 
@@ -99,7 +100,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 // reading (a stall, not a failure), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
-		err := d.awaitRoom(len(chunk)) // whole or nothing: see abandon.go
+		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomNeeded
 		n, before := 0, 0
 		if err == nil {
 			n, before, err = d.gatedWrite(chunk) // see gate.go
@@ -247,4 +248,179 @@ func (d *drainer) repair(cause error) {
 		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", cause,
 		"removed_damaged_copies", r.RemovedCopies)
 	d.unreadableLogged()
+}
+
+// gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
+// before it (see wrote). A fresh reading, not the room's upper bound, lets
+// delivery see this write read as soon as it is.
+func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
+	if _, err := d.enterGate(); err != nil {
+		return 0, 0, err
+	}
+	defer d.leaveGate()
+	if err := d.armWrite(); err != nil {
+		return 0, 0, err
+	}
+	before, _ = d.unread()
+	n, err = d.w.conn.Write(chunk)
+	return n, before, err
+}
+
+// applyMaxAge applies Options.MaxAge to a batch just read. Expired events at
+// the spool's head are removed, and their count returned: the caller reads
+// again. Otherwise the batch is cut before its first expired event, which
+// waits for its turn (events of an earlier boot, aged on the wall clock, may
+// expire out of order).
+func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
+	if d.opts.MaxAge <= 0 || len(entries) == 0 {
+		return entries, 0, nil
+	}
+	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
+	old := 0
+	for old < len(entries) && entries[old].Age(now, boot) > d.opts.MaxAge {
+		old++
+	}
+	if old == 0 {
+		for i, e := range entries {
+			if e.Age(now, boot) > d.opts.MaxAge {
+				return entries[:i], 0, nil
+			}
+		}
+		return entries, 0, nil
+	}
+	if entries[0].Seq > d.spool.FirstSeq() {
+		// Expiring these would remove the unacknowledged events before
+		// them too: send nothing until they expire at the head.
+		return nil, 0, nil
+	}
+	gone, err := d.spool.Expire(entries[old-1].Seq)
+	if err != nil {
+		return nil, 0, err
+	}
+	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
+	d.aged.here.Add(gone.Events)
+	d.logExpired(gone, false)
+	d.progressed()
+	return nil, old, nil
+}
+
+// logExpired counts gone and logs what is due, or everything when final.
+func (d *drainer) logExpired(gone wal.Counter, final bool) {
+	if !d.aged.rep.lost(gone.Events, final) {
+		return
+	}
+	expired, _ := d.aged.rep.take()
+	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
+		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
+		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
+}
+
+// progressed wakes Flush callers: events left the spool.
+func (d *drainer) progressed() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	close(d.progress)
+	d.progress = make(chan struct{})
+}
+
+// awaitRoom waits until the send buffer can take n bytes whole. It returns
+// nil when it can (or when that cannot be known), an error matching
+// os.ErrDeadlineExceeded after WriteTimeout, or the context's error at Close.
+// A chunk larger than the buffer can ever take first raises SO_SNDBUF, then
+// waits for an empty queue, and can still be torn. Where sendRoom already
+// proves the room it takes no reading, sparing the cores commits need.
+func (d *drainer) awaitRoom(n int) error {
+	rc, ok := rawSocket(d.w.conn)
+	if !ok {
+		return nil
+	}
+	need := roomNeeded(n)
+	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
+		return nil
+	}
+	start := d.clk.Now()
+	deadline := start.Add(d.opts.WriteTimeout)
+	interval := sockwait.DefaultMinInterval
+	raised := false
+	t := d.clk.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		sndbuf, queued, err := sendMem(rc)
+		d.w.room.readings++
+		if err != nil {
+			return nil // cannot tell: write as before
+		}
+		if need > sndbuf && !raised {
+			raised = true
+			raiseSndbuf(rc, need)
+			continue
+		}
+		if sndbuf-queued >= need || (need > sndbuf && queued == 0) {
+			d.w.room.sndbuf = sndbuf
+			return nil
+		}
+		if d.clk.Now().After(deadline) {
+			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
+		}
+		t.Reset(interval)
+		select {
+		case <-t.C():
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		}
+		interval = min(2*interval, roomPoll(d.clk.Now().Sub(start)))
+	}
+}
+
+// armWrite sets the next write's deadline, then checks the context: a Close
+// before it is seen here, one after it sets its past deadline over ours.
+func (d *drainer) armWrite() error {
+	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
+		return err
+	}
+	return d.ctx.Err()
+}
+
+// preamble runs Options.Preamble on the connection just made. On failure it
+// drops the connection and returns the error.
+func (d *drainer) preamble() error {
+	if d.opts.Preamble == nil {
+		return nil
+	}
+	d.pre.running.Store(true)
+	w := &preambleWriter{d: d, conn: d.w.conn}
+	err := callPreamble(d.opts.Preamble, d.ctx, w)
+	w.done.Store(true)
+	d.pre.running.Store(false)
+	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
+	d.health.beat()
+	if err == nil {
+		return nil
+	}
+	d.disconnect()
+	if d.ctx.Err() != nil {
+		return d.ctx.Err() // closing: not a failure to report
+	}
+	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
+	d.pre.errors.Add(1)
+	d.record(func(*linkStats) {}, err)
+	d.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
+		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
+	return err
+}
+
+// An abandoned write must not leave the receiver part of a line: a scanner
+// hands a partial last line to its handler at EOF. So each chunk ends at a
+// line's end and is written only once the send buffer can take it whole, so
+// that write(2) copies all of it or, past its deadline, nothing.
+
+// roomNeeded is the free send-buffer memory a write of n bytes waits for,
+// the kernel's per-buffer overhead included.
+func roomNeeded(n int) int { return n + n/8 + 4096 }
+
+// roomPoll is the longest pause between two looks for room after waited: a
+// tenth of the wait so far, within sockwait.DefaultMaxInterval and idleCheck.
+func roomPoll(waited time.Duration) time.Duration {
+	return min(max(waited/10, sockwait.DefaultMaxInterval), idleCheck)
 }

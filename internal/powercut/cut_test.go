@@ -421,7 +421,7 @@ func (p *powercut) checkLog(log, what string) {
 var drainLost = regexp.MustCompile(`msg="events were lost" .* pending_events=(\d+)`)
 
 // dropReport matches the log lines in which evspool reports events dropped
-// for room (emitter/drops.go, emitter/losses.go).
+// for room (emitter/drainer.go, emitter/losses.go).
 var dropReport = regexp.MustCompile(`oldest events dropped to make room" dropped_events=(\d+)|the previous run dropped (\d+) events`)
 
 // check compares what was echoed with what the receiver got.
