@@ -27,40 +27,48 @@ const idleCheck = 100 * time.Millisecond
 // wake (a notify channel of capacity 1) and stop.
 type drainer struct {
 	addr  string
-	opts  *Options
+	opts  *Options // opts.Clock: every wait and every now
 	spool *wal.WAL
-
-	wake   chan struct{}
-	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
-	ctx    context.Context
-	cancel context.CancelFunc
-	done   chan struct{}
+	ctx   context.Context
+	ctl   control // how other goroutines reach the run goroutine
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
-	clk   Clock     // Options.Clock: every wait and every now
 	dv    *delivery // stepped through step, never read
 	view  view      // delivery's state as of its last step
 	w     wire
-	held  held
-	peer  peerNote         // see peer.go
-	watch *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
+	logs  logs
+	scans sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
+
+	pub shared // read by Emitter's methods on other goroutines
+}
+
+// control is how other goroutines wake and stop the run goroutine.
+type control struct {
+	wake   chan struct{}
+	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// logs are the drainer's rate-limited warnings.
+type logs struct {
 	warns warns
 	drops dropLog
 	out   outage
+	aged  expiredLog // MaxAge
+}
 
-	aged   expiredLog     // MaxAge
-	pre    preambleState  // see preamble.go
-	health health         // see health.go
-	gate   gate           // see gate.go
-	preGen uint64         // the gate's generation at this connection's last preamble
-	scans  sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
-
+// shared is the drainer's state that Emitter's methods read or change.
+type shared struct {
+	pre      preambleState // see preamble.go
+	health   health        // see health.go
+	gate     gate          // see gate.go
 	mu       sync.Mutex
 	progress chan struct{} // closed and replaced after each ack
 	link     linkStats
 }
 
-// wire is the connection and what reads it.
+// wire is the connection, what reads it, and what the drainer keeps of it.
 type wire struct {
 	conn   net.Conn
 	waiter *sockwait.Waiter
@@ -72,6 +80,11 @@ type wire struct {
 	// or sent something); nil once seen, and the connection is then polled.
 	hup  <-chan struct{}
 	poll Timer // times an idle drainer's next look, reused
+
+	held   held
+	peer   peerNote         // see peer.go
+	preGen uint64           // the gate's generation at this connection's last preamble
+	watch  *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:
@@ -111,14 +124,16 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &drainer{
-		clk: opts.Clock, health: health{clk: opts.Clock},
-		addr: addr, opts: opts, spool: spool,
-		wake: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		dv: newDelivery(deliveryConfigOf(opts)), progress: make(chan struct{}),
-		drops: dropLog{seen: dropped, rep: newReporter(opts)},
-		aged:  expiredLog{rep: newReporter(opts)},
-		out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
-		warns: warns{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts)},
+		addr: addr, opts: opts, spool: spool, ctx: ctx,
+		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
+		dv:  newDelivery(deliveryConfigOf(opts)),
+		pub: shared{health: health{clk: opts.Clock}, progress: make(chan struct{})},
+		logs: logs{
+			drops: dropLog{seen: dropped, rep: newReporter(opts)},
+			aged:  expiredLog{rep: newReporter(opts)},
+			out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
+			warns: warns{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts)},
+		},
 	}
 	d.restoreStrikes()
 	d.openPeerNotes()
@@ -130,43 +145,43 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 // not once each. This is safe because the drainer idles only after a Read
 // found nothing.
 func (d *drainer) notifyFor(last uint64) {
-	if last > d.readTo.Load() {
+	if last > d.ctl.readTo.Load() {
 		d.notify()
 	}
 }
 
 func (d *drainer) noteRead(entries []wal.Entry) {
 	if len(entries) > 0 {
-		d.readTo.Store(max(d.readTo.Load(), entries[len(entries)-1].Seq))
+		d.ctl.readTo.Store(max(d.ctl.readTo.Load(), entries[len(entries)-1].Seq))
 	}
 }
 
 func (d *drainer) notify() {
 	select {
-	case d.wake <- struct{}{}:
+	case d.ctl.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (d *drainer) stop() { d.cancel() }
+func (d *drainer) stop() { d.ctl.cancel() }
 
 // step tells delivery m at the clock's now and carries out its ready.
 func (d *drainer) step(m msg) (ready, error) {
-	m.now = d.clk.Now()
+	m.now = d.opts.Clock.Now()
 	r := d.dv.step(m)
 	d.view = r.view
 	return r, d.apply(r)
 }
 
 func (d *drainer) run() {
-	defer close(d.done)
+	defer close(d.ctl.done)
 	defer d.scans.Wait()
 	defer d.disconnect()
 	defer d.closeWatch()
 	defer d.closeNotes()
 	d.adoptPeerMark()
 	for d.ctx.Err() == nil {
-		d.health.beat()
+		d.pub.health.beat()
 		d.checkDrops(false)
 		d.takeReader(false)
 		if d.w.conn == nil && !d.connect() {
@@ -184,7 +199,7 @@ func (d *drainer) run() {
 			continue
 		}
 		if !d.view.frozen {
-			d.out.up(d.spool.Len) // connected, nothing to send: the outage is over
+			d.logs.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
 		d.idle()
 	}
@@ -198,17 +213,17 @@ func (d *drainer) idle() {
 	var poll <-chan time.Time
 	if d.idlePoll() {
 		if d.w.poll == nil {
-			d.w.poll = d.clk.NewTimer(idleCheck)
+			d.w.poll = d.opts.Clock.NewTimer(idleCheck)
 		} else {
 			d.w.poll.Reset(idleCheck)
 		}
 		defer d.w.poll.Stop()
 		poll = d.w.poll.C()
 	}
-	d.health.idle(true)
-	defer d.health.idle(false)
+	d.pub.health.idle(true)
+	defer d.pub.health.idle(false)
 	select {
-	case <-d.wake:
+	case <-d.ctl.wake:
 	case <-expiry:
 		d.onDeadline()
 	case <-poll:
@@ -229,7 +244,7 @@ func (d *drainer) idlePoll() bool {
 		return true
 	case d.w.conn != nil && d.w.waiter.Supported() && d.w.hup == nil:
 		return true
-	case d.peer.scan != nil, d.w.conn != nil && d.peer.written > d.peer.through:
+	case d.w.peer.scan != nil, d.w.conn != nil && d.w.peer.written > d.w.peer.through:
 		return true
 	}
 	return d.spool.AcksPending()
@@ -241,7 +256,7 @@ func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
 	if !ok {
 		return nil, func() {}
 	}
-	t := d.clk.NewTimer(at.Sub(d.clk.Now()))
+	t := d.opts.Clock.NewTimer(at.Sub(d.opts.Clock.Now()))
 	return t.C(), func() { t.Stop() }
 }
 
@@ -273,7 +288,7 @@ func (d *drainer) connect() bool {
 		if !d.waitDial() {
 			return false
 		}
-		d.health.beat()
+		d.pub.health.beat()
 		d.checkDrops(false) // an outage is when a spool fills up
 		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
 		conn, err := d.opts.Dial(dctx, d.opts.Network, d.addr)
@@ -292,13 +307,13 @@ func (d *drainer) connect() bool {
 		}
 		err = sockwait.ExplainDial(d.opts.Network, d.addr, err)
 		d.record(func(l *linkStats) { l.dialErrors++ }, err)
-		d.out.down(err, d.spool.Len, time.Time{})
+		d.logs.out.down(err, d.spool.Len, time.Time{})
 		d.step(msg{kind: msgDialFailed})
 	}
 }
 
 func (d *drainer) sleep(dur time.Duration) bool {
-	t := d.clk.NewTimer(dur)
+	t := d.opts.Clock.NewTimer(dur)
 	defer t.Stop()
 	select {
 	case <-t.C():
@@ -309,7 +324,7 @@ func (d *drainer) sleep(dur time.Duration) bool {
 }
 
 func (d *drainer) onConnect(conn net.Conn) {
-	d.w.conn, d.w.waiter, d.held.sent = conn, sockwait.New(conn), d.held.sent[:0]
+	d.w.conn, d.w.waiter, d.w.held.sent = conn, sockwait.New(conn), d.w.held.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
 	d.w.hup = d.w.waiter.Watch() // ends at disconnect's Close
@@ -318,7 +333,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	}
 	d.resetPeer()
 	d.step(msg{kind: msgConnected})
-	d.readTo.Store(0) // wake-ups are cheap; a stale mark is not
+	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
@@ -355,14 +370,14 @@ func (d *drainer) fail(err error) {
 	_, aerr := d.step(m)
 	d.forgetPeer()
 	d.disconnect()
-	d.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
+	d.logs.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
 
 func (d *drainer) closeNotes() {
-	if d.peer.notes != nil {
+	if d.w.peer.notes != nil {
 		d.takeReader(true) // a scan in flight takes milliseconds
 		d.retryPeer()      // the connection is still open: run's deferred disconnect comes after
-		d.peer.notes.Close()
+		d.w.peer.notes.Close()
 	}
 }
 
@@ -378,39 +393,39 @@ func (d *drainer) checkIdle() {
 
 // record updates the shared link stats; a non-nil err becomes the last one.
 func (d *drainer) record(f func(*linkStats), err error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	f(&d.link)
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	f(&d.pub.link)
 	if err != nil {
-		d.link.lastErr, d.link.lastErrAt = err.Error(), d.clk.Now()
+		d.pub.link.lastErr, d.pub.link.lastErrAt = err.Error(), d.opts.Clock.Now()
 	}
 }
 
 func (d *drainer) progressCh() chan struct{} {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.progress
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	return d.pub.progress
 }
 
 func (d *drainer) fillStats(s *Stats) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	s.Connected = d.link.connected
-	s.Reconnects = max(d.link.connects, 1) - 1
-	s.DialErrors = d.link.dialErrors
-	s.WriteErrors = d.link.writeErrors
-	s.Stalls = d.link.stalls
-	s.Delivered = d.link.delivered
-	s.DeadLettered = d.link.deadLettered
-	s.LastError, s.LastErrorAt = d.link.lastErr, d.link.lastErrAt
-	s.OutageStart = d.out.started()
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	s.Connected = d.pub.link.connected
+	s.Reconnects = max(d.pub.link.connects, 1) - 1
+	s.DialErrors = d.pub.link.dialErrors
+	s.WriteErrors = d.pub.link.writeErrors
+	s.Stalls = d.pub.link.stalls
+	s.Delivered = d.pub.link.delivered
+	s.DeadLettered = d.pub.link.deadLettered
+	s.LastError, s.LastErrorAt = d.pub.link.lastErr, d.pub.link.lastErrAt
+	s.OutageStart = d.logs.out.started()
 }
 
 // gateState reports whether the gate is open, its generation, the channel
 // closed at its next change and how long a hold has left (0: no limit). It
 // releases a hold older than MaxHold.
 func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, left time.Duration) {
-	g := &d.gate
+	g := &d.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.held && d.opts.MaxHold > 0 {
@@ -442,7 +457,7 @@ func (d *drainer) waitGate() bool {
 	if open {
 		return true
 	}
-	check := d.clk.NewTimer(idleCheck)
+	check := d.opts.Clock.NewTimer(idleCheck)
 	defer check.Stop()
 	for !open {
 		check.Reset(idleCheck)
@@ -475,7 +490,7 @@ func (d *drainer) gatedPreamble() error {
 		}
 		return errGateLost
 	}
-	_, d.preGen, _, _ = d.gateState()
+	_, d.w.preGen, _, _ = d.gateState()
 	return d.preamble()
 }
 
@@ -489,8 +504,8 @@ func (d *drainer) passGate() bool {
 	if !d.opts.PreambleOnRelease {
 		return true
 	}
-	if _, gen, _, _ := d.gateState(); gen != d.preGen {
-		d.preGen = gen
+	if _, gen, _, _ := d.gateState(); gen != d.w.preGen {
+		d.w.preGen = gen
 		return d.preamble() == nil
 	}
 	return true
@@ -501,7 +516,7 @@ func (d *drainer) passGate() bool {
 func (d *drainer) enterGate() (waited bool, err error) {
 	for {
 		open, _, changed, left := d.gateState()
-		if open && d.gate.startWrite() {
+		if open && d.pub.gate.startWrite() {
 			return waited, nil
 		}
 		if open {
@@ -522,7 +537,7 @@ func (d *drainer) enterGate() (waited bool, err error) {
 }
 
 func (d *drainer) leaveGate() {
-	g := &d.gate
+	g := &d.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.writing = false
@@ -558,24 +573,24 @@ func (d *drainer) ack(seq uint64) error {
 		return err // they are resent: duplicates
 	}
 	n := 0
-	for n < len(d.held.sent) && d.held.sent[n].Seq <= seq {
+	for n < len(d.w.held.sent) && d.w.held.sent[n].Seq <= seq {
 		n++
 	}
 	if n > 0 {
-		d.held.witness = d.held.sent[n-1]
-		d.held.sent = append(d.held.sent[:0], d.held.sent[n:]...)
+		d.w.held.witness = d.w.held.sent[n-1]
+		d.w.held.sent = append(d.w.held.sent[:0], d.w.held.sent[n:]...)
 	}
-	d.mu.Lock()
-	d.link.delivered += uint64(n)
+	d.pub.mu.Lock()
+	d.pub.link.delivered += uint64(n)
 	d.signalProgress()
-	d.mu.Unlock()
+	d.pub.mu.Unlock()
 	return nil
 }
 
-// signalProgress wakes Flush; d.mu must be held.
+// signalProgress wakes Flush; d.pub.mu must be held.
 func (d *drainer) signalProgress() {
-	close(d.progress)
-	d.progress = make(chan struct{})
+	close(d.pub.progress)
+	d.pub.progress = make(chan struct{})
 }
 
 // deadLetter appends the oldest pending event seq to the dead-letter file,
@@ -588,10 +603,10 @@ func (d *drainer) deadLetter(seq uint64) {
 	}
 	e := entries[0]
 	attempts := d.view.strikes.n
-	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.clk.Now(), Attempts: attempts, Data: e.Data}
+	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.opts.Clock.Now(), Attempts: attempts, Data: e.Data}
 	path := filepath.Join(d.spool.Dir(), ledger.DeadLetterFile)
 	if err := ledger.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
-		d.warns.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
+		d.logs.warns.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
 		return
 	}
@@ -604,21 +619,21 @@ func (d *drainer) deadLetter(seq uint64) {
 	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
 		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
 		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
-	d.mu.Lock()
-	d.link.deadLettered++
+	d.pub.mu.Lock()
+	d.pub.link.deadLettered++
 	d.signalProgress()
-	d.mu.Unlock()
+	d.pub.mu.Unlock()
 }
 
 // saveStrikes keeps delivery's strike record, and the witness, in the spool.
 func (d *drainer) saveStrikes() {
 	s := d.view.strikes
 	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
-	if s.seq != 0 && s.witness != 0 && d.held.witness.Seq == s.witness {
-		rec.WitnessSeq, rec.Witness = s.witness, d.held.witness.Data
+	if s.seq != 0 && s.witness != 0 && d.w.held.witness.Seq == s.witness {
+		rec.WitnessSeq, rec.Witness = s.witness, d.w.held.witness.Data
 	}
 	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
-		d.warns.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
+		d.logs.warns.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
 			"seq", s.seq, "error", err.Error())
 	}
 }
@@ -631,26 +646,26 @@ func (d *drainer) restoreStrikes() {
 	}
 	d.step(msg{kind: msgRestore, seq: d.spool.FirstSeq(), strikes: strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq}})
 	if rec.WitnessSeq != 0 {
-		d.held.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
+		d.w.held.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
 	}
 }
 
 // logNote logs what delivery noted, rate-limited.
 func (d *drainer) logNote(n note) {
-	now := d.clk.Now()
+	now := d.opts.Clock.Now()
 	switch n.kind {
 	case noteSlow:
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
-		d.warns.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
+		d.logs.warns.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteFrozen:
-		d.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
+		d.logs.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
 			errFrozen, now.Sub(n.since).Round(time.Second)), d.spool.Len, n.since)
 	case noteStuck:
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.seq, "stalled_for", now.Sub(n.since).Round(time.Millisecond).String())
 	case noteCrashLoop:
-		d.warns.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+		d.logs.warns.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
 			"addr", d.addr, "pending_events", d.spool.Len())
 	case noteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
@@ -662,10 +677,10 @@ func (d *drainer) logNote(n note) {
 // unreadable; the drainer's own salvages log theirs.
 func (d *drainer) checkUnreadable() {
 	total, _ := ledger.Reported(d.spool)
-	if total.Unreadable <= d.drops.unreadable {
+	if total.Unreadable <= d.logs.drops.unreadable {
 		return
 	}
-	n := total.Unreadable - d.drops.unreadable
+	n := total.Unreadable - d.logs.drops.unreadable
 	attrs := []any{"unreadable_events", n, "unreadable_total", total.Unreadable}
 	if r := d.spool.Salvaged(); r != nil {
 		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
@@ -677,26 +692,26 @@ func (d *drainer) checkUnreadable() {
 // unreadableLogged records that the spool's unreadable events were logged.
 func (d *drainer) unreadableLogged() {
 	total, _ := ledger.Reported(d.spool)
-	d.drops.unreadable = total.Unreadable
+	d.logs.drops.unreadable = total.Unreadable
 	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
 }
 
 // check logs new drops if the interval has passed, or anyway when final.
 func (d *drainer) checkDrops(final bool) {
-	now := d.clk.Now()
-	if !final && now.Sub(d.drops.lastCheck) < dropCheckEvery {
+	now := d.opts.Clock.Now()
+	if !final && now.Sub(d.logs.drops.lastCheck) < dropCheckEvery {
 		return
 	}
-	d.drops.lastCheck = now
+	d.logs.drops.lastCheck = now
 	d.checkUnreadable()
 	st := d.spool.Stats()
 	total := st.DroppedOldest.Events
-	n := total - min(d.drops.seen, total)
-	d.drops.seen = max(d.drops.seen, total)
-	if !d.drops.rep.lost(n, final) {
+	n := total - min(d.logs.drops.seen, total)
+	d.logs.drops.seen = max(d.logs.drops.seen, total)
+	if !d.logs.drops.rep.lost(n, final) {
 		return
 	}
-	dropped, _ := d.drops.rep.take()
+	dropped, _ := d.logs.drops.rep.take()
 	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
 		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
 		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
@@ -708,19 +723,19 @@ func (d *drainer) checkDrops(final bool) {
 // watches the socket's directory (pathwatch) and ends when the path
 // appears. It returns false when the drainer is stopped.
 func (d *drainer) waitDial() bool {
-	dur := d.view.dialAt.Sub(d.clk.Now())
+	dur := d.view.dialAt.Sub(d.opts.Clock.Now())
 	if dur <= 0 {
 		return d.ctx.Err() == nil
 	}
 	if !d.view.early || d.opts.Network != "unix" {
 		return d.sleep(dur)
 	}
-	if d.watch == nil {
+	if d.w.watch == nil {
 		w, err := pathwatch.New(d.addr)
 		if err != nil {
 			return d.sleep(dur) // no directory yet, or no inotify
 		}
-		d.watch = w
+		d.w.watch = w
 		// It may have appeared between the failed dial and the watch.
 		if pathExists(d.addr) {
 			d.step(msg{kind: msgAppeared})
@@ -728,7 +743,7 @@ func (d *drainer) waitDial() bool {
 		}
 	}
 	ctx, cancel := d.timeout(dur)
-	appeared, err := d.watch.Wait(ctx)
+	appeared, err := d.w.watch.Wait(ctx)
 	cancel()
 	if err != nil {
 		d.closeWatch() // the directory went: watch it anew next time
@@ -741,7 +756,7 @@ func (d *drainer) waitDial() bool {
 // timeout is context.WithTimeout on the drainer's clock.
 func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(d.ctx)
-	t := d.clk.NewTimer(dur)
+	t := d.opts.Clock.NewTimer(dur)
 	go func() {
 		defer cancel()
 		defer t.Stop()
@@ -754,9 +769,9 @@ func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFun
 }
 
 func (d *drainer) closeWatch() {
-	if d.watch != nil {
-		d.watch.Close()
-		d.watch = nil
+	if d.w.watch != nil {
+		d.w.watch.Close()
+		d.w.watch = nil
 	}
 }
 

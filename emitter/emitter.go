@@ -81,7 +81,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	e.atOpen = spool.Stats()
 	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
 	e.d = newDrainer(addr, &e.opts, spool)
-	e.d.drops.unreadable = e.atOpen.Unreadable // logged just above
+	e.d.logs.drops.unreadable = e.atOpen.Unreadable // logged just above
 	go e.d.run()
 	return e, nil
 }
@@ -129,7 +129,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(e.opts.Clock.Now().Sub(begin), len(clean), err)
 	}
-	e.d.health.noteCommit(err) // for Ready
+	e.d.pub.health.noteCommit(err) // for Ready
 	if err != nil {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
@@ -209,7 +209,7 @@ func (e *Emitter) Close(ctx context.Context) error {
 func (e *Emitter) shutdown(ctx context.Context) error {
 	e.d.stop()
 	select {
-	case <-e.d.done:
+	case <-e.d.ctl.done:
 		e.reportFinal() // the drainer is gone: its state is ours now
 	case <-ctx.Done():
 		// The drainer is stuck where no deadline reaches; it survives the

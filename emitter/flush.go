@@ -62,7 +62,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 		select {
 		case <-progress:
 		case <-tick.C():
-		case <-e.d.done:
+		case <-e.d.ctl.done:
 			return ErrClosed
 		case <-ctx.Done():
 			return fmt.Errorf("emitter: flush: %d events still pending: %w", e.spool.Len(), ctx.Err())

@@ -69,14 +69,14 @@ func (o *Options) wedgedAfter() time.Duration {
 // matching ErrNotAlive. For a liveness probe (/healthz).
 func (e *Emitter) Alive() error {
 	select {
-	case <-e.d.done:
+	case <-e.d.ctl.done:
 		return fmt.Errorf("%w: the drainer has stopped (emitter closed)", ErrNotAlive)
 	default:
 	}
-	if e.d.pre.running.Load() || e.Held() || e.d.health.idling.Load() {
+	if e.d.pub.pre.running.Load() || e.Held() || e.d.pub.health.idling.Load() {
 		return nil
 	}
-	beat := e.d.health.lastBeat.Load()
+	beat := e.d.pub.health.lastBeat.Load()
 	since := e.opts.Clock.Boot() - time.Duration(beat)
 	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
 		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
@@ -96,8 +96,8 @@ func (e *Emitter) Ready() error {
 	if err := e.spool.Usable(); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	if msg := e.d.health.commitErr.Load(); msg != nil {
-		ago := e.opts.Clock.Boot() - time.Duration(e.d.health.commitErrT.Load())
+	if msg := e.d.pub.health.commitErr.Load(); msg != nil {
+		ago := e.opts.Clock.Boot() - time.Duration(e.d.pub.health.commitErrT.Load())
 		return fmt.Errorf("%w: the last spool commit failed %v ago: %s", ErrNotReady,
 			ago.Round(time.Millisecond), *msg)
 	}

@@ -42,9 +42,9 @@ func TestIdleTakesNoSteps(t *testing.T) {
 	// is pending.
 	require.Eventually(t, func() bool { return !e.spool.AcksPending() }, 5*time.Second, time.Millisecond)
 	time.Sleep(2 * idleCheck) // a look that was due has been taken
-	beat := e.d.health.lastBeat.Load()
+	beat := e.d.pub.health.lastBeat.Load()
 	time.Sleep(5 * idleCheck)
-	require.Equal(t, beat, e.d.health.lastBeat.Load(), "the idle drainer took a step with nothing pending")
+	require.Equal(t, beat, e.d.pub.health.lastBeat.Load(), "the idle drainer took a step with nothing pending")
 	require.NoError(t, e.Alive(), "idle for %v, 25 times the wedge limit", 5*idleCheck)
 
 	require.NoError(t, rcv.Kill())

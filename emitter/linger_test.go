@@ -40,7 +40,7 @@ func TestLingerProbesBeforeAcknowledging(t *testing.T) {
 	d := newDrainer(sock, &o, spool)
 	defer d.closeNotes()
 	clk := clocktest.NewFake(time.Now())
-	d.clk = clk
+	d.opts.Clock = clk
 
 	conn, err := net.Dial("unix", sock)
 	require.NoError(t, err)

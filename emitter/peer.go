@@ -38,7 +38,7 @@ func (d *drainer) openPeerNotes() {
 		d.opts.Logger.Warn("cannot note the receiver written to; after a crash its window is resent", "error", err.Error())
 		return
 	}
-	d.peer.notes = n
+	d.w.peer.notes = n
 }
 
 // peerTriesMax bounds the attempts to identify a connection's receiver,
@@ -53,20 +53,20 @@ const peerAcceptWait = 2 * time.Second
 // with the old connection's last lines. Waiting for the receiver to accept
 // costs no delivery: it cannot read before.
 func (d *drainer) identifyPeer() {
-	if d.peer.notes == nil {
+	if d.w.peer.notes == nil {
 		return
 	}
-	start := d.clk.Now()
+	start := d.opts.Clock.Now()
 	interval := time.Millisecond
 	for spins := 0; ; spins++ {
-		d.health.beat() // waiting, by design: not wedged
+		d.pub.health.beat() // waiting, by design: not wedged
 		ino, retry := peerEnd(d.w.conn)
 		if ino != 0 {
-			d.peer.ino = ino
+			d.w.peer.ino = ino
 			d.writePeerNote(d.view.acked)
 			return
 		}
-		waited := d.clk.Now().Sub(start)
+		waited := d.opts.Clock.Now().Sub(start)
 		if !retry || waited > peerAcceptWait || d.ctx.Err() != nil {
 			return
 		}
@@ -91,23 +91,23 @@ const peerSpins = 100
 // writePeerNote notes that the current receiver end was written through
 // seq, with its reader if known.
 func (d *drainer) writePeerNote(through uint64) {
-	d.peer.through, d.peer.noted = through, true
-	r := d.peer.reader
-	_ = d.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.peer.ino, Through: through})
+	d.w.peer.through, d.w.peer.noted = through, true
+	r := d.w.peer.reader
+	_ = d.w.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.w.peer.ino, Through: through})
 }
 
 // notePeer notes the last event written to the current receiver. Until it
 // has accepted, its end cannot be found; retryPeer tries again later.
 func (d *drainer) notePeer(through uint64) {
-	if d.peer.notes == nil || through <= d.peer.through {
+	if d.w.peer.notes == nil || through <= d.w.peer.through {
 		return
 	}
-	d.peer.written = max(d.peer.written, through)
-	if d.peer.ino == 0 && d.peer.tries < peerTriesMax {
-		d.peer.tries++
-		d.peer.ino, _ = peerEnd(d.w.conn)
+	d.w.peer.written = max(d.w.peer.written, through)
+	if d.w.peer.ino == 0 && d.w.peer.tries < peerTriesMax {
+		d.w.peer.tries++
+		d.w.peer.ino, _ = peerEnd(d.w.conn)
 	}
-	if d.peer.ino == 0 {
+	if d.w.peer.ino == 0 {
 		return
 	}
 	d.writePeerNote(through)
@@ -118,18 +118,18 @@ func (d *drainer) notePeer(through uint64) {
 // is slow, so it runs in its own goroutine; takeReader takes its answer.
 func (d *drainer) seekReader() {
 	d.takeReader(false)
-	if d.peer.notes == nil || d.peer.sought || !d.view.readSome {
+	if d.w.peer.notes == nil || d.w.peer.sought || !d.view.readSome {
 		return
 	}
-	if d.peer.ino == 0 {
+	if d.w.peer.ino == 0 {
 		d.retryPeer() // it read, so it accepted: its end can be found now
-		if d.peer.ino == 0 {
+		if d.w.peer.ino == 0 {
 			return
 		}
 	}
-	d.peer.sought = true
-	ch, ino := make(chan readerScan, 1), d.peer.ino
-	d.peer.scan = ch
+	d.w.peer.sought = true
+	ch, ino := make(chan readerScan, 1), d.w.peer.ino
+	d.w.peer.scan = ch
 	d.scans.Add(1)
 	go func() {
 		defer d.scans.Done()
@@ -148,54 +148,54 @@ type readerScan struct {
 // takeReader notes the reader the scan found, if it answered (if wait, once
 // it does).
 func (d *drainer) takeReader(wait bool) {
-	if d.peer.scan == nil {
+	if d.w.peer.scan == nil {
 		return
 	}
 	var r readerScan
 	if wait {
-		r = <-d.peer.scan
+		r = <-d.w.peer.scan
 	} else {
 		select {
-		case r = <-d.peer.scan:
+		case r = <-d.w.peer.scan:
 		default:
 			return
 		}
 	}
-	d.peer.scan = nil
+	d.w.peer.scan = nil
 	if r.why != "" {
-		if !d.peer.told {
-			d.peer.told = true
+		if !d.w.peer.told {
+			d.w.peer.told = true
 			d.opts.Logger.Info("cannot tell which process reads the connection; if evspool dies, what it wrote there is resent",
 				"addr", d.addr, "reason", r.why)
 		}
 		return
 	}
-	d.peer.reader = r.id
-	if d.peer.noted {
-		d.writePeerNote(d.peer.through)
+	d.w.peer.reader = r.id
+	if d.w.peer.noted {
+		d.writePeerNote(d.w.peer.through)
 	}
 }
 
 // retryPeer notes writes made before the receiver's end could be found.
 func (d *drainer) retryPeer() {
-	if d.w.conn != nil && d.peer.written > d.peer.through {
-		d.notePeer(d.peer.written)
+	if d.w.conn != nil && d.w.peer.written > d.w.peer.through {
+		d.notePeer(d.w.peer.written)
 	}
 }
 
 // forgetPeer clears the note of a connection that ended: what it did not
 // read is resent anyway.
 func (d *drainer) forgetPeer() {
-	if d.peer.notes != nil && d.peer.noted {
-		_ = d.peer.notes.Clear()
+	if d.w.peer.notes != nil && d.w.peer.noted {
+		_ = d.w.peer.notes.Clear()
 	}
 	d.resetPeer()
 }
 
 // resetPeer forgets the connection's receiver (a new connection, or none).
 func (d *drainer) resetPeer() {
-	told := d.peer.told
-	d.peer = peerNote{notes: d.peer.notes, told: told}
+	told := d.w.peer.told
+	d.w.peer = peerNote{notes: d.w.peer.notes, told: told}
 }
 
 // adoptPeerMark waits until the receiver's end of an earlier process's last
@@ -203,14 +203,14 @@ func (d *drainer) resetPeer() {
 // the evidence goes (docs/delivery.md, "Handled means proven"): the same
 // reader, still alive, and lines before the first one longer than it reads.
 func (d *drainer) adoptPeerMark() {
-	if d.peer.notes == nil {
+	if d.w.peer.notes == nil {
 		return
 	}
 	m, err := ledger.ReadPeerMark(d.spool.Dir())
 	if err != nil {
 		return
 	}
-	defer d.peer.notes.Clear()
+	defer d.w.peer.notes.Clear()
 	closed := d.peerClosed(m.Ino) // also for the order of what is resent
 	first := d.spool.FirstSeq()
 	if first == 0 || m.Through < first || m.Through > d.spool.LastSeq() {
@@ -237,10 +237,10 @@ func (d *drainer) adoptPeerMark() {
 	// Logged before Flush can see the progress: one that returns has it.
 	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
 		"receiver_pid", m.Pid, "events", n, "through_seq", through)
-	d.mu.Lock()
-	d.link.delivered += n
+	d.pub.mu.Lock()
+	d.pub.link.delivered += n
 	d.signalProgress()
-	d.mu.Unlock()
+	d.pub.mu.Unlock()
 }
 
 // closedEndProves returns the last of first..through that a closed end and
@@ -268,14 +268,14 @@ func (d *drainer) closedEndProves(first, through uint64) (last, long uint64) {
 // peerClosed waits until the receiver's end ino of the old connection is
 // closed, at most StallTimeout.
 func (d *drainer) peerClosed(ino uint64) bool {
-	deadline := d.clk.Now().Add(d.opts.StallTimeout)
+	deadline := d.opts.Clock.Now().Add(d.opts.StallTimeout)
 	for {
-		d.health.beat() // waiting, by design: not wedged
+		d.pub.health.beat() // waiting, by design: not wedged
 		gone, err := unixSocketGone(ino)
 		if err != nil || gone {
 			return err == nil
 		}
-		if d.clk.Now().After(deadline) || !d.sleep(peerPoll) {
+		if d.opts.Clock.Now().After(deadline) || !d.sleep(peerPoll) {
 			return false
 		}
 	}

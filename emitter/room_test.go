@@ -30,7 +30,7 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	peer, err := ln.Accept()
 	require.NoError(t, err)
 	t.Cleanup(func() { peer.Close() })
-	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second}, clk: clock.System()}
+	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second, Clock: clock.System()}}
 	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
 	_, d.w.unix = conn.(*net.UnixConn)
 	return d, peer
@@ -88,7 +88,7 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
 	d.dv = newDelivery(deliveryConfig{})
 	d.dv.connected(time.Now())
-	d.clk = clock.System()
+	d.opts.Clock = clock.System()
 	require.NoError(t, d.awaitRoom(100))
 	n, before, err := d.gatedWrite(make([]byte, 99))
 	require.NoError(t, err)

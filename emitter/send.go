@@ -43,18 +43,18 @@ func (d *drainer) sendBatch() (int, error) {
 	if err := d.waitConsumed(); err != nil {
 		return 0, err
 	}
-	d.out.up(d.spool.Len) // it reads: any outage is over
+	d.logs.out.up(d.spool.Len) // it reads: any outage is over
 	return len(entries), nil
 }
 
 // batchFor reads what plan p asks for; n counts events expired instead.
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
-		if d.held.witness.Seq != p.resendWitness {
+		if d.w.held.witness.Seq != p.resendWitness {
 			d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
 			return nil, 0, nil
 		}
-		return []wal.Entry{d.held.witness}, 0, nil
+		return []wal.Entry{d.w.held.witness}, 0, nil
 	}
 	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
 	d.noteRead(entries) // see notifyFor
@@ -85,7 +85,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 		d.w.buf = buf
 	}
 	for len(buf) > 0 {
-		d.health.beat()
+		d.pub.health.beat()
 		end := chunkEnd(buf)
 		n := bytes.Count(buf[:end], []byte{'\n'})
 		if err := d.writeChunk(buf[:end], entries[:n]); err != nil {
@@ -131,7 +131,7 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
 		if e.Seq > d.view.acked {
-			d.held.sent = append(d.held.sent, e)
+			d.w.held.sent = append(d.w.held.sent, e)
 		}
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
@@ -202,18 +202,18 @@ func chunkEnd(buf []byte) int {
 // slowly, a frozen one every idleCheck.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
-	t := d.clk.NewTimer(interval)
+	t := d.opts.Clock.NewTimer(interval)
 	defer t.Stop()
-	unread, since := -1, d.clk.Now()
+	unread, since := -1, d.opts.Clock.Now()
 	for {
-		d.health.beat()
+		d.pub.health.beat()
 		if err := d.check(); err != nil {
 			return err
 		}
 		if !d.view.reading {
 			return nil
 		}
-		now := d.clk.Now()
+		now := d.opts.Clock.Now()
 		if u := d.view.unread; u != unread {
 			unread, since = u, now
 		}
@@ -298,7 +298,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
-	d.aged.here.Add(gone.Events)
+	d.logs.aged.here.Add(gone.Events)
 	d.logExpired(gone, false)
 	d.progressed()
 	return nil, old, nil
@@ -306,10 +306,10 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 
 // logExpired counts gone and logs what is due, or everything when final.
 func (d *drainer) logExpired(gone wal.Counter, final bool) {
-	if !d.aged.rep.lost(gone.Events, final) {
+	if !d.logs.aged.rep.lost(gone.Events, final) {
 		return
 	}
-	expired, _ := d.aged.rep.take()
+	expired, _ := d.logs.aged.rep.take()
 	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
@@ -318,10 +318,10 @@ func (d *drainer) logExpired(gone wal.Counter, final bool) {
 
 // progressed wakes Flush callers: events left the spool.
 func (d *drainer) progressed() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	close(d.progress)
-	d.progress = make(chan struct{})
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	close(d.pub.progress)
+	d.pub.progress = make(chan struct{})
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
@@ -339,11 +339,11 @@ func (d *drainer) awaitRoom(n int) error {
 	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
-	start := d.clk.Now()
+	start := d.opts.Clock.Now()
 	deadline := start.Add(d.opts.WriteTimeout)
 	interval := sockwait.DefaultMinInterval
 	raised := false
-	t := d.clk.NewTimer(time.Hour)
+	t := d.opts.Clock.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
 		sndbuf, queued, err := sendMem(rc)
@@ -360,7 +360,7 @@ func (d *drainer) awaitRoom(n int) error {
 			d.w.room.sndbuf = sndbuf
 			return nil
 		}
-		if d.clk.Now().After(deadline) {
+		if d.opts.Clock.Now().After(deadline) {
 			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
 		t.Reset(interval)
@@ -369,7 +369,7 @@ func (d *drainer) awaitRoom(n int) error {
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}
-		interval = min(2*interval, roomPoll(d.clk.Now().Sub(start)))
+		interval = min(2*interval, roomPoll(d.opts.Clock.Now().Sub(start)))
 	}
 }
 
@@ -388,13 +388,13 @@ func (d *drainer) preamble() error {
 	if d.opts.Preamble == nil {
 		return nil
 	}
-	d.pre.running.Store(true)
+	d.pub.pre.running.Store(true)
 	w := &preambleWriter{d: d, conn: d.w.conn}
 	err := callPreamble(d.opts.Preamble, d.ctx, w)
 	w.done.Store(true)
-	d.pre.running.Store(false)
+	d.pub.pre.running.Store(false)
 	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
-	d.health.beat()
+	d.pub.health.beat()
 	if err == nil {
 		return nil
 	}
@@ -403,9 +403,9 @@ func (d *drainer) preamble() error {
 		return d.ctx.Err() // closing: not a failure to report
 	}
 	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
-	d.pre.errors.Add(1)
+	d.pub.pre.errors.Add(1)
 	d.record(func(*linkStats) {}, err)
-	d.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
+	d.logs.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
 }

@@ -94,7 +94,7 @@ func (e *Emitter) Stats() Stats {
 		reportedAtOpen: e.reportedAtOpen,
 	}
 	e.d.fillStats(&s)
-	s.Expired = e.d.aged.here.Load()
-	s.PreambleErrors, s.WriterRefused = e.d.pre.errors.Load(), e.writerRefused.Load()
+	s.Expired = e.d.logs.aged.here.Load()
+	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }

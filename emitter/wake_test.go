@@ -11,7 +11,7 @@ import (
 // woken reports whether d has a wake-up pending, and takes it.
 func woken(d *drainer) bool {
 	select {
-	case <-d.wake:
+	case <-d.ctl.wake:
 		return true
 	default:
 		return false
@@ -21,7 +21,7 @@ func woken(d *drainer) bool {
 // The callers of one group commit return one by one: only those whose events
 // the drainer has not read yet wake it.
 func TestNotifyForSkipsWhatTheDrainerRead(t *testing.T) {
-	d := &drainer{wake: make(chan struct{}, 1)}
+	d := &drainer{ctl: control{wake: make(chan struct{}, 1)}}
 	d.notifyFor(1)
 	assert.True(t, woken(d), "nothing read yet: wake")
 
@@ -41,7 +41,7 @@ func TestNotifyForSkipsWhatTheDrainerRead(t *testing.T) {
 	d.notifyFor(64)
 	assert.False(t, woken(d))
 
-	d.readTo.Store(0) // what onConnect does: a new connection forgets the mark
+	d.ctl.readTo.Store(0) // what onConnect does: a new connection forgets the mark
 	d.notifyFor(1)
 	assert.True(t, woken(d))
 }
