@@ -127,7 +127,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 		addr: addr, opts: opts, spool: spool, ctx: ctx,
 		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
 		dv:  newDelivery(deliveryConfigOf(opts)),
-		pub: shared{health: health{clk: opts.Clock}, progress: make(chan struct{})},
+		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}, progress: make(chan struct{})},
 		logs: logs{
 			drops: dropLog{seen: dropped, rep: newReporter(opts)},
 			aged:  expiredLog{rep: newReporter(opts)},

@@ -23,13 +23,19 @@ var (
 // outcome of the last spool commit.
 type health struct {
 	clk        Clock
-	lastBeat   atomic.Int64 // Clock.Boot, ns
+	base       time.Time    // the clock's reading at start: times are kept as offsets from it
+	lastBeat   atomic.Int64 // since base, ns; 0: none yet
 	idling     atomic.Bool  // waiting for work, not stuck in a call
 	commitErr  atomic.Pointer[string]
 	commitErrT atomic.Int64
 }
 
-func (h *health) beat() { h.lastBeat.Store(int64(h.clk.Boot())) }
+// since is the time since base. Now and Sub, not Boot: the system clock's
+// Now carries a monotonic reading and costs no system call, and beat runs
+// several times an event.
+func (h *health) since() time.Duration { return h.clk.Now().Sub(h.base) }
+
+func (h *health) beat() { h.lastBeat.Store(int64(h.since())) }
 
 // idle marks the drainer waiting for work, which is not being wedged however
 // long it lasts, or back from that wait.
@@ -53,7 +59,7 @@ func (h *health) noteCommit(err error) {
 	}
 	msg := err.Error()
 	h.commitErr.Store(&msg)
-	h.commitErrT.Store(int64(h.clk.Boot()))
+	h.commitErrT.Store(int64(h.since()))
 }
 
 // wedgedAfter is how long the drainer may go without a heartbeat before
@@ -77,7 +83,7 @@ func (e *Emitter) Alive() error {
 		return nil
 	}
 	beat := e.d.pub.health.lastBeat.Load()
-	since := e.opts.Clock.Boot() - time.Duration(beat)
+	since := e.d.pub.health.since() - time.Duration(beat)
 	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
 		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
 			ErrNotAlive, since.Round(time.Millisecond), limit)
@@ -97,7 +103,7 @@ func (e *Emitter) Ready() error {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
 	if msg := e.d.pub.health.commitErr.Load(); msg != nil {
-		ago := e.opts.Clock.Boot() - time.Duration(e.d.pub.health.commitErrT.Load())
+		ago := e.d.pub.health.since() - time.Duration(e.d.pub.health.commitErrT.Load())
 		return fmt.Errorf("%w: the last spool commit failed %v ago: %s", ErrNotReady,
 			ago.Round(time.Millisecond), *msg)
 	}
