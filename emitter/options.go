@@ -67,8 +67,10 @@ type Options struct {
 	BatchEvents int
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the jittered exponential pause between
-	// connection attempts, which never give up. Defaults 10 ms and 100 ms.
-	// On Linux a Unix socket's path appearing cuts the pause short.
+	// refused connection attempts, which never give up. Defaults 10 ms and
+	// 100 ms. On Linux a Unix socket's path appearing cuts the pause short.
+	// A receiver that keeps failing before it handles anything is dialled
+	// less and less often, up to every 5 s (or MaxBackoff, if longer).
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	// WarnInterval is the least time between two warnings of one kind.
