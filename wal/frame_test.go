@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/internal/spooltest"
 )
 
 // fileValues lists the values the events bucket holds: each one's first
@@ -224,7 +226,7 @@ func TestFrameDamaged(t *testing.T) {
 // does not know is refused by name.
 func TestOpenMarksFormat2(t *testing.T) {
 	dir := t.TempDir()
-	untar(t, "testdata/spool-format2.tar.gz", dir)
+	spooltest.Untar(t, "testdata/spool-format2.tar.gz", dir)
 	w, err := Open(dir, &Options{NoSync: true})
 	require.NoError(t, err)
 	require.Nil(t, w.Salvaged())

@@ -1,16 +1,14 @@
 package wal
 
 import (
-	"archive/tar"
-	"compress/gzip"
 	"context"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/internal/spooltest"
 )
 
 // TestOpenMigratesFormat1 opens a spool written by the code before meta
@@ -20,7 +18,7 @@ import (
 // bit in one is damage.
 func TestOpenMigratesFormat1(t *testing.T) {
 	dir := t.TempDir()
-	untar(t, "testdata/spool-format1.tar.gz", dir)
+	spooltest.Untar(t, "testdata/spool-format1.tar.gz", dir)
 	w, err := Open(dir, &Options{NoSync: true})
 	require.NoError(t, err)
 	require.Nil(t, w.Salvaged())
@@ -52,26 +50,4 @@ func TestOpenMigratesFormat1(t *testing.T) {
 	require.Nil(t, w.Salvaged())
 	require.EqualValues(t, 181, w.Len())
 	require.Equal(t, Counter{Events: 20, Bytes: 20 * 191}, w.Stats().Expired)
-}
-
-func untar(t *testing.T, archive, dir string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		require.NoError(t, err)
-		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY, 0o600)
-		require.NoError(t, err)
-		_, err = io.Copy(out, tr)
-		require.NoError(t, err)
-		require.NoError(t, out.Close())
-	}
 }

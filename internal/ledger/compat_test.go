@@ -1,9 +1,6 @@
 package ledger_test
 
 import (
-	"archive/tar"
-	"compress/gzip"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -12,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/internal/spooltest"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -24,7 +22,7 @@ func TestSpoolOfWalDays(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "spool")
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	untar(t, "testdata/spool-today.tar.gz", dir)
+	spooltest.Untar(t, "testdata/spool-today.tar.gz", dir)
 
 	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
 	check := func(w *wal.WAL) {
@@ -68,26 +66,4 @@ func TestSpoolOfWalDays(t *testing.T) {
 	total, reported := ledger.Reported(w)
 	require.Equal(t, ledger.Losses{Expired: 2, Refused: 5}, total)
 	require.Equal(t, ledger.Losses{Expired: 1, Refused: 2}, reported, "kept through the compaction")
-}
-
-func untar(t *testing.T, archive, dir string) {
-	t.Helper()
-	f, err := os.Open(archive)
-	require.NoError(t, err)
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	require.NoError(t, err)
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		require.NoError(t, err)
-		out, err := os.OpenFile(filepath.Join(dir, filepath.Base(h.Name)), os.O_CREATE|os.O_WRONLY, 0o600)
-		require.NoError(t, err)
-		_, err = io.Copy(out, tr)
-		require.NoError(t, err)
-		require.NoError(t, out.Close())
-	}
 }
