@@ -58,16 +58,17 @@ func (w *WAL) stampNow() stamp {
 }
 
 // thisBoot returns the first sequence number stamped in this boot; 0: none.
+// It reads only the two boot values: a Read decodes no other meta.
 func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
 	if b == nil {
 		return 0
 	}
-	var m meta
-	m.load(b)
-	if m.bootID == 0 || m.bootID != bootKey(w.opts.Clock) {
+	id, err := metaUint(keyBootID, b.Get(keyBootID))
+	if err != nil || id == 0 || id != bootKey(w.opts.Clock) {
 		return 0
 	}
-	return max(m.bootFirstSeq, 1)
+	first, _ := metaUint(keyBootFirstSeq, b.Get(keyBootFirstSeq))
+	return max(first, 1)
 }
 
 // entryAt fills in e's clocks from at; from is what thisBoot returned.
