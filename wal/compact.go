@@ -239,11 +239,38 @@ func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 }
 
 // fileSize is spool.db's size. The caller holds wmu.
+//
+// bbolt changes the size only when a commit's pages pass the file's end
+// (DB.grow), and the high-water mark rises by at most the bytes commits
+// allocate: the file is looked at again only when those could have reached
+// its end, not after every commit.
 func (w *WAL) fileSize() int64 {
 	if w.closedSize >= 0 {
 		return w.closedSize
 	}
-	return w.sd.size(fileName)
+	if w.db == nil {
+		return w.sd.size(fileName)
+	}
+	st := w.db.Stats()
+	alloc := st.TxStats.GetPageAlloc()
+	s := &w.sized
+	if s.db != w.db || s.highWater+(alloc-s.alloc)+s.page > s.size {
+		*s = sizeReading{db: w.db, alloc: alloc, size: w.sd.size(fileName), page: int64(w.db.Info().PageSize)}
+		_ = w.db.View(func(tx *bolt.Tx) error {
+			s.highWater = tx.Size()
+			return nil
+		})
+	}
+	return s.size
+}
+
+// sizeReading is what fileSize last read of the file and of bbolt.
+type sizeReading struct {
+	db        *bolt.DB
+	alloc     int64 // bytes its commits had allocated (TxStats.PageAlloc)
+	size      int64 // the file's size
+	highWater int64 // the end of its last allocated page
+	page      int64
 }
 
 // syncFresh makes a file from openFresh durable before it is renamed in.
