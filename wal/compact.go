@@ -240,10 +240,11 @@ func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
 
 // fileSize is spool.db's size. The caller holds wmu.
 //
-// bbolt changes the size only when a commit's pages pass the file's end
-// (DB.grow), and the high-water mark rises by at most the bytes commits
-// allocate: the file is looked at again only when those could have reached
-// its end, not after every commit.
+// bbolt changes the size only by growing the file when a commit's pages
+// pass its end (DB.grow), and its high-water mark never falls: the file is
+// looked at again only once the mark has come within a page of the end it
+// had. The mark is read only when the bytes commits allocated since (which
+// bound its rise) could have brought it there.
 func (w *WAL) fileSize() int64 {
 	if w.closedSize >= 0 {
 		return w.closedSize
@@ -254,12 +255,19 @@ func (w *WAL) fileSize() int64 {
 	st := w.db.Stats()
 	alloc := st.TxStats.GetPageAlloc()
 	s := &w.sized
-	if s.db != w.db || s.highWater+(alloc-s.alloc)+s.page > s.size {
-		*s = sizeReading{db: w.db, alloc: alloc, size: w.sd.size(fileName), page: int64(w.db.Info().PageSize)}
-		_ = w.db.View(func(tx *bolt.Tx) error {
-			s.highWater = tx.Size()
-			return nil
-		})
+	if s.db != w.db {
+		*s = sizeReading{db: w.db, size: -1, page: int64(w.db.Info().PageSize)}
+	}
+	if s.size >= 0 && s.highWater+(alloc-s.alloc)+s.page <= s.size {
+		return s.size
+	}
+	s.alloc = alloc
+	_ = w.db.View(func(tx *bolt.Tx) error {
+		s.highWater = tx.Size()
+		return nil
+	})
+	if s.size < 0 || s.highWater+s.page > s.size {
+		s.size = w.sd.size(fileName)
 	}
 	return s.size
 }
@@ -268,7 +276,7 @@ func (w *WAL) fileSize() int64 {
 type sizeReading struct {
 	db        *bolt.DB
 	alloc     int64 // bytes its commits had allocated (TxStats.PageAlloc)
-	size      int64 // the file's size
+	size      int64 // the file's size; -1 unread
 	highWater int64 // the end of its last allocated page
 	page      int64
 }
