@@ -177,6 +177,7 @@ func (d *drainer) check() error {
 			}
 		}
 	}
+	d.w.room.queued = unread
 	_, err = d.step(msg{kind: msgRead, n: unread})
 	d.seekReader() // once a connection, after its first read: see peer.go
 	return err
@@ -261,7 +262,9 @@ func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	if err := d.armWrite(); err != nil {
 		return 0, 0, err
 	}
-	before, _ = d.unread()
+	if r := d.w.room; !r.ok || r.queued > 0 {
+		before, _ = d.unread() // else nothing is unread: only this drainer writes
+	}
 	n, err = d.w.conn.Write(chunk)
 	return n, before, err
 }
