@@ -203,8 +203,12 @@ func chunkEnd(buf []byte) int {
 // slowly, a frozen one every idleCheck.
 func (d *drainer) waitConsumed() error {
 	interval := sockwait.DefaultMinInterval
-	t := d.opts.Clock.NewTimer(interval)
-	defer t.Stop()
+	var t Timer // armed only once the first look finds bytes unread
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	unread, since := -1, d.opts.Clock.Now()
 	for {
 		d.pub.health.beat()
@@ -222,7 +226,11 @@ func (d *drainer) waitConsumed() error {
 		if d.view.frozen {
 			maxInterval = idleCheck
 		}
-		t.Reset(interval)
+		if t == nil {
+			t = d.opts.Clock.NewTimer(interval)
+		} else {
+			t.Reset(interval)
+		}
 		select {
 		case <-t.C():
 		case <-d.ctx.Done():
