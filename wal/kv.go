@@ -84,9 +84,8 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 }
 
 // copyValues carries the user's values into a compacted copy, as stored.
-func copyValues(src, dst *bolt.Tx) error {
-	mb := dst.Bucket(metaBucket)
-	c := src.Bucket(metaBucket).Cursor()
+func copyValues(src, mb *bolt.Bucket) error {
+	c := src.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v != nil && userKey(k) {
 			if err := mb.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {

@@ -165,52 +165,28 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	db, err := w.openFresh(dst)
+	f, err := w.createFresh(dst, values.put)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if err := createBuckets(tx, &m); err != nil {
-			return err
-		}
-		return values.put(tx.Bucket(metaBucket))
-	}); err != nil {
-		return err
-	}
+	defer f.close()
 	seen := make(map[uint64]struct{})
-	var chunk []Entry
-	size := 0
 	var werr error
-	flush := func() {
-		if werr == nil && len(chunk) > 0 {
-			werr = db.Update(func(tx *bolt.Tx) error {
-				_, err := putEntries(tx, chunk)
-				return err
-			})
-		}
-		chunk, size = chunk[:0], 0
-	}
 	if err := scanPages(src, func(k, v []byte) {
 		val, err := decodeValue(k, v)
 		if err != nil {
 			return
 		}
 		val.each(m.removedSeq+1, func(seq uint64, data []byte) bool {
-			if _, dup := seen[seq]; dup {
-				return true
-			}
-			seen[seq] = struct{}{}
-			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
-			if size += len(data); size >= copyChunk {
-				flush()
+			if _, dup := seen[seq]; !dup && werr == nil {
+				seen[seq] = struct{}{}
+				werr = f.add(seq, val.at, data)
 			}
 			return true
 		})
 	}); err != nil {
 		return err
 	}
-	flush()
 	if werr != nil {
 		return werr
 	}
@@ -226,12 +202,8 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
 	}
 	// Counted in the new file, so the count is durable with the salvage.
-	if err := db.Update(func(tx *bolt.Tx) error {
-		return putMetaUint(tx.Bucket(metaBucket), keyUnreadable, m.unreadable+r.Missing)
-	}); err != nil {
-		return err
-	}
-	return w.syncFresh(db)
+	m.unreadable += r.Missing
+	return f.finish(&m)
 }
 
 func mustSeq(k []byte) uint64 {
