@@ -68,7 +68,7 @@ func (w *WAL) flushAcksLocked() error {
 	}
 	w.restore(st)
 	w.ackCommitted()
-	w.stats.ackCommits++
+	w.stats.AckCommits++
 	// A deletion writes new pages too and can push the file past the cap.
 	w.enforceCap()
 	return nil

@@ -80,7 +80,7 @@ func (w *WAL) commit(batch []*appendReq) {
 	}
 	if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
 		setErr(batch, err)
-		w.stats.commitErrors++
+		w.stats.CommitErrors++
 		return
 	}
 	var st *state
@@ -96,8 +96,8 @@ func (w *WAL) commit(batch []*appendReq) {
 		})
 		if err == nil {
 			// wmu: no other write transaction moved bbolt's write time.
-			w.stats.commitTime += time.Since(began)
-			w.stats.commitWriteTime += writeTime(w.db) - wrote
+			w.stats.CommitTime += time.Since(began)
+			w.stats.CommitWriteTime += writeTime(w.db) - wrote
 		}
 		w.dbmu.RUnlock()
 		// Damage found by the commit itself: salvage, then try once more.
@@ -110,12 +110,12 @@ func (w *WAL) commit(batch []*appendReq) {
 	}
 	if err != nil {
 		setErr(batch, fmt.Errorf("wal: commit to %s: %w", w.path, err))
-		w.stats.commitErrors++
+		w.stats.CommitErrors++
 		return
 	}
 	w.restore(st)
 	w.ackCommitted()
-	w.stats.commits++
+	w.stats.Commits++
 	w.cost.Store(st.cost)
 	if st.dropped {
 		w.marks.remove(st.meta.removedSeq)

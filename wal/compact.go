@@ -60,7 +60,7 @@ func (w *WAL) enforceCap() {
 
 func (w *WAL) compactOrCount() {
 	if err := w.compactLocked(); err != nil {
-		w.stats.compactErrors++
+		w.stats.CompactErrs++
 	}
 }
 
@@ -100,7 +100,7 @@ func (w *WAL) compactLocked() error {
 		return fmt.Errorf("wal: compact: %w", renameErr)
 	}
 	w.cost.Add(costDelta)
-	w.stats.compactions++
+	w.stats.Compactions++
 	w.compactedSize = w.fileSize()
 	return nil
 }

@@ -57,7 +57,7 @@ func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
 	markErr := w.marks.remove(st.hidden())
 	if !expire {
 		w.debt += w.cost.Load() - st.cost
-		w.stats.acked += gone.Events
+		w.stats.Acked += gone.Events
 	}
 	w.restore(st)
 	if expire {

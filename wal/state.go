@@ -6,14 +6,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// counts are the spool's figures, in WAL and in a state's working copy.
+type counts struct {
+	meta     meta
+	pending  uint64 // events in the spool
+	payload  uint64 // their bytes
+	firstSeq uint64 // oldest pending sequence, 0 when empty
+	firstAt  int64  // its timestamp (unix ns)
+}
+
 // state is a working copy of the counters, kept only if its transaction commits.
 type state struct {
-	meta     meta
-	prev     meta // as the file holds it (see storeChanged)
-	pending  uint64
-	payload  uint64
-	firstSeq uint64
-	firstAt  int64
+	counts
+	prev     meta  // as the file holds it (see storeChanged)
 	cost     int64 // the pending entries' cost, see entryCost
 	budget   int64
 	policy   Policy
@@ -24,17 +29,16 @@ type state struct {
 }
 
 func (w *WAL) snapshot() *state {
-	return &state{meta: w.meta, prev: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
-		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
-		acked: w.acked.Load(), path: w.path}
+	return &state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
+		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path}
 }
 
 // restore keeps st once its transaction has ended well.
 func (w *WAL) restore(st *state) {
-	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
+	w.counts = st.counts
 	w.cost.Store(st.cost)
 	w.acked.Store(st.acked)
-	w.stats.appended += st.appended
+	w.stats.Appended += st.appended
 }
 
 // hidden is the number through which entries are removed or acked.

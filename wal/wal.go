@@ -31,14 +31,10 @@ type WAL struct {
 	db   *bolt.DB
 
 	// wmu serialises write transactions and guards the state below.
-	wmu         sync.Mutex
-	meta        meta
-	pending     uint64 // events in the spool
-	payload     uint64 // their bytes
-	firstSeq    uint64 // oldest pending sequence, 0 when empty
-	firstAt     int64  // its timestamp (unix ns)
-	staleAtOpen bool   // the scan found values at or below the removal mark
-	stats       processStats
+	wmu sync.Mutex
+	counts
+	staleAtOpen bool  // the scan found values at or below the removal mark
+	stats       Stats // the process counters (Appended to CommitWriteTime)
 	salvage     *SalvageReport
 
 	// acked: entries up to it are hidden even while the file holds them
@@ -172,7 +168,7 @@ func (w *WAL) settle() error {
 			w.broken.Store(nil)
 			return *b
 		}
-		w.stats.compactErrors++
+		w.stats.CompactErrs++
 		w.meta.nextSeq = w.marks.reserved
 		return nil
 	}
@@ -304,7 +300,7 @@ func (w *WAL) ready() error {
 	if err := w.reopen(); err != nil {
 		return *w.broken.Load()
 	}
-	w.stats.heals++
+	w.stats.Heals++
 	return nil
 }
 
