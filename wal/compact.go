@@ -19,17 +19,7 @@ const (
 // Compact copies the pending entries into a fresh file and renames it over
 // the spool, giving back space bbolt never returns. Appends wait meanwhile.
 // Ack compacts by itself once a backlog has drained; call it only to force it.
-func (w *WAL) Compact() error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	return w.compactLocked()
-}
+func (w *WAL) Compact() error { return w.locked(w.compactLocked) }
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()

@@ -17,16 +17,12 @@ import (
 //
 // After a memory fault (maybe an I/O error) the file is reopened and
 // salvaged only if Open's checks find damage; else the report is nil.
-func (w *WAL) Repair(cause error) (*SalvageReport, error) {
-	if err := w.ready(); err != nil {
-		return nil, err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return nil, err
-	}
-	return w.repairLocked(cause)
+func (w *WAL) Repair(cause error) (r *SalvageReport, err error) {
+	err = w.locked(func() (err error) {
+		r, err = w.repairLocked(cause)
+		return err
+	})
+	return r, err
 }
 
 // repairLocked is Repair with wmu held.

@@ -84,22 +84,16 @@ func (w *WAL) LastSeq() uint64 {
 // spool, a loss kept with the others (Stats.Refused) so that it survives a
 // crash. It commits a small transaction, synced as appends are.
 func (w *WAL) CountRefused(n uint64) error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	if n == 0 {
+	return w.locked(func() error {
+		if n == 0 {
+			return nil
+		}
+		m := w.meta
+		m.refused += n
+		if err := w.updateMeta(m.store); err != nil {
+			return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
+		}
+		w.meta.refused = m.refused
 		return nil
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	m := w.meta
-	m.refused += n
-	if err := w.updateMeta(m.store); err != nil {
-		return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
-	}
-	w.meta.refused = m.refused
-	return nil
+	})
 }

@@ -69,42 +69,47 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	sd, err := prepareDir(dir, o.NoSync)
+	if err := mkdirDurable(dir, o.NoSync); err != nil {
+		return nil, fmt.Errorf("wal: create spool directory: %w", err)
+	}
+	sd, err := openSpoolDir(dir, true)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(sd, o.LockTimeout)
-	if err != nil {
-		sd.close()
-		return nil, err
-	}
-	marks, err := openMarks(sd, !o.NoSync)
-	if err != nil {
-		lock.unlock()
-		sd.close()
-		return nil, err
-	}
-	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, lock: lock, marks: marks, closedSize: -1}
-	if marks.damaged {
-		o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
-			"path", sd.join(marksFileName))
-	}
+	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
 	w.group.init()
-	if err := w.open(); err != nil {
-		marks.close()
-		lock.unlock()
-		sd.close()
+	if w.lock, err = lockDir(sd, o.LockTimeout); err == nil {
+		if w.marks, err = openMarks(sd, !o.NoSync); err == nil {
+			if w.marks.damaged {
+				o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
+					"path", sd.join(marksFileName))
+			}
+			err = w.open()
+		}
+	}
+	if err != nil {
+		_ = w.closeFiles()
 		return nil, err
 	}
 	return w, nil
 }
 
-// prepareDir creates dir durably (0700) and opens it as a spool directory.
-func prepareDir(dir string, noSync bool) (*spoolDir, error) {
-	if err := mkdirDurable(dir, noSync); err != nil {
-		return nil, fmt.Errorf("wal: create spool directory: %w", err)
+// closeFiles closes the marks file, the lock and the directory, those open.
+func (w *WAL) closeFiles() error {
+	var errs [3]error
+	if w.marks != nil {
+		errs[0] = w.marks.close()
 	}
-	return openSpoolDir(dir, true)
+	if w.lock != nil {
+		errs[1] = w.lock.unlock()
+	}
+	errs[2] = w.sd.close()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // open opens (or salvages) the bbolt file and loads the state, after
@@ -115,18 +120,16 @@ func (w *WAL) open() error {
 	}
 	created := !w.sd.exists(fileName)
 	var db *bolt.DB
-	err := w.openRetrying(func() error {
-		d, err := w.openBolt()
-		if err == nil {
-			if err = w.load(d); err != nil {
-				d.Close()
-			} else {
-				db = d
+	err := w.openRetrying(func() (err error) {
+		if db, err = w.openBolt(); err == nil {
+			if err = w.load(db); err != nil {
+				db.Close()
 			}
 		}
 		return err
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		w.db = db
 		if created {
 			// bbolt created spool.db (and fsync'd it): make its name durable.
@@ -135,16 +138,15 @@ func (w *WAL) open() error {
 				return err
 			}
 		}
-		return w.settle()
-	}
-	if !isDamage(err) {
+	case !isDamage(err):
 		return err
+	default:
+		report, err := w.salvageFile(err)
+		if err != nil {
+			return err
+		}
+		w.salvage = report
 	}
-	report, serr := w.salvageFile(err)
-	if serr != nil {
-		return serr
-	}
-	w.salvage = report
 	return w.settle()
 }
 
@@ -256,17 +258,24 @@ func (w *WAL) Close() error {
 		// A clean stop: the next Open need not settle.
 		err = w.marks.lower(w.meta.nextSeq)
 	}
-	if merr := w.marks.close(); err == nil {
-		err = merr
-	}
-	if uerr := w.lock.unlock(); err == nil {
-		err = uerr
-	}
 	w.closedSize = w.sd.size(fileName)
-	if derr := w.sd.close(); err == nil {
-		err = derr
+	if cerr := w.closeFiles(); err == nil {
+		err = cerr
 	}
 	return err
+}
+
+// locked runs fn holding wmu, once the spool is ready (see ready).
+func (w *WAL) locked(fn func() error) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.usable(); err != nil {
+		return err
+	}
+	return fn()
 }
 
 // usable returns ErrClosed after Close, the broken error, or nil.
