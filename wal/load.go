@@ -183,3 +183,23 @@ func classifyOpenErr(path string, err error) error {
 	}
 	return &CorruptionError{Path: path, Err: err}
 }
+
+// scanCheckEvery is how many events the start-up scan reads between checks.
+const scanCheckEvery = 1024
+
+// scanCancelled returns an error when Options.Context has ended. It is not
+// a *CorruptionError: a cancelled Open salvages nothing.
+func (w *WAL) scanCancelled() error {
+	if w.yield != nil {
+		if err := w.yield(); err != nil {
+			return err
+		}
+	}
+	if w.opts.Context == nil {
+		return nil
+	}
+	if err := w.opts.Context.Err(); err != nil {
+		return fmt.Errorf("wal: open %s cancelled during the start-up scan: %w", w.path, err)
+	}
+	return nil
+}
