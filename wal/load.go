@@ -43,7 +43,9 @@ func (w *WAL) load(db *bolt.DB) error {
 		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
 	}
 	if err := guard(w.path, func() error {
-		w.injectMapFault()
+		if err := injected(w.opts.faults, "map"); err != nil {
+			return &CorruptionError{Path: w.path, Err: err}
+		}
 		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
 	}); err != nil {
 		return err
@@ -146,7 +148,7 @@ func guard(path string, fn func() error) (err error) {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			cause := fmt.Errorf("bbolt panicked: %v", r)
-			if isFault(r) {
+			if _, ok := r.(interface{ Addr() uintptr }); ok {
 				// Not yet damage: an I/O error faults too (see transient.go).
 				cause = &faultError{r}
 			}

@@ -41,49 +41,29 @@ func transient(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &ie)
 }
 
-// isFault tells a recovered memory fault (a runtime.Error with an address).
-func isFault(v any) bool {
-	_, ok := v.(interface{ Addr() uintptr })
-	return ok
-}
-
 // faultSeam injects read failures in tests (Options.faults): op "map" is a
 // read through bbolt's mapping at Open, "pread" the spool's own reads.
-type faultSeam interface {
-	fault(op string) error
-}
+type faultSeam interface{ fault(op string) error }
 
-// injectedFault is an injected "map" failure, panicked as a memory fault.
-type injectedFault struct{ err error }
-
-func (f injectedFault) Error() string {
-	return "unexpected fault address (injected: " + f.err.Error() + ")"
-}
-func (f injectedFault) RuntimeError() {}
-func (f injectedFault) Addr() uintptr { return 0 }
-
-// injectMapFault raises the seam's fault for a read through the mapping.
-func (w *WAL) injectMapFault() {
-	if w.opts.faults != nil {
-		if err := w.opts.faults.fault("map"); err != nil {
-			panic(injectedFault{err})
-		}
-	}
-}
-
-// injectPreadFault returns the seam's error for a pread of the file.
-func injectPreadFault(s faultSeam) error {
+// injected returns the seam's failure for op, if any: "map" as a memory
+// fault, "pread" as an *ioError.
+func injected(s faultSeam, op string) error {
+	var err error
 	if s != nil {
-		if err := s.fault("pread"); err != nil {
-			return &ioError{err}
-		}
+		err = s.fault(op)
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case op == "map":
+		return &faultError{err}
+	}
+	return &ioError{err}
 }
 
 // preadFile reads the whole file through pread, to tell I/O error from damage.
 func (w *WAL) preadFile() error {
-	if err := injectPreadFault(w.opts.faults); err != nil {
+	if err := injected(w.opts.faults, "pread"); err != nil {
 		return err
 	}
 	f, err := w.sd.open(fileName, os.O_RDONLY)
