@@ -36,12 +36,13 @@ func (w *WAL) Value(key string) ([]byte, error) {
 		return nil, err
 	}
 	var v []byte
-	err := w.viewMeta(func(mb *bolt.Bucket) error {
-		p, ok, err := getMeta(mb, []byte(key))
-		if ok {
+	err := w.metaTx(false, func(mb *bolt.Bucket) error {
+		if raw := mb.Get([]byte(key)); raw != nil {
+			p, err := decodeMeta([]byte(key), raw)
 			v = bytes.Clone(p)
+			return err
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wal: read value %q in %s: %w", key, w.path, err)
@@ -58,29 +59,24 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 			return fmt.Errorf("%w: %q", errValueKey, k)
 		}
 	}
-	if err := w.usable(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	err := w.updateMeta(func(mb *bolt.Bucket) error {
-		for k, v := range values {
-			var err error
-			if v == nil {
-				err = mb.Delete([]byte(k))
-			} else {
-				err = putMeta(mb, []byte(k), v)
+	return w.locked(func() error {
+		err := w.metaTx(true, func(mb *bolt.Bucket) error {
+			for k, v := range values {
+				put := func() error { return putMeta(mb, []byte(k), v) }
+				if v == nil {
+					put = func() error { return mb.Delete([]byte(k)) }
+				}
+				if err := put(); err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("wal: store values in %s: %w", w.path, err)
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
-	}
-	return nil
 }
 
 // copyValues carries the user's values into a compacted copy, as stored.

@@ -176,20 +176,16 @@ func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
 	return nil
 }
 
-// viewMeta runs f on the meta bucket in a read transaction.
-func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
+// metaTx runs f on the meta bucket in a transaction, a write one (which
+// needs wmu) if write.
+func (w *WAL) metaTx(write bool, f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
+	run := w.db.View
+	if write {
+		run = w.db.Update
+	}
 	return guard(w.path, func() error {
-		return w.db.View(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
-	})
-}
-
-// updateMeta runs f on the meta bucket in a write transaction. It needs wmu.
-func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
-	w.dbmu.RLock()
-	defer w.dbmu.RUnlock()
-	return guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
+		return run(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
 	})
 }

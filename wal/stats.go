@@ -90,7 +90,7 @@ func (w *WAL) CountRefused(n uint64) error {
 		}
 		m := w.meta
 		m.refused += n
-		if err := w.updateMeta(m.store); err != nil {
+		if err := w.metaTx(true, m.store); err != nil {
 			return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
 		}
 		w.meta.refused = m.refused
