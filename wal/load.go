@@ -27,7 +27,7 @@ func (w *WAL) load(db *bolt.DB) error {
 			switch {
 			case err != nil:
 				return &CorruptionError{Path: w.path, Err: err}
-			case state == metaEmpty && w.marks != nil:
+			case state == metaEmpty:
 				// A new file: number on above what the marks file reserved.
 				m.nextSeq = max(1, w.marks.reserved, w.marks.removed+1)
 			case state == metaCurrent:
@@ -53,11 +53,9 @@ func (w *WAL) load(db *bolt.DB) error {
 	if err := w.applyRemovedMark(db); err != nil {
 		return err
 	}
-	if w.marks != nil {
-		// With fsync off the marks file may outlive spool.db's last
-		// commits: never hand out a number it says was acknowledged.
-		w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
-	}
+	// With fsync off the marks file may outlive spool.db's last commits:
+	// never hand out a number it says was acknowledged.
+	w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
 	w.debt = 0
 	w.acked.Store(w.meta.removedSeq)
 	return nil
@@ -67,10 +65,7 @@ func (w *WAL) load(db *bolt.DB) error {
 // mark) says was removed but the file still holds, so that acked events are
 // not delivered again, nor hidden from Read while Len counts them.
 func (w *WAL) applyRemovedMark(db *bolt.DB) error {
-	upTo := w.meta.removedSeq
-	if w.marks != nil {
-		upTo = max(upTo, w.marks.removed)
-	}
+	upTo := max(w.meta.removedSeq, w.marks.removed)
 	if !w.staleAtOpen && (w.firstSeq == 0 || w.firstSeq > upTo) {
 		return nil
 	}

@@ -182,7 +182,7 @@ func (w *WAL) settle() error {
 // bbolt.Open, is a *CorruptionError.
 func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	path := w.path
-	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
+	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks.exact); err != nil {
 		return nil, err
 	}
 	// If bbolt.Open panics, close the file it opened ourselves.
