@@ -70,7 +70,7 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 func (w *WAL) commit(batch []*appendReq) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
+	if err := w.Usable(); err != nil {
 		setErr(batch, err)
 		return
 	}

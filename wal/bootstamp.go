@@ -59,15 +59,11 @@ func (w *WAL) stampNow() stamp {
 
 // thisBoot returns the first sequence number stamped in this boot; 0: none.
 func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
-	if b == nil {
+	if id, err := metaUint(keyBootID, b.Get(keyBootID)); err != nil || id == 0 || id != bootKey(w.opts.Clock) {
 		return 0
 	}
-	var m meta
-	m.load(b)
-	if m.bootID == 0 || m.bootID != bootKey(w.opts.Clock) {
-		return 0
-	}
-	return max(m.bootFirstSeq, 1)
+	first, _ := metaUint(keyBootFirstSeq, b.Get(keyBootFirstSeq))
+	return max(first, 1)
 }
 
 // entryAt fills in e's clocks from at; from is what thisBoot returned.

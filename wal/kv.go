@@ -32,7 +32,7 @@ func userKey(k []byte) bool {
 
 // Value returns the value SetValues stored under key; nil if none.
 func (w *WAL) Value(key string) ([]byte, error) {
-	if err := w.usable(); err != nil {
+	if err := w.Usable(); err != nil {
 		return nil, err
 	}
 	var v []byte

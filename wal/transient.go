@@ -126,7 +126,7 @@ func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
 		return nil, fmt.Errorf("wal: spool file %s could not be read (%w) after %v: not salvaged, try again", w.path, err, cause)
 	}
 	before := w.salvage
-	w.fail(cause) // readers stop at usable while the file is reopened
+	w.fail(cause) // readers stop at Usable while the file is reopened
 	if err := w.reopen(); err != nil {
 		return nil, err
 	}

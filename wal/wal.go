@@ -272,14 +272,15 @@ func (w *WAL) locked(fn func() error) error {
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
+	if err := w.Usable(); err != nil {
 		return err
 	}
 	return fn()
 }
 
-// usable returns ErrClosed after Close, the broken error, or nil.
-func (w *WAL) usable() error {
+// Usable returns nil while the spool can be used, ErrClosed after Close, or
+// the error that left it without its file: a readiness check.
+func (w *WAL) Usable() error {
 	if w.closed.Load() {
 		return ErrClosed
 	}
@@ -289,16 +290,16 @@ func (w *WAL) usable() error {
 	return nil
 }
 
-// ready is usable for the methods' entry points: a broken spool is reopened
+// ready is Usable for the methods' entry points: a broken spool is reopened
 // at most once per healInterval, so it heals once the cause is gone.
 func (w *WAL) ready() error {
-	err := w.usable()
+	err := w.Usable()
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if err := w.usable(); err == nil || errors.Is(err, ErrClosed) {
+	if err := w.Usable(); err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
 	now := time.Now()
@@ -314,7 +315,7 @@ func (w *WAL) ready() error {
 }
 
 // reopen closes and opens (or salvages) the database while the spool is
-// broken: readers stop at usable, and open sets w.db before broken is
+// broken: readers stop at Usable, and open sets w.db before broken is
 // cleared. It needs wmu.
 func (w *WAL) reopen() error {
 	w.dbmu.Lock()
