@@ -19,15 +19,17 @@ var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (
 // userKey tells a key a user may store: not the spool's own, and not 8
 // bytes long (a page scan would take it for an event's key).
 func userKey(k []byte) bool {
-	if len(k) == 0 || len(k) == keySize || len(k) > 255 || bytes.Equal(k, keyFormat) {
-		return false
-	}
+	return len(k) > 0 && len(k) != keySize && len(k) <= 255 && !bytes.Equal(k, keyFormat) && !isMetaKey(k)
+}
+
+// isMetaKey tells the key of a meta value (meta.fields).
+func isMetaKey(k []byte) bool {
 	for _, f := range (&meta{}).fields() {
 		if bytes.Equal(k, f.key) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // Value returns the value SetValues stored under key; nil if none.
@@ -92,12 +94,13 @@ func copyValues(src, mb *bolt.Bucket) error {
 	return nil
 }
 
-// valueCopies keeps, per user key, the largest checked copy, for salvage.
-type valueCopies map[string][]byte
+// copies keeps, per meta key and user key, the largest copy (in byte order)
+// of its stored value that passes its check, for salvage.
+type copies map[string][]byte
 
-func (c valueCopies) add(k, v []byte) {
+func (c copies) add(k, v []byte) {
 	p, err := decodeMeta(k, v)
-	if !userKey(k) || err != nil {
+	if err != nil || !(userKey(k) || len(p) == 8 && isMetaKey(k)) {
 		return
 	}
 	if old, ok := c[string(k)]; !ok || bytes.Compare(p, old[:len(old)-metaSumSize]) >= 0 {
@@ -105,11 +108,23 @@ func (c valueCopies) add(k, v []byte) {
 	}
 }
 
-// put stores the kept copies in a salvaged file's meta bucket.
-func (c valueCopies) put(mb *bolt.Bucket) error {
+// meta is the meta values kept.
+func (c copies) meta() (m meta) {
+	for _, f := range m.fields() {
+		if v, ok := c[string(f.key)]; ok {
+			*f.val, _ = metaUint(f.key, v)
+		}
+	}
+	return m
+}
+
+// putValues stores the user's values kept in a salvaged file's meta bucket.
+func (c copies) putValues(mb *bolt.Bucket) error {
 	for k, v := range c {
-		if err := mb.Put([]byte(k), v); err != nil {
-			return err
+		if userKey([]byte(k)) {
+			if err := mb.Put([]byte(k), v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

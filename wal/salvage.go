@@ -136,12 +136,10 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		return err
 	}
 	defer src.Close()
-	var copies metaCopies
-	values := valueCopies{}
+	kept := copies{}
 	var maxSeq uint64
 	if err := scanPages(src, func(k, v []byte) {
-		copies.add(k, v)
-		values.add(k, v)
+		kept.add(k, v)
 		if val, err := decodeValue(k, v); err == nil {
 			maxSeq = max(maxSeq, val.last())
 		}
@@ -150,7 +148,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	}
 	m, ok := inForceMeta(src)
 	if !ok {
-		m = copies.verified
+		m = kept.meta()
 	}
 	// Every number above the removal mark and below handedOut was pending.
 	handedOut := max(m.nextSeq, maxSeq+1)
@@ -161,7 +159,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	f, err := w.createFresh(dst, values.put)
+	f, err := w.createFresh(dst, kept.putValues)
 	if err != nil {
 		return err
 	}

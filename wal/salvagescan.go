@@ -48,20 +48,6 @@ func guessPageSize(f io.ReaderAt) int {
 	return int(costPage)
 }
 
-// metaCopies keeps, per meta value, the largest copy that passes its check.
-type metaCopies struct{ verified meta }
-
-func (c *metaCopies) add(key, v []byte) {
-	for _, f := range c.verified.fields() {
-		if string(f.key) != string(key) {
-			continue
-		}
-		if n, err := metaUint(key, v); err == nil {
-			*f.val = max(*f.val, n)
-		}
-	}
-}
-
 // inForceMeta reads the meta bucket in force in f; ok only if it is whole.
 func inForceMeta(f *os.File) (m meta, ok bool) {
 	bm, found := bestMeta(f)
