@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,7 +37,8 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	reader := func() *WAL {
 		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), closedSize: -1,
 			yield: func() error { return heldErr(sd, ErrGaveWay) },
-			opts:  Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System(), Logger: slog.New(slog.DiscardHandler)}}
+			opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System(), Context: context.Background(),
+				Logger: slog.New(slog.DiscardHandler)}}
 	}
 	var w *WAL
 	var entries []Entry

@@ -192,9 +192,6 @@ func (w *WAL) scanCancelled() error {
 			return err
 		}
 	}
-	if w.opts.Context == nil {
-		return nil
-	}
 	if err := w.opts.Context.Err(); err != nil {
 		return fmt.Errorf("wal: open %s cancelled during the start-up scan: %w", w.path, err)
 	}

@@ -111,6 +111,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Now == nil {
 		c.Now = c.Clock.Now
 	}
+	if c.Context == nil {
+		c.Context = context.Background()
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}

@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -96,26 +95,13 @@ func (w *WAL) openRetrying(openOnce func() error) error {
 		}
 		w.opts.Logger.Warn("reading the spool file failed; retrying before deciding it is damaged",
 			"path", w.path, "error", err, "pread_error", ioErr, "attempt", attempt, "backoff", backoff)
-		if err := sleepCtx(w.opts.Context, backoff); err != nil {
-			return fmt.Errorf("wal: open %s: %w", w.path, err)
+		select {
+		case <-time.After(backoff):
+		case <-w.opts.Context.Done():
+			return fmt.Errorf("wal: open %s: %w", w.path, w.opts.Context.Err())
 		}
 		waited += backoff
 		backoff *= 4
-	}
-}
-
-// sleepCtx waits d, or until ctx (nil: none) ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
