@@ -147,8 +147,8 @@ func FuzzScanPages(f *testing.F) {
 			sum = recordSum(k, v)
 		})
 		_ = sum
-		if err := scanReader(bytes.NewReader(buf), int64(len(buf)), func(k, v []byte) {}); err != nil {
-			t.Fatalf("scanReader: %v", err)
+		if err := scanPages(bytes.NewReader(buf), int64(len(buf)), func(k, v []byte) {}); err != nil {
+			t.Fatalf("scanPages: %v", err)
 		}
 	})
 }

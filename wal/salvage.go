@@ -136,9 +136,10 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		return err
 	}
 	defer src.Close()
+	size := w.sd.size(fileName)
 	kept := copies{}
 	var maxSeq uint64
-	if err := scanPages(src, func(k, v []byte) {
+	if err := scanPages(src, size, func(k, v []byte) {
 		kept.add(k, v)
 		if val, err := decodeValue(k, v); err == nil {
 			maxSeq = max(maxSeq, val.last())
@@ -146,7 +147,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	}); err != nil {
 		return err
 	}
-	m, ok := inForceMeta(src)
+	m, ok := inForceMeta(src, size)
 	if !ok {
 		m = kept.meta()
 	}
@@ -166,7 +167,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	defer f.close()
 	seen := make(map[uint64]struct{})
 	var werr error
-	if err := scanPages(src, func(k, v []byte) {
+	if err := scanPages(src, size, func(k, v []byte) {
 		val, err := decodeValue(k, v)
 		if err != nil {
 			return
