@@ -9,7 +9,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -196,22 +195,15 @@ func (d *spoolDir) remove(name string) error {
 	return nil
 }
 
-// names lists the names in the directory that start with prefix.
-func (d *spoolDir) names(prefix string) ([]string, error) {
+// names lists the names in the directory.
+func (d *spoolDir) names() ([]string, error) {
 	fd, err := openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), d.path)
 	defer f.Close()
-	all, err := f.Readdirnames(-1)
-	var out []string
-	for _, n := range all {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
-		}
-	}
-	return out, err
+	return f.Readdirnames(-1)
 }
 
 // readFile reads name whole.

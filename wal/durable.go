@@ -132,10 +132,10 @@ func (w *WAL) keepCopy(name string) (string, error) {
 
 // corruptCopies lists the damaged copies kept, oldest first (by name).
 func (w *WAL) corruptCopies() []string {
-	matches, _ := w.sd.names(fileName + corruptInfix)
+	names, _ := w.sd.names()
 	var out []string
-	for _, m := range matches {
-		if !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
+	for _, m := range names {
+		if strings.HasPrefix(m, fileName+corruptInfix) && !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
 			out = append(out, m)
 		}
 	}

@@ -23,8 +23,8 @@ type WAL struct {
 	sd    *spoolDir // dir, held open: every file of the spool is opened in it
 	path  string
 	opts  Options
-	lock  *dirLock
-	marks *marks // guarded by wmu
+	lock  *os.File // flock'd (lock.go)
+	marks *marks   // guarded by wmu
 
 	// dbmu guards the db pointer, which compaction swaps (write lock).
 	dbmu sync.RWMutex
@@ -101,7 +101,7 @@ func (w *WAL) closeFiles() error {
 		errs[0] = w.marks.close()
 	}
 	if w.lock != nil {
-		errs[1] = w.lock.unlock()
+		errs[1] = w.lock.Close()
 	}
 	errs[2] = w.sd.close()
 	for _, err := range errs {
