@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"os"
 )
 
@@ -140,13 +141,8 @@ var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
 // frameHead is a frame's fixed header and the count for n events.
 func frameHead(n int) int { return recordHeader + uvarintLen(uint64(n)) }
 
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
-}
+// uvarintLen is the size of x as a uvarint: 7 bits a byte.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // frameGrow is a frame's size once an event of l bytes joins its n events.
 func frameGrow(size, n, l int) int {
