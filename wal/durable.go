@@ -29,7 +29,7 @@ func (w *WAL) syncDir() error {
 		return nil
 	}
 	if err := w.sd.sync(); err != nil {
-		return fmt.Errorf("wal: sync spool directory %s: %w", w.dir, err)
+		return fmt.Errorf("wal: sync spool directory %s: %w", w.sd.path, err)
 	}
 	return nil
 }

@@ -35,7 +35,7 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 		return Stats{}, nil, err
 	}
 	reader := func() *WAL {
-		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), closedSize: -1,
+		return &WAL{sd: sd, path: sd.join(fileName), closedSize: -1,
 			yield: func() error { return heldErr(sd, ErrGaveWay) },
 			opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System(), Context: context.Background(),
 				Logger: slog.New(slog.DiscardHandler)}}

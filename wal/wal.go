@@ -19,8 +19,7 @@ const (
 // WAL is a bounded, ordered, crash-safe queue of events in one bbolt file.
 // All methods are safe for concurrent use. It starts no goroutines.
 type WAL struct {
-	dir   string
-	sd    *spoolDir // dir, held open: every file of the spool is opened in it
+	sd    *spoolDir // the directory, held open: every file of the spool is opened in it
 	path  string
 	opts  Options
 	lock  *os.File // flock'd (lock.go)
@@ -76,7 +75,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
+	w := &WAL{sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
 	w.group.init()
 	if w.lock, err = lockDir(sd, o.LockTimeout); err == nil {
 		if w.marks, err = openMarks(sd, !o.NoSync); err == nil {
@@ -345,7 +344,7 @@ func (w *WAL) fail(err error) {
 var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
-func (w *WAL) Dir() string { return w.dir }
+func (w *WAL) Dir() string { return w.sd.path }
 
 // Path returns the path of the spool file.
 func (w *WAL) Path() string { return w.path }
