@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Repair salvages the spool after Read reported a *CorruptionError: every
@@ -50,28 +48,17 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 }
 
 // reopenDamaged opens spool.db again after a failed salvage, without the
-// verifying scan; the in-memory state still describes it.
+// verifying scan (openBolt's check finds both buckets); the in-memory state
+// still describes it.
 func (w *WAL) reopenDamaged() error {
 	if _, err := w.sd.stat(fileName); err != nil {
-		return err
+		return err // not created anew
 	}
 	db, err := w.openBolt()
-	if err != nil {
-		return err
+	if err == nil {
+		w.db = db
 	}
-	if err := guard(w.path, func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if tx.Bucket(eventsBucket) == nil || tx.Bucket(metaBucket) == nil {
-				return errors.New("buckets missing")
-			}
-			return nil
-		})
-	}); err != nil {
-		db.Close()
-		return err
-	}
-	w.db = db
-	return nil
+	return err
 }
 
 // salvageFile rebuilds the damaged spool.db and opens the result as w.db.
@@ -116,13 +103,10 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	crashPoint("salvage-renamed")
 	r.CorruptPath = corrupt
 	r.RemovedCopies = w.pruneCopies()
-	db, err := w.openBolt()
+	db, err := w.openLoaded()
 	if err == nil {
-		if err = w.load(db); err == nil {
-			w.db = db
-			return r, nil
-		}
-		db.Close()
+		w.db = db
+		return r, nil
 	}
 	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)
 }

@@ -120,11 +120,7 @@ func (w *WAL) open() error {
 	created := !w.sd.exists(fileName)
 	var db *bolt.DB
 	err := w.openRetrying(func() (err error) {
-		if db, err = w.openBolt(); err == nil {
-			if err = w.load(db); err != nil {
-				db.Close()
-			}
-		}
+		db, err = w.openLoaded()
 		return err
 	})
 	switch {
@@ -147,6 +143,17 @@ func (w *WAL) open() error {
 		w.salvage = report
 	}
 	return w.settle()
+}
+
+// openLoaded opens spool.db and loads the state from it.
+func (w *WAL) openLoaded() (*bolt.DB, error) {
+	db, err := w.openBolt()
+	if err == nil {
+		if err = w.load(db); err != nil {
+			db.Close()
+		}
+	}
+	return db, err
 }
 
 // settle runs at Open. A reservation above nextSeq means the last process
