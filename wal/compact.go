@@ -146,8 +146,10 @@ type fresh struct {
 // createFresh creates the new file name with its buckets, lets values fill
 // the meta bucket, and begins its first transaction.
 func (w *WAL) createFresh(name string, values func(mb *bolt.Bucket) error) (*fresh, error) {
+	// Mapping up to the cap at once avoids bbolt's remap at every doubling
+	// (not for the live spool: bbolt would grow its file a full step).
 	db, err := bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
-		Timeout: w.opts.LockTimeout, InitialMmapSize: mmapSize(w.opts.MaxBytes),
+		Timeout: w.opts.LockTimeout, InitialMmapSize: int(w.opts.MaxBytes + 1<<20),
 		OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) {
 			return w.sd.open(name, flag|os.O_EXCL)
 		}})

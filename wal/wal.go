@@ -49,7 +49,7 @@ type WAL struct {
 	compactedSize int64 // the file's size after the last compaction (wmu)
 	closedSize    int64 // the file's size at Close, for Stats (wmu; -1 while open)
 
-	yield func() error // asked during the start-up scan whether to stop (cancel.go)
+	yield func() error // asked during the start-up scan whether to stop (Inspect)
 
 	group  group
 	closed atomic.Bool
@@ -234,14 +234,6 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 // file does not overshoot a small cap.
 func allocSize(maxBytes int64) int {
 	return int(min(1<<20, max(64<<10, maxBytes/16)))
-}
-
-// mmapSize is the initial mapping for a fresh file (compaction, salvage):
-// mapping up to the cap at once avoids bbolt's remap at every doubling. Not
-// used for the live spool, whose file bbolt would then grow a full step
-// past its data.
-func mmapSize(maxBytes int64) int {
-	return int(maxBytes + 1<<20)
 }
 
 // Close closes the spool, a broken one too; Appends waiting for space return
