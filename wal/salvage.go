@@ -15,8 +15,9 @@ import (
 //
 // After a memory fault (maybe an I/O error) the file is reopened and
 // salvaged only if Open's checks find damage; else the report is nil.
-func (w *WAL) Repair(cause error) (r *SalvageReport, err error) {
-	err = w.locked(func() (err error) {
+func (w *WAL) Repair(cause error) (*SalvageReport, error) {
+	var r *SalvageReport
+	err := w.locked(func() (err error) {
 		r, err = w.repairLocked(cause)
 		return err
 	})
