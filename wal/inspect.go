@@ -1,17 +1,12 @@
 package wal
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 	"golang.org/x/sys/unix"
-
-	"github.com/evspool/evspool/internal/clock"
 )
 
 // ErrGaveWay is returned by Inspect when a process opened the spool while
@@ -34,11 +29,10 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	if err := heldErr(sd, ErrLocked); err != nil {
 		return Stats{}, nil, err
 	}
+	opts, _ := (*Options)(nil).withDefaults()
 	reader := func() *WAL {
-		return &WAL{sd: sd, path: sd.join(fileName), closedSize: -1,
-			yield: func() error { return heldErr(sd, ErrGaveWay) },
-			opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now, Clock: clock.System(), Context: context.Background(),
-				Logger: slog.New(slog.DiscardHandler)}}
+		return &WAL{sd: sd, path: sd.join(fileName), closedSize: -1, opts: opts,
+			yield: func() error { return heldErr(sd, ErrGaveWay) }}
 	}
 	var w *WAL
 	var entries []Entry

@@ -169,8 +169,6 @@ func classifyOpenErr(path string, err error) error {
 	var pathErr *fs.PathError
 	var errno syscall.Errno
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, ErrCorrupt):
 		return err
 	case errors.Is(err, berrors.ErrTimeout):
