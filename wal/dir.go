@@ -37,7 +37,7 @@ func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 					ErrUnsafeDir, path, target)
 			case unix.S_IFDIR:
 			default:
-				return nil, fmt.Errorf("wal: spool path %s is %s, not a directory: give --spool a directory", path, kindOf(st.Mode))
+				return nil, fmt.Errorf("wal: spool path %s is %s, not a directory: give --spool a directory", path, kindOf(uint32(st.Mode)))
 			}
 		}
 		return nil, fmt.Errorf("wal: spool directory: %w", &os.PathError{Op: "open", Path: path, Err: err})
@@ -88,7 +88,7 @@ func (d *spoolDir) open(name string, flag int) (*os.File, error) {
 	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
 		if st, serr := d.stat(name); serr == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return nil, d.unsafeErr(name, st.Mode)
+			return nil, d.unsafeErr(name, uint32(st.Mode))
 		}
 		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
