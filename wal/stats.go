@@ -60,24 +60,19 @@ func (w *WAL) Stats() Stats {
 }
 
 // Len returns the number of pending events.
-func (w *WAL) Len() uint64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.pending
-}
+func (w *WAL) Len() uint64 { return w.counted(func(c *counts) uint64 { return c.pending }) }
 
 // FirstSeq returns the oldest pending sequence number, 0 when empty.
-func (w *WAL) FirstSeq() uint64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.firstSeq
-}
+func (w *WAL) FirstSeq() uint64 { return w.counted(func(c *counts) uint64 { return c.firstSeq }) }
 
 // LastSeq returns the newest sequence number ever appended, 0 if none.
-func (w *WAL) LastSeq() uint64 {
+func (w *WAL) LastSeq() uint64 { return w.counted(func(c *counts) uint64 { return c.meta.nextSeq - 1 }) }
+
+// counted reads a figure of the counts under wmu.
+func (w *WAL) counted(f func(*counts) uint64) uint64 {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	return w.meta.nextSeq - 1
+	return f(&w.counts)
 }
 
 // CountRefused records that n events were refused before they reached the
