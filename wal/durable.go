@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -120,9 +121,7 @@ func (w *WAL) keepCopy(name string) (string, error) {
 	if err == nil && !w.opts.NoSync {
 		err = dst.Sync()
 	}
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, dst.Close())
 	if err != nil {
 		_ = w.sd.remove(name)
 		return "", err

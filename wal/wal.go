@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -95,20 +96,14 @@ func Open(dir string, opts *Options) (*WAL, error) {
 
 // closeFiles closes the marks file, the lock and the directory, those open.
 func (w *WAL) closeFiles() error {
-	var errs [3]error
+	var merr, lerr error
 	if w.marks != nil {
-		errs[0] = w.marks.close()
+		merr = w.marks.close()
 	}
 	if w.lock != nil {
-		errs[1] = w.lock.Close()
+		lerr = w.lock.Close()
 	}
-	errs[2] = w.sd.close()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return cmp.Or(merr, lerr, w.sd.close())
 }
 
 // open opens (or salvages) the bbolt file and loads the state, after
@@ -257,10 +252,7 @@ func (w *WAL) Close() error {
 		err = w.marks.lower(w.meta.nextSeq)
 	}
 	w.closedSize = w.sd.size(fileName)
-	if cerr := w.closeFiles(); err == nil {
-		err = cerr
-	}
-	return err
+	return cmp.Or(err, w.closeFiles())
 }
 
 // locked runs fn holding wmu, once the spool is ready (see ready).
