@@ -47,7 +47,7 @@ func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
 	return encodeValue(v, key, at, events)
 }
 
-// getMetaUint is getMeta for a uint64.
+// getMetaUint reads key's uint64 from the meta bucket: ok is false when absent or failing its check.
 func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
 	v := b.Get(key)
 	if v == nil {
