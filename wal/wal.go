@@ -98,7 +98,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 func (w *WAL) closeFiles() error {
 	var merr, lerr error
 	if w.marks != nil {
-		merr = w.marks.close()
+		merr = w.marks.f.Close()
 	}
 	if w.lock != nil {
 		lerr = w.lock.Close()
