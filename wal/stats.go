@@ -66,7 +66,9 @@ func (w *WAL) Len() uint64 { return w.counted(func(c *counts) uint64 { return c.
 func (w *WAL) FirstSeq() uint64 { return w.counted(func(c *counts) uint64 { return c.firstSeq }) }
 
 // LastSeq returns the newest sequence number ever appended, 0 if none.
-func (w *WAL) LastSeq() uint64 { return w.counted(func(c *counts) uint64 { return c.meta.nextSeq - 1 }) }
+func (w *WAL) LastSeq() uint64 {
+	return w.counted(func(c *counts) uint64 { return c.meta.nextSeq - 1 })
+}
 
 // counted reads a figure of the counts under wmu.
 func (w *WAL) counted(f func(*counts) uint64) uint64 {
