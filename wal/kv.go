@@ -64,11 +64,13 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 	return w.locked(func() error {
 		err := w.metaTx(true, func(mb *bolt.Bucket) error {
 			for k, v := range values {
-				put := func() error { return putMeta(mb, []byte(k), v) }
+				var err error
 				if v == nil {
-					put = func() error { return mb.Delete([]byte(k)) }
+					err = mb.Delete([]byte(k))
+				} else {
+					err = putMeta(mb, []byte(k), v)
 				}
-				if err := put(); err != nil {
+				if err != nil {
 					return err
 				}
 			}
