@@ -35,18 +35,12 @@ func (w *WAL) AcksPending() bool {
 // time). A caller that drains without appending calls it when idle, so the
 // space is given back and a power loss replays less.
 func (w *WAL) FlushAcks(idle time.Duration) error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	if w.acked.Load() <= w.meta.removedSeq || time.Since(w.lastCommit) < idle {
-		return nil
-	}
-	return w.flushAcksLocked()
+	return w.locked(func() error {
+		if w.acked.Load() <= w.meta.removedSeq || time.Since(w.lastCommit) < idle {
+			return nil
+		}
+		return w.flushAcksLocked()
+	})
 }
 
 // flushAcksLocked commits the deletion of every acked entry. It needs wmu.
@@ -68,7 +62,7 @@ func (w *WAL) flushAcksLocked() error {
 	}
 	w.restore(st)
 	w.ackCommitted()
-	w.stats.ackCommits++
+	w.stats.AckCommits++
 	// A deletion writes new pages too and can push the file past the cap.
 	w.enforceCap()
 	return nil

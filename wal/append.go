@@ -70,58 +70,54 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 func (w *WAL) commit(batch []*appendReq) {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
+	if err := w.Usable(); err != nil {
 		setErr(batch, err)
 		return
 	}
-	n := uint64(0)
-	for _, r := range batch {
-		n += uint64(len(r.events))
-	}
-	if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
-		setErr(batch, err)
-		w.stats.commitErrors++
-		return
-	}
-	var st *state
-	var err error
-	for attempt := 0; attempt < 2; attempt++ {
-		w.dbmu.RLock()
-		st = w.snapshot()
-		now := w.stampNow()
-		st.meta.noteBoot(bootKey(w.opts.Clock))
-		began, wrote := time.Now(), writeTime(w.db)
-		err = guard(w.path, func() error {
-			return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
-		})
-		if err == nil {
-			// wmu: no other write transaction moved bbolt's write time.
-			w.stats.commitTime += time.Since(began)
-			w.stats.commitWriteTime += writeTime(w.db) - wrote
-		}
-		w.dbmu.RUnlock()
-		// Damage found by the commit itself: salvage, then try once more.
-		if err == nil || attempt > 0 || !w.salvageOnWrite(err) {
-			break
-		}
-		if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
-			break
-		}
+	st, err := w.commitTx(batch)
+	if err != nil && w.salvageOnWrite(err) {
+		// Damage found by the commit itself: salvaged, so once more.
+		st, err = w.commitTx(batch)
 	}
 	if err != nil {
 		setErr(batch, fmt.Errorf("wal: commit to %s: %w", w.path, err))
-		w.stats.commitErrors++
+		w.stats.CommitErrors++
 		return
 	}
 	w.restore(st)
 	w.ackCommitted()
-	w.stats.commits++
-	w.cost.Store(st.cost)
+	w.stats.Commits++
 	if st.dropped {
 		w.marks.remove(st.meta.removedSeq)
 		w.group.freed()
 	}
 	w.enforceCap()
+}
+
+// commitTx reserves the batch's sequence numbers and commits it.
+func (w *WAL) commitTx(batch []*appendReq) (*state, error) {
+	n := uint64(0)
+	for _, r := range batch {
+		n += uint64(len(r.events))
+	}
+	if err := w.marks.reserve(w.meta.nextSeq + n); err != nil {
+		return nil, err
+	}
+	w.dbmu.RLock()
+	defer w.dbmu.RUnlock()
+	st, now := w.snapshot(), w.stampNow()
+	st.meta.noteBoot(bootKey(w.opts.Clock))
+	began, wrote := time.Now(), writeTime(w.db)
+	err := guard(w.path, func() error {
+		return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
+	})
+	if err != nil {
+		return nil, err
+	}
+	// wmu: no other write transaction moved bbolt's write time.
+	w.stats.CommitTime += time.Since(began)
+	w.stats.CommitWriteTime += writeTime(w.db) - wrote
+	return st, nil
 }
 
 // writeTime is how long db's commits spent writing and fsyncing pages.

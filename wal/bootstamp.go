@@ -17,16 +17,6 @@ import (
 // number (boot_first_seq); records from it on age by the boot clock
 // (Entry.ThisBoot), others by the wall clock. Salvage's "largest copy wins"
 // can at worst make records fall back to the wall clock, never a wrong age.
-var (
-	keyBootID       = []byte("boot_id")
-	keyBootFirstSeq = []byte("boot_first_seq")
-)
-
-// bootFields are the meta values of this file, for meta.fields.
-func (m *meta) bootFields() []metaField {
-	return []metaField{{keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq}}
-}
-
 // noteBoot records that records appended from now on are in boot key.
 func (m *meta) noteBoot(key uint64) {
 	if m.bootID != key {
@@ -60,11 +50,7 @@ func (w *WAL) stampNow() stamp {
 // thisBoot returns the first sequence number stamped in this boot; 0: none.
 // It reads only the two boot values: a Read decodes no other meta.
 func (w *WAL) thisBoot(b *bolt.Bucket) uint64 {
-	if b == nil {
-		return 0
-	}
-	id, err := metaUint(keyBootID, b.Get(keyBootID))
-	if err != nil || id == 0 || id != bootKey(w.opts.Clock) {
+	if id, err := metaUint(keyBootID, b.Get(keyBootID)); err != nil || id == 0 || id != bootKey(w.opts.Clock) {
 		return 0
 	}
 	first, _ := metaUint(keyBootFirstSeq, b.Get(keyBootFirstSeq))

@@ -1,11 +1,8 @@
 package wal
 
 import (
-	"cmp"
 	"fmt"
 	"os"
-	"slices"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -22,17 +19,7 @@ const (
 // Compact copies the pending entries into a fresh file and renames it over
 // the spool, giving back space bbolt never returns. Appends wait meanwhile.
 // Ack compacts by itself once a backlog has drained; call it only to force it.
-func (w *WAL) Compact() error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	return w.compactLocked()
-}
+func (w *WAL) Compact() error { return w.locked(w.compactLocked) }
 
 func (w *WAL) maybeReclaim() {
 	size := w.fileSize()
@@ -63,7 +50,7 @@ func (w *WAL) enforceCap() {
 
 func (w *WAL) compactOrCount() {
 	if err := w.compactLocked(); err != nil {
-		w.stats.compactErrors++
+		w.stats.CompactErrs++
 	}
 }
 
@@ -103,139 +90,143 @@ func (w *WAL) compactLocked() error {
 		return fmt.Errorf("wal: compact: %w", renameErr)
 	}
 	w.cost.Add(costDelta)
-	w.stats.compactions++
+	w.stats.Compactions++
 	w.compactedSize = w.fileSize()
 	return nil
 }
 
-// copyTo writes the meta and the pending entries, in bounded chunks, into
-// the new file name and syncs it. It returns the change in the entries' cost
-// (a frame stored anew with only its pending events costs less).
+// copyTo writes the meta, the user's values and the pending entries into
+// the new file name. It returns the change in the entries' cost (a frame
+// stored anew with only its pending events costs less).
 func (w *WAL) copyTo(name string) (costDelta int64, err error) {
-	dst, err := w.openFresh(name)
-	if err != nil {
-		return 0, err
-	}
-	defer dst.Close()
-	if err := dst.Update(func(tx *bolt.Tx) error { return createBuckets(tx, &w.meta) }); err != nil {
-		return 0, err
-	}
-	var reframed, restored int64 // the cost of the frames stored anew, before and after
 	err = w.db.View(func(src *bolt.Tx) error {
-		if err := dst.Update(func(tx *bolt.Tx) error { return copyValues(src, tx) }); err != nil {
+		f, err := w.createFresh(name, func(mb *bolt.Bucket) error { return copyValues(src.Bucket(metaBucket), mb) })
+		if err != nil {
 			return err
 		}
-		// Values are copied as stored; a frame with removed events has
-		// its pending ones stored anew (chunk).
-		var chunk []Entry
-		var raw [][2][]byte
-		size := 0
-		flush := func() error {
-			err := dst.Update(func(tx *bolt.Tx) error {
-				eb := tx.Bucket(eventsBucket)
-				eb.FillPercent = 1.0
-				for _, kv := range raw {
-					if err := eb.Put(kv[0], kv[1]); err != nil {
-						return err
-					}
-				}
-				c, err := putEntries(tx, chunk)
-				restored += c
-				return err
-			})
-			chunk, raw, size = chunk[:0], raw[:0], 0
-			return err
-		}
+		defer f.close()
+		// Values are copied as stored; a frame with removed events has its
+		// pending ones stored anew.
 		gone := max(w.meta.removedSeq, w.acked.Load())
 		for val, err := range walk(src.Bucket(eventsBucket), w.path, gone+1) {
+			if err == nil && val.first > gone {
+				err = f.copy(val.key, val.raw)
+			} else if err == nil {
+				costDelta -= val.cost()
+				val.each(gone+1, func(seq uint64, data []byte) bool {
+					err = f.add(seq, val.at, data)
+					return err == nil
+				})
+			}
 			if err != nil {
 				return err
 			}
-			if val.first > gone {
-				raw = append(raw, [2][]byte{val.key, val.raw})
-			} else {
-				reframed += val.cost()
-				val.each(gone+1, func(seq uint64, data []byte) bool {
-					chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
-					return true
-				})
-			}
-			if size += len(val.raw); size >= copyChunk {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
 		}
-		return flush()
+		if err := f.finish(&w.meta); err != nil {
+			return err
+		}
+		costDelta += f.fr.cost
+		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	return restored - reframed, w.syncFresh(dst)
+	return costDelta, err
 }
 
-// openFresh creates the new file name for compaction and salvage. The caller
-// syncs it once when complete (syncFresh), so bbolt syncs neither commits
-// nor growth, and the file ends where its data ends.
-func (w *WAL) openFresh(name string) (*bolt.DB, error) {
-	return bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
-		Timeout: w.opts.LockTimeout, InitialMmapSize: mmapSize(w.opts.MaxBytes),
+// fresh is a new spool file written whole (compaction, salvage): bbolt
+// syncs neither its commits nor its growth, so the file ends where its data
+// ends, and finish syncs it once before it is renamed in. Values are put in
+// transactions of about copyChunk bytes.
+type fresh struct {
+	db   *bolt.DB
+	tx   *bolt.Tx
+	fr   framer // stores events anew; fr.cost is their cost
+	size int
+	sync bool
+}
+
+// createFresh creates the new file name with its buckets, lets values fill
+// the meta bucket, and begins its first transaction.
+func (w *WAL) createFresh(name string, values func(mb *bolt.Bucket) error) (*fresh, error) {
+	// Mapping up to the cap at once avoids bbolt's remap at every doubling
+	// (not for the live spool: bbolt would grow its file a full step).
+	db, err := bolt.Open(w.sd.join(name), 0o600, &bolt.Options{NoSync: true, NoGrowSync: true,
+		Timeout: w.opts.LockTimeout, InitialMmapSize: int(w.opts.MaxBytes + 1<<20),
 		OpenFile: func(_ string, flag int, _ os.FileMode) (*os.File, error) {
 			return w.sd.open(name, flag|os.O_EXCL)
 		}})
-}
-
-// createBuckets makes the buckets of a fresh spool file and stores m.
-func createBuckets(tx *bolt.Tx, m *meta) error {
-	if _, err := tx.CreateBucket(eventsBucket); err != nil {
-		return err
-	}
-	mb, err := tx.CreateBucket(metaBucket)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return m.store(mb)
-}
-
-// putEntries stores entries, packed into frames wherever consecutive ones
-// share a stamp (as their commit did), and returns their cost.
-func putEntries(tx *bolt.Tx, entries []Entry) (cost int64, err error) {
-	eb := tx.Bucket(eventsBucket)
-	eb.FillPercent = 1.0
-	slices.SortFunc(entries, func(a, b Entry) int { return cmp.Compare(a.Seq, b.Seq) })
-	var run [][]byte
-	size := 0 // of run, as a frame
-	var first Entry
-	put := func() error {
-		defer func() { run, size = run[:0], 0 }()
-		key := seqKey(first.Seq)
-		at := stamp{wall: first.Time.UnixNano(), boot: int64(first.Boot)}
-		if len(run) == 1 {
-			cost += entryCost(len(run[0]))
-			return eb.Put(key, encodeRecord(key, at, run[0]))
-		}
-		cost += entryCost(size - recordHeader)
-		return eb.Put(key, encodeFrameInto(make([]byte, size), key, at, run))
-	}
-	for i, e := range entries {
-		if len(run) > 0 {
-			if e.Seq != entries[i-1].Seq+1 || !e.Time.Equal(first.Time) || e.Boot != first.Boot ||
-				frameGrow(size, len(run), len(e.Data)) > frameRoom {
-				if err := put(); err != nil {
-					return cost, err
-				}
+	f := &fresh{db: db, sync: !w.opts.NoSync}
+	if f.tx, err = db.Begin(true); err == nil {
+		if _, err = f.tx.CreateBucket(eventsBucket); err == nil {
+			var mb *bolt.Bucket
+			if mb, err = f.tx.CreateBucket(metaBucket); err == nil {
+				err = values(mb)
 			}
 		}
-		if len(run) == 0 {
-			first = e
-		}
-		size = frameGrow(size, len(run), len(e.Data))
-		run = append(run, e.Data)
 	}
-	if len(run) > 0 {
-		return cost, put()
+	if err != nil {
+		f.close()
+		return nil, err
 	}
-	return cost, nil
+	return f, nil
+}
+
+// copy puts the stored value v under key as it is.
+func (f *fresh) copy(key, v []byte) error {
+	err := f.fr.flush()
+	if err == nil {
+		err = f.tx.Bucket(eventsBucket).Put(key, v)
+	}
+	return f.grew(len(v), err)
+}
+
+// add stores event seq anew, in a frame with the events added before it if
+// they are its neighbours in sequence and share its stamp.
+func (f *fresh) add(seq uint64, at stamp, data []byte) error {
+	f.fr.eb = f.tx.Bucket(eventsBucket)
+	f.fr.eb.FillPercent = 1.0
+	return f.grew(len(data), f.fr.add(seq, at, data))
+}
+
+// grew commits the transaction once it holds about copyChunk bytes.
+func (f *fresh) grew(n int, err error) error {
+	if f.size += n; err != nil || f.size < copyChunk {
+		return err
+	}
+	f.size = 0
+	if err := f.commit(); err != nil {
+		return err
+	}
+	f.tx, err = f.db.Begin(true)
+	return err
+}
+
+func (f *fresh) commit() error {
+	if err := f.fr.flush(); err != nil {
+		return err
+	}
+	return f.tx.Commit()
+}
+
+// finish commits the rest with the meta m and syncs the file.
+func (f *fresh) finish(m *meta) error {
+	err := m.store(f.tx.Bucket(metaBucket))
+	if err == nil {
+		err = f.commit()
+	}
+	if err == nil && f.sync {
+		err = f.db.Sync()
+	}
+	return err
+}
+
+// close ends a transaction left open and closes the file.
+func (f *fresh) close() {
+	if f.tx != nil {
+		_ = f.tx.Rollback() // an error once committed
+	}
+	f.db.Close()
 }
 
 // fileSize is spool.db's size. The caller holds wmu.
@@ -279,12 +270,4 @@ type sizeReading struct {
 	size      int64 // the file's size; -1 unread
 	highWater int64 // the end of its last allocated page
 	page      int64
-}
-
-// syncFresh makes a file from openFresh durable before it is renamed in.
-func (w *WAL) syncFresh(db *bolt.DB) error {
-	if w.opts.NoSync {
-		return nil
-	}
-	return db.Sync()
 }

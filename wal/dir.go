@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -9,7 +10,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,14 +29,16 @@ type spoolDir struct {
 func openSpoolDir(path string, owned bool) (*spoolDir, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil {
-			if fi.Mode()&fs.ModeSymlink != 0 {
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) == nil {
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFLNK:
 				target, _ := os.Readlink(path)
 				return nil, fmt.Errorf("%w: spool path %s is a symbolic link (to %s); evspool never follows one to its spool: give --spool the directory itself",
 					ErrUnsafeDir, path, target)
-			}
-			if !fi.IsDir() {
-				return nil, fmt.Errorf("wal: spool path %s is %s, not a directory: give --spool a directory", path, kindOf(fi.Mode()))
+			case unix.S_IFDIR:
+			default:
+				return nil, fmt.Errorf("wal: spool path %s is %s, not a directory: give --spool a directory", path, kindOf(uint32(st.Mode)))
 			}
 		}
 		return nil, fmt.Errorf("wal: spool directory: %w", &os.PathError{Op: "open", Path: path, Err: err})
@@ -86,8 +88,8 @@ func (d *spoolDir) join(name string) string { return filepath.Join(d.path, name)
 func (d *spoolDir) open(name string, flag int) (*os.File, error) {
 	fd, err := openat(d.fd, name, flag|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0o600)
 	if err != nil {
-		if uerr := d.unsafe(name); uerr != nil {
-			return nil, uerr
+		if st, serr := d.stat(name); serr == nil && st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return nil, d.unsafeErr(name, uint32(st.Mode))
 		}
 		return nil, &os.PathError{Op: "open", Path: d.join(name), Err: err}
 	}
@@ -117,21 +119,9 @@ func openat(dirfd int, name string, flag int, perm uint32) (int, error) {
 	}
 }
 
-// unsafe returns ErrUnsafeFile if name exists and is not a regular file.
-func (d *spoolDir) unsafe(name string) error {
-	var st unix.Stat_t
-	if err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return nil
-	}
-	if uint32(st.Mode)&unix.S_IFMT != unix.S_IFREG {
-		return d.unsafeErr(name, uint32(st.Mode))
-	}
-	return nil
-}
-
 func (d *spoolDir) unsafeErr(name string, mode uint32) error {
-	what := kindOf(fileType(mode))
-	if fileType(mode) == fs.ModeSymlink {
+	what := kindOf(mode)
+	if mode&unix.S_IFMT == unix.S_IFLNK {
 		buf := make([]byte, 4096)
 		if n, err := unix.Readlinkat(d.fd, name, buf); err == nil {
 			what += " to " + string(buf[:n])
@@ -141,38 +131,21 @@ func (d *spoolDir) unsafeErr(name string, mode uint32) error {
 		ErrUnsafeFile, d.join(name), what)
 }
 
-// kindOf names a file type.
-func kindOf(t fs.FileMode) string {
-	switch t.Type() {
-	case 0:
+// kindOf names the file type of a stat(2) mode.
+func kindOf(mode uint32) string {
+	switch mode & unix.S_IFMT {
+	case unix.S_IFREG:
 		return "a regular file"
-	case fs.ModeSymlink:
+	case unix.S_IFLNK:
 		return "a symbolic link"
-	case fs.ModeDir:
+	case unix.S_IFDIR:
 		return "a directory"
-	case fs.ModeNamedPipe:
+	case unix.S_IFIFO:
 		return "a FIFO"
-	case fs.ModeSocket:
+	case unix.S_IFSOCK:
 		return "a socket"
 	}
 	return "a device"
-}
-
-// fileType is the fs.FileMode type of a stat(2) mode.
-func fileType(mode uint32) fs.FileMode {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFREG:
-		return 0
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	}
-	return fs.ModeDevice
 }
 
 // stat returns name's attributes, of the link itself where it is one.
@@ -223,22 +196,15 @@ func (d *spoolDir) remove(name string) error {
 	return nil
 }
 
-// names lists the names in the directory that start with prefix.
-func (d *spoolDir) names(prefix string) ([]string, error) {
+// names lists the names in the directory.
+func (d *spoolDir) names() ([]string, error) {
 	fd, err := openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: d.path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), d.path)
 	defer f.Close()
-	all, err := f.Readdirnames(-1)
-	var out []string
-	for _, n := range all {
-		if strings.HasPrefix(n, prefix) {
-			out = append(out, n)
-		}
-	}
-	return out, err
+	return f.Readdirnames(-1)
 }
 
 // readFile reads name whole.
@@ -263,9 +229,7 @@ func (d *spoolDir) replace(name string, data []byte) error {
 		return err
 	}
 	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, f.Close())
 	if err == nil {
 		err = d.rename(tmp, name)
 	}

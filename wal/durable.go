@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -29,7 +30,7 @@ func (w *WAL) syncDir() error {
 		return nil
 	}
 	if err := w.sd.sync(); err != nil {
-		return fmt.Errorf("wal: sync spool directory %s: %w", w.dir, err)
+		return fmt.Errorf("wal: sync spool directory %s: %w", w.sd.path, err)
 	}
 	return nil
 }
@@ -120,9 +121,7 @@ func (w *WAL) keepCopy(name string) (string, error) {
 	if err == nil && !w.opts.NoSync {
 		err = dst.Sync()
 	}
-	if cerr := dst.Close(); err == nil {
-		err = cerr
-	}
+	err = cmp.Or(err, dst.Close())
 	if err != nil {
 		_ = w.sd.remove(name)
 		return "", err
@@ -132,10 +131,10 @@ func (w *WAL) keepCopy(name string) (string, error) {
 
 // corruptCopies lists the damaged copies kept, oldest first (by name).
 func (w *WAL) corruptCopies() []string {
-	matches, _ := w.sd.names(fileName + corruptInfix)
+	names, _ := w.sd.names()
 	var out []string
-	for _, m := range matches {
-		if !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
+	for _, m := range names {
+		if strings.HasPrefix(m, fileName+corruptInfix) && !strings.HasSuffix(m, compactSuffix) && !strings.HasSuffix(m, salvageSuffix) {
 			out = append(out, m)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // file, and the OS's error otherwise. Bad records are left to scan.
 func checkFile(d *spoolDir, name string, seam faultSeam, clean bool) error {
 	path := d.join(name)
-	if err := injectPreadFault(seam); err != nil {
+	if err := injected(seam, "pread"); err != nil {
 		return fmt.Errorf("wal: spool file %s: %w", path, err)
 	}
 	f, err := d.open(name, os.O_RDONLY)

@@ -117,8 +117,8 @@ func FuzzDecodeValue(f *testing.F) {
 			i++
 			return true
 		})
-		if int64(frameSize0(&val)) != int64(len(fr)-recordHeader) {
-			t.Fatalf("frame's cost counts %d bytes of %d", frameSize0(&val), len(fr)-recordHeader)
+		if val.cost() != entryCost(len(fr)-recordHeader) {
+			t.Fatalf("frame's cost %d, not that of its %d bytes", val.cost(), len(fr)-recordHeader)
 		}
 		other := bytes.Clone(k)
 		other[7] ^= 1
@@ -147,8 +147,8 @@ func FuzzScanPages(f *testing.F) {
 			sum = recordSum(k, v)
 		})
 		_ = sum
-		if err := scanReader(bytes.NewReader(buf), int64(len(buf)), func(k, v []byte) {}); err != nil {
-			t.Fatalf("scanReader: %v", err)
+		if err := scanPages(bytes.NewReader(buf), int64(len(buf)), func(k, v []byte) {}); err != nil {
+			t.Fatalf("scanPages: %v", err)
 		}
 	})
 }

@@ -3,14 +3,15 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
-	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/evspool/evspool/internal/clock"
+	"golang.org/x/sys/unix"
 )
+
+// ErrGaveWay is returned by Inspect when a process opened the spool while
+// Inspect read it. It matches ErrLocked.
+var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read it, and Inspect gave way", ErrLocked)
 
 // Inspect reads the spool in dir without changing it: its Stats (the
 // process counters are zero) and the oldest dump pending entries. It fails
@@ -18,25 +19,25 @@ import (
 // tells damage from an I/O error as Open does, but never salvages.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	sd, err := openSpoolDir(dir, false)
+	if err == nil {
+		defer sd.close()
+		_, err = sd.stat(fileName)
+	}
 	if err != nil {
 		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
 	}
-	defer sd.close()
-	if _, err := sd.stat(fileName); err != nil {
-		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
-	}
-	probe := &writerProbe{d: sd}
-	if err := probe.notHeld(dir); err != nil {
+	if err := heldErr(sd, ErrLocked); err != nil {
 		return Stats{}, nil, err
 	}
+	opts, _ := (*Options)(nil).withDefaults()
 	reader := func() *WAL {
-		return &WAL{dir: dir, sd: sd, path: sd.join(fileName), closedSize: -1, yield: probe.yield, opts: Options{MaxBytes: DefaultMaxBytes, Now: time.Now,
-			Clock: clock.System(), Logger: slog.New(slog.DiscardHandler)}}
+		return &WAL{sd: sd, path: sd.join(fileName), closedSize: -1, opts: opts,
+			yield: func() error { return heldErr(sd, ErrGaveWay) }}
 	}
 	var w *WAL
 	var entries []Entry
 	err = reader().openRetrying(func() error {
-		if err := probe.notHeld(dir); err != nil {
+		if err := heldErr(sd, ErrLocked); err != nil {
 			return err // a process took the spool while Inspect waited to try again
 		}
 		r := reader() // each try counts from scratch
@@ -57,7 +58,11 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 // inspectFile is one try of Inspect at the file.
 func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 	var entries []Entry
-	if err := checkFile(w.sd, fileName, nil, readMarksFile(w.sd).exact); err != nil {
+	var marks marks
+	if buf, err := w.sd.readFile(marksFileName); err == nil {
+		marks.parse(buf)
+	}
+	if err := checkFile(w.sd, fileName, nil, marks.exact); err != nil {
 		return nil, err
 	}
 	err := guard(w.path, func() error {
@@ -76,14 +81,13 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 				return err
 			}
 			// Acked entries a dead process left (marks file) are not pending.
-			removed := readMarksFile(w.sd).removed
 			st := w.snapshot()
-			if _, err := st.remove(tx.Bucket(eventsBucket), removed, 0); err != nil {
+			if _, err := st.remove(tx.Bucket(eventsBucket), marks.removed, 0); err != nil {
 				return err
 			}
 			w.restore(st)
 			if dump > 0 {
-				entries, err = w.readTx(tx, removed+1, dump, 0)
+				entries, err = w.readTx(tx, marks.removed+1, dump, 0)
 			}
 			return err
 		})
@@ -91,20 +95,22 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 	return entries, err
 }
 
-// notHeld returns ErrLocked if a process holds the spool in dir.
-func (p *writerProbe) notHeld(dir string) error {
-	held, err := p.held()
-	if err == nil && held {
-		err = fmt.Errorf("%w: the spool at %s is open in a running process", ErrLocked, dir)
+// heldErr returns err, naming the spool, if a process holds its lock: it
+// takes a shared flock on the lock file and releases it at once.
+func heldErr(d *spoolDir, err error) error {
+	f, oerr := d.open(lockFileName, os.O_RDONLY)
+	if errors.Is(oerr, os.ErrNotExist) {
+		return nil // no process ever opened this spool for writing
 	}
-	return err
-}
-
-// readMarksFile reads the marks file read-only: zeros if missing or damaged.
-func readMarksFile(d *spoolDir) marks {
-	var m marks
-	if buf, err := d.readFile(marksFileName); err == nil {
-		m.parse(buf)
+	if oerr != nil {
+		return fmt.Errorf("wal: open lock file: %w", oerr)
 	}
-	return m
+	defer f.Close() // releases the probe's lock
+	switch lerr := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); {
+	case errors.Is(lerr, unix.EWOULDBLOCK):
+		return fmt.Errorf("%w (%s)", err, d.path)
+	case lerr != nil:
+		return fmt.Errorf("wal: lock %s: %w", d.join(lockFileName), lerr)
+	}
+	return nil
 }

@@ -19,29 +19,32 @@ var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (
 // userKey tells a key a user may store: not the spool's own, and not 8
 // bytes long (a page scan would take it for an event's key).
 func userKey(k []byte) bool {
-	if len(k) == 0 || len(k) == keySize || len(k) > 255 || bytes.Equal(k, keyFormat) {
-		return false
-	}
+	return len(k) > 0 && len(k) != keySize && len(k) <= 255 && !bytes.Equal(k, keyFormat) && !isMetaKey(k)
+}
+
+// isMetaKey tells the key of a meta value (meta.fields).
+func isMetaKey(k []byte) bool {
 	for _, f := range (&meta{}).fields() {
 		if bytes.Equal(k, f.key) {
-			return false
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // Value returns the value SetValues stored under key; nil if none.
 func (w *WAL) Value(key string) ([]byte, error) {
-	if err := w.usable(); err != nil {
+	if err := w.Usable(); err != nil {
 		return nil, err
 	}
 	var v []byte
-	err := w.viewMeta(func(mb *bolt.Bucket) error {
-		p, ok, err := getMeta(mb, []byte(key))
-		if ok {
+	err := w.metaTx(false, func(mb *bolt.Bucket) error {
+		if raw := mb.Get([]byte(key)); raw != nil {
+			p, err := decodeMeta([]byte(key), raw)
 			v = bytes.Clone(p)
+			return err
 		}
-		return err
+		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("wal: read value %q in %s: %w", key, w.path, err)
@@ -58,35 +61,31 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 			return fmt.Errorf("%w: %q", errValueKey, k)
 		}
 	}
-	if err := w.usable(); err != nil {
-		return err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	err := w.updateMeta(func(mb *bolt.Bucket) error {
-		for k, v := range values {
-			var err error
-			if v == nil {
-				err = mb.Delete([]byte(k))
-			} else {
-				err = putMeta(mb, []byte(k), v)
+	return w.locked(func() error {
+		err := w.metaTx(true, func(mb *bolt.Bucket) error {
+			for k, v := range values {
+				var err error
+				if v == nil {
+					err = mb.Delete([]byte(k))
+				} else {
+					err = putMeta(mb, []byte(k), v)
+				}
+				if err != nil {
+					return err
+				}
 			}
-			if err != nil {
-				return err
-			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("wal: store values in %s: %w", w.path, err)
 		}
 		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
-	}
-	return nil
 }
 
 // copyValues carries the user's values into a compacted copy, as stored.
-func copyValues(src, dst *bolt.Tx) error {
-	mb := dst.Bucket(metaBucket)
-	c := src.Bucket(metaBucket).Cursor()
+func copyValues(src, mb *bolt.Bucket) error {
+	c := src.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
 		if v != nil && userKey(k) {
 			if err := mb.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
@@ -97,12 +96,13 @@ func copyValues(src, dst *bolt.Tx) error {
 	return nil
 }
 
-// valueCopies keeps, per user key, the largest checked copy, for salvage.
-type valueCopies map[string][]byte
+// copies keeps, per meta key and user key, the largest copy (in byte order)
+// of its stored value that passes its check, for salvage.
+type copies map[string][]byte
 
-func (c valueCopies) add(k, v []byte) {
+func (c copies) add(k, v []byte) {
 	p, err := decodeMeta(k, v)
-	if !userKey(k) || err != nil {
+	if err != nil || !(userKey(k) || len(p) == 8 && isMetaKey(k)) {
 		return
 	}
 	if old, ok := c[string(k)]; !ok || bytes.Compare(p, old[:len(old)-metaSumSize]) >= 0 {
@@ -110,11 +110,23 @@ func (c valueCopies) add(k, v []byte) {
 	}
 }
 
-// put stores the kept copies in a salvaged file's meta bucket.
-func (c valueCopies) put(mb *bolt.Bucket) error {
+// meta is the meta values kept.
+func (c copies) meta() (m meta) {
+	for _, f := range m.fields() {
+		if v, ok := c[string(f.key)]; ok {
+			*f.val, _ = metaUint(f.key, v)
+		}
+	}
+	return m
+}
+
+// putValues stores the user's values kept in a salvaged file's meta bucket.
+func (c copies) putValues(mb *bolt.Bucket) error {
 	for k, v := range c {
-		if err := mb.Put([]byte(k), v); err != nil {
-			return err
+		if userKey([]byte(k)) {
+			if err := mb.Put([]byte(k), v); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -27,7 +27,7 @@ func (w *WAL) load(db *bolt.DB) error {
 			switch {
 			case err != nil:
 				return &CorruptionError{Path: w.path, Err: err}
-			case state == metaEmpty && w.marks != nil:
+			case state == metaEmpty:
 				// A new file: number on above what the marks file reserved.
 				m.nextSeq = max(1, w.marks.reserved, w.marks.removed+1)
 			case state == metaCurrent:
@@ -43,7 +43,9 @@ func (w *WAL) load(db *bolt.DB) error {
 		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
 	}
 	if err := guard(w.path, func() error {
-		w.injectMapFault()
+		if err := injected(w.opts.faults, "map"); err != nil {
+			return &CorruptionError{Path: w.path, Err: err}
+		}
 		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
 	}); err != nil {
 		return err
@@ -51,11 +53,9 @@ func (w *WAL) load(db *bolt.DB) error {
 	if err := w.applyRemovedMark(db); err != nil {
 		return err
 	}
-	if w.marks != nil {
-		// With fsync off the marks file may outlive spool.db's last
-		// commits: never hand out a number it says was acknowledged.
-		w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
-	}
+	// With fsync off the marks file may outlive spool.db's last commits:
+	// never hand out a number it says was acknowledged.
+	w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
 	w.debt = 0
 	w.acked.Store(w.meta.removedSeq)
 	return nil
@@ -65,10 +65,7 @@ func (w *WAL) load(db *bolt.DB) error {
 // mark) says was removed but the file still holds, so that acked events are
 // not delivered again, nor hidden from Read while Len counts them.
 func (w *WAL) applyRemovedMark(db *bolt.DB) error {
-	upTo := w.meta.removedSeq
-	if w.marks != nil {
-		upTo = max(upTo, w.marks.removed)
-	}
+	upTo := max(w.meta.removedSeq, w.marks.removed)
 	if !w.staleAtOpen && (w.firstSeq == 0 || w.firstSeq > upTo) {
 		return nil
 	}
@@ -125,7 +122,7 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	}
 	// Nothing at or below the removal mark is ever handed out again.
 	m.nextSeq = max(m.nextSeq, m.removedSeq+1)
-	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = m, pending, payload, first, firstAt
+	w.counts = counts{m, pending, payload, first, firstAt}
 	w.acked.Store(m.removedSeq)
 	w.budget.Store(initialBudget(w.opts.MaxBytes))
 	w.cost.Store(cost)
@@ -146,7 +143,7 @@ func guard(path string, fn func() error) (err error) {
 		debug.SetPanicOnFault(old)
 		if r := recover(); r != nil {
 			cause := fmt.Errorf("bbolt panicked: %v", r)
-			if isFault(r) {
+			if _, ok := r.(interface{ Addr() uintptr }); ok {
 				// Not yet damage: an I/O error faults too (see transient.go).
 				cause = &faultError{r}
 			}
@@ -172,8 +169,6 @@ func classifyOpenErr(path string, err error) error {
 	var pathErr *fs.PathError
 	var errno syscall.Errno
 	switch {
-	case err == nil:
-		return nil
 	case errors.Is(err, ErrCorrupt):
 		return err
 	case errors.Is(err, berrors.ErrTimeout):
@@ -182,4 +177,21 @@ func classifyOpenErr(path string, err error) error {
 		return fmt.Errorf("wal: open spool file %s: %w", path, err)
 	}
 	return &CorruptionError{Path: path, Err: err}
+}
+
+// scanCheckEvery is how many events the start-up scan reads between checks.
+const scanCheckEvery = 1024
+
+// scanCancelled returns an error when Options.Context has ended. It is not
+// a *CorruptionError: a cancelled Open salvages nothing.
+func (w *WAL) scanCancelled() error {
+	if w.yield != nil {
+		if err := w.yield(); err != nil {
+			return err
+		}
+	}
+	if err := w.opts.Context.Err(); err != nil {
+		return fmt.Errorf("wal: open %s cancelled during the start-up scan: %w", w.path, err)
+	}
+	return nil
 }

@@ -9,11 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirLock is an flock(2) on a file beside spool.db, so it still holds while
-// compaction renames a fresh file over spool.db.
-type dirLock struct{ f *os.File }
-
-func lockDir(d *spoolDir, timeout time.Duration) (*dirLock, error) {
+// lockDir takes an flock(2) on a file beside spool.db, so it still holds
+// while compaction renames a fresh file over spool.db. Closing the file
+// releases it.
+func lockDir(d *spoolDir, timeout time.Duration) (*os.File, error) {
 	path := d.join(lockFileName)
 	f, err := d.open(lockFileName, os.O_RDWR|os.O_CREATE)
 	if err != nil {
@@ -23,7 +22,7 @@ func lockDir(d *spoolDir, timeout time.Duration) (*dirLock, error) {
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
-			return &dirLock{f: f}, nil
+			return f, nil
 		}
 		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
 			f.Close()
@@ -35,9 +34,4 @@ func lockDir(d *spoolDir, timeout time.Duration) (*dirLock, error) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-func (l *dirLock) unlock() error {
-	// Closing the descriptor releases the flock.
-	return l.f.Close()
 }

@@ -6,6 +6,9 @@ import (
 	"syscall"
 )
 
+// mmapFlags makes bbolt read the whole file in when it maps it.
+const mmapFlags = syscall.MAP_POPULATE
+
 // mapFile maps the first size bytes of f read-only, so the tree check reads
 // leaf headers without a pread(2) each. unmap releases the mapping.
 func mapFile(f *os.File, size int64) (r io.ReaderAt, unmap func(), err error) {

@@ -12,3 +12,6 @@ import (
 func mapFile(*os.File, int64) (io.ReaderAt, func(), error) {
 	return nil, nil, errors.New("no mapping on this platform")
 }
+
+// mmapFlags is 0 where MAP_POPULATE does not exist.
+const mmapFlags = 0

@@ -131,5 +131,3 @@ func (m *marks) write() error {
 	_, err := m.f.WriteAt(encodeMeta(keyMarks, buf[:24]), 0)
 	return err
 }
-
-func (m *marks) close() error { return m.f.Close() }

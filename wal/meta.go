@@ -26,6 +26,8 @@ var (
 	keyExpiredB      = []byte("expired_bytes")
 	keyUnreadable    = []byte("unreadable_events") // see salvage.go
 	keyRefused       = []byte("refused_events")    // see CountRefused
+	keyBootID        = []byte("boot_id")           // see bootstamp.go
+	keyBootFirstSeq  = []byte("boot_first_seq")
 )
 
 // formatVersion 3: frames (record.go), every meta value checksummed;
@@ -52,13 +54,14 @@ type metaField struct {
 
 // fields lists the meta values: stored, loaded, salvaged and migrated alike.
 func (m *meta) fields() []metaField {
-	return append([]metaField{
+	return []metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
 		{keyUnreadable, &m.unreadable}, {keyRefused, &m.refused},
-	}, m.bootFields()...)
+		{keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq},
+	}
 }
 
 // metaRequired tells the values every file of format 2 holds; the others
@@ -79,7 +82,6 @@ const (
 // load reads the meta bucket; a bad value, a nested bucket or an unknown
 // format is damage.
 func (m *meta) load(b *bolt.Bucket) (metaState, error) {
-	*m = meta{nextSeq: 1}
 	if b == nil {
 		return 0, errors.New("meta bucket missing")
 	}
@@ -176,20 +178,16 @@ func (m *meta) storeChanged(b *bolt.Bucket, prev *meta) error {
 	return nil
 }
 
-// viewMeta runs f on the meta bucket in a read transaction.
-func (w *WAL) viewMeta(f func(*bolt.Bucket) error) error {
+// metaTx runs f on the meta bucket in a transaction, a write one (which
+// needs wmu) if write.
+func (w *WAL) metaTx(write bool, f func(*bolt.Bucket) error) error {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
+	run := w.db.View
+	if write {
+		run = w.db.Update
+	}
 	return guard(w.path, func() error {
-		return w.db.View(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
-	})
-}
-
-// updateMeta runs f on the meta bucket in a write transaction. It needs wmu.
-func (w *WAL) updateMeta(f func(*bolt.Bucket) error) error {
-	w.dbmu.RLock()
-	defer w.dbmu.RUnlock()
-	return guard(w.path, func() error {
-		return w.db.Update(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
+		return run(func(tx *bolt.Tx) error { return f(tx.Bucket(metaBucket)) })
 	})
 }

@@ -68,17 +68,6 @@ func putMeta(b *bolt.Bucket, key, payload []byte) error {
 	return b.Put(key, encodeMeta(key, payload))
 }
 
-// getMeta returns key's payload from the meta bucket: ok is false when the
-// key is absent or its value fails its check (err).
-func getMeta(b *bolt.Bucket, key []byte) (payload []byte, ok bool, err error) {
-	v := b.Get(key)
-	if v == nil {
-		return nil, false, nil
-	}
-	p, err := decodeMeta(key, v)
-	return p, err == nil, err
-}
-
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
 	return putMeta(b, key, binary.BigEndian.AppendUint64(nil, n))
 }

@@ -161,7 +161,7 @@ func (m *fifoModel) compact() {
 	m.values[0] = packed
 }
 
-// packEntries is the one value putEntries stores for consecutive events
+// packEntries is the one value compaction and salvage store for consecutive events
 // of one stamp that fit in a frame.
 func packEntries(first uint64, events [][]byte) modelValue {
 	size, n := 0, 0

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -93,9 +94,7 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		c = *o
 	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
 	if c.MaxBytes < MinMaxBytes {
 		return c, fmt.Errorf("wal: MaxBytes %d is below the minimum of %d bytes (1 MiB)", c.MaxBytes, MinMaxBytes)
 	}
@@ -105,14 +104,11 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.LockTimeout <= 0 {
 		c.LockTimeout = DefaultLockTimeout
 	}
-	if c.Clock == nil {
-		c.Clock = clock.System()
-	}
+	c.Clock = cmp.Or(c.Clock, clock.System())
 	if c.Now == nil {
 		c.Now = c.Clock.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Context = cmp.Or(c.Context, context.Background())
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c, nil
 }

@@ -3,6 +3,7 @@ package wal
 import (
 	"encoding/binary"
 	"errors"
+	"math/bits"
 	"os"
 )
 
@@ -68,19 +69,37 @@ func keySeq(k []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(k), nil
 }
 
-// encodeRecord returns the stored form of an event (version 2).
-func encodeRecord(key []byte, at stamp, data []byte) []byte {
-	return encodeRecordInto(make([]byte, recordHeader+len(data)), key, at, data)
+// encodeValue encodes events into v, valueSize(events) long: a lone event
+// as a version 2 record, more as a frame.
+func encodeValue(v, key []byte, at stamp, events [][]byte) []byte {
+	wall := max(min(at.wall, 1<<62-1), -1<<62) // what 63 bits hold
+	binary.BigEndian.PutUint64(v[4:12], uint64(wall)|v2Flag)
+	tag, boot, o := v2Tag, uint64(at.boot), recordHeader
+	if len(events) > 1 {
+		tag, boot = v3Tag, uint64(max(at.boot, 0))|v2Flag
+		o += binary.PutUvarint(v[o:], uint64(len(events)))
+		for _, e := range events {
+			o += binary.PutUvarint(v[o:], uint64(len(e)))
+		}
+	}
+	binary.BigEndian.PutUint64(v[12:20], boot)
+	for _, e := range events {
+		o += copy(v[o:], e)
+	}
+	binary.BigEndian.PutUint32(v[0:4], keySum(key, tag, v[4:]))
+	return v
 }
 
-// encodeRecordInto encodes into v, which is recordHeader+len(data) long.
-func encodeRecordInto(v, key []byte, at stamp, data []byte) []byte {
-	wall := max(min(at.wall, 1<<62-1), -1<<62) // what 63 bits hold
-	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
-	binary.BigEndian.PutUint64(v[12:20], uint64(at.boot))
-	copy(v[recordHeader:], data)
-	binary.BigEndian.PutUint32(v[0:4], keySum(key, v2Tag, v[4:]))
-	return v
+// valueSize is the size of events stored as one value (see encodeValue).
+func valueSize(events [][]byte) int {
+	if len(events) == 1 {
+		return recordHeader + len(events[0])
+	}
+	n := frameHead(len(events))
+	for _, e := range events {
+		n += uvarintLen(uint64(len(e))) + len(e)
+	}
+	return n
 }
 
 // decodeStamped checks a record (not a frame); its bytes alias v.
@@ -122,13 +141,8 @@ var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
 // frameHead is a frame's fixed header and the count for n events.
 func frameHead(n int) int { return recordHeader + uvarintLen(uint64(n)) }
 
-func uvarintLen(x uint64) int {
-	n := 1
-	for ; x >= 0x80; x >>= 7 {
-		n++
-	}
-	return n
-}
+// uvarintLen is the size of x as a uvarint: 7 bits a byte.
+func uvarintLen(x uint64) int { return (bits.Len64(x|1) + 6) / 7 }
 
 // frameGrow is a frame's size once an event of l bytes joins its n events.
 func frameGrow(size, n, l int) int {
@@ -136,23 +150,6 @@ func frameGrow(size, n, l int) int {
 		return frameHead(1) + uvarintLen(uint64(l)) + l
 	}
 	return size + uvarintLen(uint64(n+1)) - uvarintLen(uint64(n)) + uvarintLen(uint64(l)) + l
-}
-
-// encodeFrameInto encodes events (two or more) as a frame into v, sized
-// by frameGrow.
-func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
-	wall := max(min(at.wall, 1<<62-1), -1<<62)
-	binary.BigEndian.PutUint64(v[4:12], uint64(wall)&^v2Flag|v2Flag)
-	binary.BigEndian.PutUint64(v[12:20], uint64(max(at.boot, 0))|v2Flag)
-	o := recordHeader + binary.PutUvarint(v[recordHeader:], uint64(len(events)))
-	for _, e := range events {
-		o += binary.PutUvarint(v[o:], uint64(len(e)))
-	}
-	for _, e := range events {
-		o += copy(v[o:], e)
-	}
-	binary.BigEndian.PutUint32(v[0:4], keySum(key, v3Tag, v[4:]))
-	return v
 }
 
 // value is a checked record: one event (versions 1 and 2) or a frame.
@@ -217,12 +214,7 @@ func (v *value) cost() int64 {
 	if v.n == 1 {
 		return entryCost(len(v.data))
 	}
-	return entryCost(frameSize0(v))
-}
-
-// frameSize0 is a frame's size less the header entryOverhead counts.
-func frameSize0(v *value) int {
-	return uvarintLen(uint64(v.n)) + len(v.lens) + len(v.data)
+	return entryCost(uvarintLen(uint64(v.n)) + len(v.lens) + len(v.data))
 }
 
 // each calls fn for v's events from from on, until fn returns false.

@@ -35,15 +35,19 @@ func recordDataLen(v []byte) int {
 }
 
 // frameSize is the size of the value holding events as one frame.
-func frameSize(events [][]byte) int {
-	n := frameHead(len(events))
-	for _, e := range events {
-		n += uvarintLen(uint64(len(e))) + len(e)
-	}
-	return n
+func frameSize(events [][]byte) int { return valueSize(events) }
+
+// encodeRecord returns the stored form of an event (version 2).
+func encodeRecord(key []byte, at stamp, data []byte) []byte {
+	return encodeValue(make([]byte, recordHeader+len(data)), key, at, [][]byte{data})
 }
 
-// getMetaUint is getMeta for a uint64.
+// encodeFrameInto encodes events (two or more) as a frame into v.
+func encodeFrameInto(v, key []byte, at stamp, events [][]byte) []byte {
+	return encodeValue(v, key, at, events)
+}
+
+// getMetaUint reads key's uint64 from the meta bucket: ok is false when absent or failing its check.
 func getMetaUint(b *bolt.Bucket, key []byte) (uint64, bool, error) {
 	v := b.Get(key)
 	if v == nil {

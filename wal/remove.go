@@ -30,51 +30,47 @@ func (w *WAL) Expire(upTo uint64) (Counter, error) {
 
 // removeFront removes the pending entries through upTo: acked ones are
 // hidden for a later commit to delete; expired ones are deleted at once.
-func (w *WAL) removeFront(upTo uint64, expire bool) (Counter, error) {
-	if err := w.ready(); err != nil {
-		return Counter{}, err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return Counter{}, err
-	}
-	st, gone, err := w.removeTx(upTo, expire)
-	if err != nil && w.salvageOnWrite(err) {
-		// Salvaged (the marks file's number applied): once more.
-		st, gone, err = w.removeTx(upTo, expire)
-	}
-	if err != nil {
-		op := "acknowledge"
+func (w *WAL) removeFront(upTo uint64, expire bool) (gone Counter, err error) {
+	err = w.locked(func() error {
+		st, g, err := w.removeTx(upTo, expire)
+		if err != nil && w.salvageOnWrite(err) {
+			// Salvaged (the marks file's number applied): once more.
+			st, g, err = w.removeTx(upTo, expire)
+		}
+		if err != nil {
+			op := "acknowledge"
+			if expire {
+				op = "expire"
+			}
+			return fmt.Errorf("wal: %s through %d in %s: %w", op, upTo, w.path, err)
+		}
+		if st == nil {
+			return nil
+		}
+		gone = g
+		markErr := w.marks.remove(st.hidden())
+		if !expire {
+			w.debt += w.cost.Load() - st.cost
+			w.stats.Acked += gone.Events
+		}
+		w.restore(st)
 		if expire {
-			op = "expire"
+			w.ackCommitted()
 		}
-		return Counter{}, fmt.Errorf("wal: %s through %d in %s: %w", op, upTo, w.path, err)
-	}
-	if st == nil {
-		return Counter{}, nil
-	}
-	markErr := w.marks.remove(st.hidden())
-	if !expire {
-		w.debt += w.cost.Load() - st.cost
-		w.stats.acked += gone.Events
-	}
-	w.restore(st)
-	if expire {
-		w.ackCommitted()
-	}
-	if st.pending == 0 {
-		// Undo enforceCap's lowering: the badly packed entries are gone.
-		w.budget.Store(initialBudget(w.opts.MaxBytes))
-	}
-	w.group.freed()
-	if markErr != nil || w.debt >= ackDebtMax(w.budget.Load()) {
-		if err := w.flushAcksLocked(); err != nil {
-			return gone, err
+		if st.pending == 0 {
+			// Undo enforceCap's lowering: the badly packed entries are gone.
+			w.budget.Store(initialBudget(w.opts.MaxBytes))
 		}
-	}
-	w.maybeReclaim()
-	return gone, nil
+		w.group.freed()
+		if markErr != nil || w.debt >= ackDebtMax(w.budget.Load()) {
+			if err := w.flushAcksLocked(); err != nil {
+				return err
+			}
+		}
+		w.maybeReclaim()
+		return nil
+	})
+	return gone, err
 }
 
 // removeTx is removeFront's transaction (a write one only to expire); a nil

@@ -6,8 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"time"
-
-	bolt "go.etcd.io/bbolt"
 )
 
 // Repair salvages the spool after Read reported a *CorruptionError: every
@@ -18,15 +16,12 @@ import (
 // After a memory fault (maybe an I/O error) the file is reopened and
 // salvaged only if Open's checks find damage; else the report is nil.
 func (w *WAL) Repair(cause error) (*SalvageReport, error) {
-	if err := w.ready(); err != nil {
-		return nil, err
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return nil, err
-	}
-	return w.repairLocked(cause)
+	var r *SalvageReport
+	err := w.locked(func() (err error) {
+		r, err = w.repairLocked(cause)
+		return err
+	})
+	return r, err
 }
 
 // repairLocked is Repair with wmu held.
@@ -54,28 +49,17 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 }
 
 // reopenDamaged opens spool.db again after a failed salvage, without the
-// verifying scan; the in-memory state still describes it.
+// verifying scan (openBolt's check finds both buckets); the in-memory state
+// still describes it.
 func (w *WAL) reopenDamaged() error {
 	if _, err := w.sd.stat(fileName); err != nil {
-		return err
+		return err // not created anew
 	}
 	db, err := w.openBolt()
-	if err != nil {
-		return err
+	if err == nil {
+		w.db = db
 	}
-	if err := guard(w.path, func() error {
-		return db.View(func(tx *bolt.Tx) error {
-			if tx.Bucket(eventsBucket) == nil || tx.Bucket(metaBucket) == nil {
-				return errors.New("buckets missing")
-			}
-			return nil
-		})
-	}); err != nil {
-		db.Close()
-		return err
-	}
-	w.db = db
-	return nil
+	return err
 }
 
 // salvageFile rebuilds the damaged spool.db and opens the result as w.db.
@@ -120,13 +104,10 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	crashPoint("salvage-renamed")
 	r.CorruptPath = corrupt
 	r.RemovedCopies = w.pruneCopies()
-	db, err := w.openBolt()
+	db, err := w.openLoaded()
 	if err == nil {
-		if err = w.load(db); err == nil {
-			w.db = db
-			return r, nil
-		}
-		db.Close()
+		w.db = db
+		return r, nil
 	}
 	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)
 }
@@ -140,21 +121,20 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		return err
 	}
 	defer src.Close()
-	var copies metaCopies
-	values := valueCopies{}
+	size := w.sd.size(fileName)
+	kept := copies{}
 	var maxSeq uint64
-	if err := scanPages(src, func(k, v []byte) {
-		copies.add(k, v)
-		values.add(k, v)
+	if err := scanPages(src, size, func(k, v []byte) {
+		kept.add(k, v)
 		if val, err := decodeValue(k, v); err == nil {
 			maxSeq = max(maxSeq, val.last())
 		}
 	}); err != nil {
 		return err
 	}
-	m, ok := inForceMeta(src)
+	m, ok := inForceMeta(src, size)
 	if !ok {
-		m = copies.verified
+		m = kept.meta()
 	}
 	// Every number above the removal mark and below handedOut was pending.
 	handedOut := max(m.nextSeq, maxSeq+1)
@@ -165,52 +145,28 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	db, err := w.openFresh(dst)
+	f, err := w.createFresh(dst, kept.putValues)
 	if err != nil {
 		return err
 	}
-	defer db.Close()
-	if err := db.Update(func(tx *bolt.Tx) error {
-		if err := createBuckets(tx, &m); err != nil {
-			return err
-		}
-		return values.put(tx.Bucket(metaBucket))
-	}); err != nil {
-		return err
-	}
+	defer f.close()
 	seen := make(map[uint64]struct{})
-	var chunk []Entry
-	size := 0
 	var werr error
-	flush := func() {
-		if werr == nil && len(chunk) > 0 {
-			werr = db.Update(func(tx *bolt.Tx) error {
-				_, err := putEntries(tx, chunk)
-				return err
-			})
-		}
-		chunk, size = chunk[:0], 0
-	}
-	if err := scanPages(src, func(k, v []byte) {
+	if err := scanPages(src, size, func(k, v []byte) {
 		val, err := decodeValue(k, v)
 		if err != nil {
 			return
 		}
 		val.each(m.removedSeq+1, func(seq uint64, data []byte) bool {
-			if _, dup := seen[seq]; dup {
-				return true
-			}
-			seen[seq] = struct{}{}
-			chunk = append(chunk, Entry{Seq: seq, Time: time.Unix(0, val.at.wall), Boot: time.Duration(val.at.boot), Data: data})
-			if size += len(data); size >= copyChunk {
-				flush()
+			if _, dup := seen[seq]; !dup && werr == nil {
+				seen[seq] = struct{}{}
+				werr = f.add(seq, val.at, data)
 			}
 			return true
 		})
 	}); err != nil {
 		return err
 	}
-	flush()
 	if werr != nil {
 		return werr
 	}
@@ -226,12 +182,8 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
 	}
 	// Counted in the new file, so the count is durable with the salvage.
-	if err := db.Update(func(tx *bolt.Tx) error {
-		return putMetaUint(tx.Bucket(metaBucket), keyUnreadable, m.unreadable+r.Missing)
-	}); err != nil {
-		return err
-	}
-	return w.syncFresh(db)
+	m.unreadable += r.Missing
+	return f.finish(&m)
 }
 
 func mustSeq(k []byte) uint64 {

@@ -1,28 +1,20 @@
 package wal
 
-import (
-	"io"
-	"os"
-)
+import "io"
 
 // Salvage reads a damaged file without bbolt and keeps only what passes its
 // checksum. Meta values come from the copy in force if it is whole, else per
 // value from the largest checked copy in the file's pages (every value only
 // grows); the records and the marks file then raise them.
 
-// scanPages calls fn for every key/value pair in f's leaf pages; pairs may
-// repeat (old copies of pages).
-func scanPages(f *os.File, fn func(key, val []byte)) error {
-	fi, err := f.Stat()
-	if err != nil {
-		return err
+// scanPages calls fn for every key/value pair in the leaf pages of the
+// size bytes of f (pages of a checked meta page's size, else the OS's);
+// pairs may repeat (old copies of pages).
+func scanPages(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
+	pr := &pageReader{r: f, ps: costPage}
+	if m, ok := bestMeta(f); ok {
+		pr.ps = int64(m.pageSize)
 	}
-	return scanReader(f, fi.Size(), fn)
-}
-
-// scanReader is scanPages on the size bytes of f.
-func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
-	pr := &pageReader{r: f, ps: int64(guessPageSize(f))}
 	for id := uint64(0); int64(id)*pr.ps+pageHeaderSize <= size; id++ {
 		h, err := pr.header(id)
 		if err != nil {
@@ -40,36 +32,11 @@ func scanReader(f io.ReaderAt, size int64, fn func(key, val []byte)) error {
 	return nil
 }
 
-// guessPageSize is a checked meta page's page size, else the OS page size.
-func guessPageSize(f io.ReaderAt) int {
-	if m, ok := bestMeta(f); ok {
-		return int(m.pageSize)
-	}
-	return int(costPage)
-}
-
-// metaCopies keeps, per meta value, the largest copy that passes its check.
-type metaCopies struct{ verified meta }
-
-func (c *metaCopies) add(key, v []byte) {
-	for _, f := range c.verified.fields() {
-		if string(f.key) != string(key) {
-			continue
-		}
-		if n, err := metaUint(key, v); err == nil {
-			*f.val = max(*f.val, n)
-		}
-	}
-}
-
-// inForceMeta reads the meta bucket in force in f; ok only if it is whole.
-func inForceMeta(f *os.File) (m meta, ok bool) {
+// inForceMeta reads the meta bucket in force in the size bytes of f; ok
+// only if it is whole.
+func inForceMeta(f io.ReaderAt, size int64) (m meta, ok bool) {
 	bm, found := bestMeta(f)
 	if !found {
-		return m, false
-	}
-	fi, err := f.Stat()
-	if err != nil {
 		return m, false
 	}
 	pr := &pageReader{r: f, ps: int64(bm.pageSize)}
@@ -77,7 +44,7 @@ func inForceMeta(f *os.File) (m meta, ok bool) {
 	if err != nil {
 		return m, false
 	}
-	page, err := pr.whole(bm.root, h, fi.Size())
+	page, err := pr.whole(bm.root, h, size)
 	if err != nil {
 		return m, false
 	}

@@ -6,14 +6,19 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
+// counts are the spool's figures, in WAL and in a state's working copy.
+type counts struct {
+	meta     meta
+	pending  uint64 // events in the spool
+	payload  uint64 // their bytes
+	firstSeq uint64 // oldest pending sequence, 0 when empty
+	firstAt  int64  // its timestamp (unix ns)
+}
+
 // state is a working copy of the counters, kept only if its transaction commits.
 type state struct {
-	meta     meta
-	prev     meta // as the file holds it (see storeChanged)
-	pending  uint64
-	payload  uint64
-	firstSeq uint64
-	firstAt  int64
+	counts
+	prev     meta  // as the file holds it (see storeChanged)
 	cost     int64 // the pending entries' cost, see entryCost
 	budget   int64
 	policy   Policy
@@ -24,17 +29,16 @@ type state struct {
 }
 
 func (w *WAL) snapshot() *state {
-	return &state{meta: w.meta, prev: w.meta, pending: w.pending, payload: w.payload, firstSeq: w.firstSeq,
-		firstAt: w.firstAt, cost: w.cost.Load(), budget: w.budget.Load(), policy: w.opts.OnFull,
-		acked: w.acked.Load(), path: w.path}
+	return &state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
+		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path}
 }
 
 // restore keeps st once its transaction has ended well.
 func (w *WAL) restore(st *state) {
-	w.meta, w.pending, w.payload, w.firstSeq, w.firstAt = st.meta, st.pending, st.payload, st.firstSeq, st.firstAt
+	w.counts = st.counts
 	w.cost.Store(st.cost)
 	w.acked.Store(st.acked)
-	w.stats.appended += st.appended
+	w.stats.Appended += st.appended
 }
 
 // hidden is the number through which entries are removed or acked.
@@ -52,21 +56,20 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 			return err
 		}
 	}
-	mem := newArena(batch)
-	fr := framer{st: st, eb: eb, mem: mem, now: now}
+	fr := framer{eb: eb, mem: newArena(batch)}
 	for _, r := range batch {
 		if r.cost > st.budget {
 			r.err = errTooLarge(r.cost, st.budget)
 			continue
 		}
-		if st.cost+fr.cost+r.cost > st.budget {
+		if st.cost+fr.cost+fr.priced+r.cost > st.budget {
 			switch st.policy {
 			case DropNewest:
 				st.meta.droppedNewest.add(Counter{uint64(len(r.events)), r.size})
 				r.err = ErrFull
 				continue
 			case DropOldest:
-				if err := fr.flush(); err != nil {
+				if err := st.put(&fr, now); err != nil {
 					return err
 				}
 				if err := st.dropOldest(eb, st.cost+r.cost-st.budget); err != nil {
@@ -77,80 +80,83 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 			// budget since, store it anyway rather than drop what Block kept.
 		}
 		for _, e := range r.events {
-			if err := fr.add(e); err != nil {
+			if err := fr.add(st.meta.nextSeq+fr.n, now, e); err != nil {
 				return err
 			}
 		}
-		fr.cost += r.cost
+		fr.priced += r.cost
 		st.appended += uint64(len(r.events))
-		r.last, r.err = st.meta.nextSeq+uint64(len(fr.events))-1, nil
+		r.last, r.err = st.meta.nextSeq+fr.n-1, nil
 	}
-	if err := fr.flush(); err != nil {
+	if err := st.put(&fr, now); err != nil {
 		return err
 	}
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
-// framer gathers a commit's events into frames and puts each once full.
-type framer struct {
-	st     *state
-	eb     *bolt.Bucket
-	mem    *arena
-	now    stamp
-	events [][]byte // the frame being gathered, from st.meta.nextSeq on
-	size   int      // its value's size as a frame
-	cost   int64    // what its requests were priced at (an estimate)
+// put puts what fr gathered and moves what it added into the counters.
+func (st *state) put(fr *framer, now stamp) error {
+	err := fr.flush()
+	if st.firstSeq == 0 && fr.n > 0 {
+		st.firstSeq, st.firstAt = st.meta.nextSeq, now.wall
+	}
+	st.meta.nextSeq += fr.n
+	st.pending += fr.n
+	st.payload += fr.payload
+	st.cost += fr.cost
+	fr.n, fr.payload, fr.cost = 0, 0, 0
+	return err
 }
 
-// add gathers e, first putting the current frame if e does not fit in it.
-func (f *framer) add(e []byte) error {
+// framer packs runs of consecutive events of one stamp into values (see
+// encodeValue), each at most frameRoom, and puts each once full.
+type framer struct {
+	eb     *bolt.Bucket
+	mem    *arena // nil: allocate each value
+	seq    uint64 // the sequence number of events[0]
+	at     stamp
+	events [][]byte // the value being gathered
+	size   int      // its size as a frame
+	priced int64    // Append's price of the requests gathered since the last put
+
+	n, payload uint64 // the events added, and their bytes
+	cost       int64  // the cost of the values put
+}
+
+// add gathers event seq stamped at, first putting the value gathered if
+// seq does not follow it, its stamp differs, or the event does not fit.
+func (f *framer) add(seq uint64, at stamp, e []byte) error {
 	grown := frameGrow(f.size, len(f.events), len(e))
-	if len(f.events) > 0 && grown > frameRoom {
+	if len(f.events) > 0 && (grown > frameRoom || at != f.at || seq != f.seq+uint64(len(f.events))) {
 		if err := f.flush(); err != nil {
 			return err
 		}
 		grown = frameGrow(0, 0, len(e))
 	}
+	if len(f.events) == 0 {
+		f.seq, f.at = seq, at
+	}
 	f.events = append(f.events, e)
 	f.size = grown
+	f.n++
+	f.payload += uint64(len(e))
 	return nil
 }
 
-// flush puts the frame gathered, a lone event as a version 2 record.
+// flush puts the value gathered.
 func (f *framer) flush() error {
 	if len(f.events) == 0 {
 		return nil
 	}
-	st := f.st
 	key := f.mem.take(keySize)
-	binary.BigEndian.PutUint64(key, st.meta.nextSeq)
-	var v []byte
-	var cost int64
-	if len(f.events) == 1 {
-		e := f.events[0]
-		v = encodeRecordInto(f.mem.take(recordHeader+len(e)), key, f.now, e)
-		cost = entryCost(len(e))
-	} else {
-		v = encodeFrameInto(f.mem.take(f.size), key, f.now, f.events)
-		cost = entryCost(f.size - recordHeader)
-	}
-	payload := 0
-	for _, e := range f.events {
-		payload += len(e)
-	}
-	if err := f.eb.Put(key, v); err != nil {
+	binary.BigEndian.PutUint64(key, f.seq)
+	n := valueSize(f.events)
+	if err := f.eb.Put(key, encodeValue(f.mem.take(n), key, f.at, f.events)); err != nil {
 		return err
 	}
-	if st.firstSeq == 0 {
-		st.firstSeq, st.firstAt = st.meta.nextSeq, f.now.wall
-	}
-	n := uint64(len(f.events))
-	st.meta.nextSeq += n
-	st.pending += n
-	st.payload += uint64(payload)
-	st.cost += cost
+	f.cost += entryCost(n - recordHeader)
 	clear(f.events)
-	f.events, f.size, f.cost = f.events[:0], 0, 0
+	f.events, f.size, f.priced = f.events[:0], 0, 0
 	return nil
 }
 
@@ -181,7 +187,7 @@ func newArena(batch []*appendReq) *arena {
 }
 
 func (a *arena) take(n int) []byte {
-	if n > len(*a) {
+	if a == nil || n > len(*a) {
 		return make([]byte, n) // not reached: a frame takes less than its events as records
 	}
 	b := (*a)[:n:n]

@@ -44,39 +44,15 @@ type Stats struct {
 	CommitWriteTime time.Duration
 }
 
-type processStats struct {
-	appended, acked, ackCommits, commits, commitErrors, compactions, compactErrors, heals uint64
-	commitTime, commitWriteTime                                                           time.Duration
-}
-
 // Stats returns a snapshot of the spool's counters.
 func (w *WAL) Stats() Stats {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	s := Stats{
-		PendingEvents: w.pending,
-		PendingBytes:  w.payload,
-		FileBytes:     w.fileSize(),
-		MaxBytes:      w.opts.MaxBytes,
-		FirstSeq:      w.firstSeq,
-		LastSeq:       w.meta.nextSeq - 1,
-		DroppedOldest: w.meta.droppedOldest,
-		DroppedNewest: w.meta.droppedNewest,
-		Expired:       w.meta.expired,
-		Unreadable:    w.meta.unreadable,
-		Refused:       w.meta.refused,
-		Appended:      w.stats.appended,
-		Acked:         w.stats.acked,
-		AckCommits:    w.stats.ackCommits,
-		Commits:       w.stats.commits,
-		CommitErrors:  w.stats.commitErrors,
-		Compactions:   w.stats.compactions,
-		CompactErrs:   w.stats.compactErrors,
-		Heals:         w.stats.heals,
-
-		CommitTime:      w.stats.commitTime,
-		CommitWriteTime: w.stats.commitWriteTime,
-	}
+	s := w.stats // the process's counters
+	s.PendingEvents, s.PendingBytes, s.FirstSeq, s.LastSeq = w.pending, w.payload, w.firstSeq, w.meta.nextSeq-1
+	s.FileBytes, s.MaxBytes = w.fileSize(), w.opts.MaxBytes
+	s.DroppedOldest, s.DroppedNewest, s.Expired = w.meta.droppedOldest, w.meta.droppedNewest, w.meta.expired
+	s.Unreadable, s.Refused = w.meta.unreadable, w.meta.refused
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)
 	}
@@ -84,56 +60,37 @@ func (w *WAL) Stats() Stats {
 }
 
 // Len returns the number of pending events.
-func (w *WAL) Len() uint64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.pending
-}
+func (w *WAL) Len() uint64 { return w.counted(func(c *counts) uint64 { return c.pending }) }
 
 // FirstSeq returns the oldest pending sequence number, 0 when empty.
-func (w *WAL) FirstSeq() uint64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.firstSeq
-}
+func (w *WAL) FirstSeq() uint64 { return w.counted(func(c *counts) uint64 { return c.firstSeq }) }
 
 // LastSeq returns the newest sequence number ever appended, 0 if none.
 func (w *WAL) LastSeq() uint64 {
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	return w.meta.nextSeq - 1
+	return w.counted(func(c *counts) uint64 { return c.meta.nextSeq - 1 })
 }
 
-// OldestAge returns how long the oldest pending event has waited, 0 when empty.
-func (w *WAL) OldestAge() time.Duration {
+// counted reads a figure of the counts under wmu.
+func (w *WAL) counted(f func(*counts) uint64) uint64 {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if w.firstSeq == 0 {
-		return 0
-	}
-	return w.opts.Now().Sub(time.Unix(0, w.firstAt))
+	return f(&w.counts)
 }
 
 // CountRefused records that n events were refused before they reached the
 // spool, a loss kept with the others (Stats.Refused) so that it survives a
 // crash. It commits a small transaction, synced as appends are.
 func (w *WAL) CountRefused(n uint64) error {
-	if err := w.ready(); err != nil {
-		return err
-	}
-	if n == 0 {
+	return w.locked(func() error {
+		if n == 0 {
+			return nil
+		}
+		m := w.meta
+		m.refused += n
+		if err := w.metaTx(true, m.store); err != nil {
+			return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
+		}
+		w.meta.refused = m.refused
 		return nil
-	}
-	w.wmu.Lock()
-	defer w.wmu.Unlock()
-	if err := w.usable(); err != nil {
-		return err
-	}
-	m := w.meta
-	m.refused += n
-	if err := w.updateMeta(m.store); err != nil {
-		return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
-	}
-	w.meta.refused = m.refused
-	return nil
+	})
 }

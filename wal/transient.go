@@ -1,7 +1,6 @@
 package wal
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -41,49 +40,29 @@ func transient(err error) bool {
 	return errors.As(err, &fe) || errors.As(err, &ie)
 }
 
-// isFault tells a recovered memory fault (a runtime.Error with an address).
-func isFault(v any) bool {
-	_, ok := v.(interface{ Addr() uintptr })
-	return ok
-}
-
 // faultSeam injects read failures in tests (Options.faults): op "map" is a
 // read through bbolt's mapping at Open, "pread" the spool's own reads.
-type faultSeam interface {
-	fault(op string) error
-}
+type faultSeam interface{ fault(op string) error }
 
-// injectedFault is an injected "map" failure, panicked as a memory fault.
-type injectedFault struct{ err error }
-
-func (f injectedFault) Error() string {
-	return "unexpected fault address (injected: " + f.err.Error() + ")"
-}
-func (f injectedFault) RuntimeError() {}
-func (f injectedFault) Addr() uintptr { return 0 }
-
-// injectMapFault raises the seam's fault for a read through the mapping.
-func (w *WAL) injectMapFault() {
-	if w.opts.faults != nil {
-		if err := w.opts.faults.fault("map"); err != nil {
-			panic(injectedFault{err})
-		}
-	}
-}
-
-// injectPreadFault returns the seam's error for a pread of the file.
-func injectPreadFault(s faultSeam) error {
+// injected returns the seam's failure for op, if any: "map" as a memory
+// fault, "pread" as an *ioError.
+func injected(s faultSeam, op string) error {
+	var err error
 	if s != nil {
-		if err := s.fault("pread"); err != nil {
-			return &ioError{err}
-		}
+		err = s.fault(op)
 	}
-	return nil
+	switch {
+	case err == nil:
+		return nil
+	case op == "map":
+		return &faultError{err}
+	}
+	return &ioError{err}
 }
 
 // preadFile reads the whole file through pread, to tell I/O error from damage.
 func (w *WAL) preadFile() error {
-	if err := injectPreadFault(w.opts.faults); err != nil {
+	if err := injected(w.opts.faults, "pread"); err != nil {
 		return err
 	}
 	f, err := w.sd.open(fileName, os.O_RDONLY)
@@ -116,26 +95,13 @@ func (w *WAL) openRetrying(openOnce func() error) error {
 		}
 		w.opts.Logger.Warn("reading the spool file failed; retrying before deciding it is damaged",
 			"path", w.path, "error", err, "pread_error", ioErr, "attempt", attempt, "backoff", backoff)
-		if err := sleepCtx(w.opts.Context, backoff); err != nil {
-			return fmt.Errorf("wal: open %s: %w", w.path, err)
+		select {
+		case <-time.After(backoff):
+		case <-w.opts.Context.Done():
+			return fmt.Errorf("wal: open %s: %w", w.path, w.opts.Context.Err())
 		}
 		waited += backoff
 		backoff *= 4
-	}
-}
-
-// sleepCtx waits d, or until ctx (nil: none) ends.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -146,7 +112,7 @@ func (w *WAL) reopenAfterFault(cause error) (*SalvageReport, error) {
 		return nil, fmt.Errorf("wal: spool file %s could not be read (%w) after %v: not salvaged, try again", w.path, err, cause)
 	}
 	before := w.salvage
-	w.fail(cause) // readers stop at usable while the file is reopened
+	w.fail(cause) // readers stop at Usable while the file is reopened
 	if err := w.reopen(); err != nil {
 		return nil, err
 	}

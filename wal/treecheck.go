@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"os"
 	"runtime/debug"
+	"slices"
 )
 
 // The tree check walks the bucket trees before bbolt maps the file, for the
@@ -92,16 +92,9 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 // or free: a damaged branch can orphan a subtree whose events bbolt would
 // never show.
 func (c *treeCheck) allAccounted() error {
-	n := uint64(0)
-	for _, w := range c.seen {
-		n += uint64(bits.OnesCount64(w))
-	}
-	if n == c.m.pgid-2 {
-		return nil
-	}
 	for id := uint64(2); id < c.m.pgid; id++ {
 		if c.seen[id/64]&(1<<(id%64)) == 0 {
-			return fmt.Errorf("page %d is in no tree and not free: a subtree lost (%d of %d pages accounted for)", id, n, c.m.pgid-2)
+			return fmt.Errorf("page %d is in no tree and not free: a subtree lost", id)
 		}
 	}
 	return nil
@@ -164,44 +157,30 @@ func (c *treeCheck) walk(root uint64, leaf func(p []byte) error) error {
 			}
 			continue
 		}
-		kids, keys, err := c.children(f.id, h.count, span)
+		if h.count == 0 || elemAt(h.count) > span {
+			return fmt.Errorf("branch page %d: %d elements", f.id, h.count)
+		}
+		p, err := c.read(f.id, span)
 		if err != nil {
 			return err
 		}
-		for i, k := range keys {
-			if !inBounds(k, f.lo, f.hi) || (i > 0 && bytes.Compare(keys[i-1], k) >= 0) {
+		n := len(stack)
+		for i := range h.count {
+			kid, k, ok := branchAt(p, i)
+			if !ok {
+				return fmt.Errorf("branch page %d: key %d out of the page", f.id, i)
+			}
+			if !inBounds(k, f.lo, f.hi) || (i > 0 && bytes.Compare(stack[len(stack)-1].lo, k) >= 0) {
 				return fmt.Errorf("branch page %d: key %d out of order or outside its parent's range", f.id, i)
 			}
-		}
-		// Pushed last to first, so the first child is walked first.
-		for i := len(kids) - 1; i >= 0; i-- {
-			hi := f.hi
-			if i+1 < len(keys) {
-				hi = keys[i+1]
+			if i > 0 {
+				stack[len(stack)-1].hi = k
 			}
-			stack = append(stack, frame{id: kids[i], depth: f.depth + 1, lo: keys[i], hi: hi})
+			stack = append(stack, frame{id: kid, depth: f.depth + 1, lo: k, hi: f.hi})
 		}
+		slices.Reverse(stack[n:]) // so the first child is walked first
 	}
 	return nil
-}
-
-// children returns branch page id's children and their keys.
-func (c *treeCheck) children(id uint64, count int, span uint64) ([]uint64, [][]byte, error) {
-	if count == 0 || elemAt(count) > span {
-		return nil, nil, fmt.Errorf("branch page %d: %d elements", id, count)
-	}
-	p, err := c.read(id, span)
-	if err != nil {
-		return nil, nil, err
-	}
-	kids, keys := make([]uint64, count), make([][]byte, count)
-	for i := range kids {
-		var ok bool
-		if kids[i], keys[i], ok = branchAt(p, i); !ok {
-			return nil, nil, fmt.Errorf("branch page %d: key %d out of the page", id, i)
-		}
-	}
-	return kids, keys, nil
 }
 
 // leafBounds checks that leaf page id's first and last keys lie in [lo, hi).

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -19,26 +20,21 @@ const (
 // WAL is a bounded, ordered, crash-safe queue of events in one bbolt file.
 // All methods are safe for concurrent use. It starts no goroutines.
 type WAL struct {
-	dir   string
-	sd    *spoolDir // dir, held open: every file of the spool is opened in it
+	sd    *spoolDir // the directory, held open: every file of the spool is opened in it
 	path  string
 	opts  Options
-	lock  *dirLock
-	marks *marks // guarded by wmu
+	lock  *os.File // flock'd (lock.go)
+	marks *marks   // guarded by wmu
 
 	// dbmu guards the db pointer, which compaction swaps (write lock).
 	dbmu sync.RWMutex
 	db   *bolt.DB
 
 	// wmu serialises write transactions and guards the state below.
-	wmu         sync.Mutex
-	meta        meta
-	pending     uint64 // events in the spool
-	payload     uint64 // their bytes
-	firstSeq    uint64 // oldest pending sequence, 0 when empty
-	firstAt     int64  // its timestamp (unix ns)
-	staleAtOpen bool   // the scan found values at or below the removal mark
-	stats       processStats
+	wmu sync.Mutex
+	counts
+	staleAtOpen bool  // the scan found values at or below the removal mark
+	stats       Stats // the process counters (Appended to CommitWriteTime)
 	salvage     *SalvageReport
 
 	// acked: entries up to it are hidden even while the file holds them
@@ -55,7 +51,7 @@ type WAL struct {
 	closedSize    int64       // the file's size at Close, for Stats (wmu; -1 while open)
 	sized         sizeReading // fileSize's last reading (wmu)
 
-	yield func() error // asked during the start-up scan whether to stop (cancel.go)
+	yield func() error // asked during the start-up scan whether to stop (Inspect)
 
 	group  group
 	closed atomic.Bool
@@ -74,42 +70,41 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	sd, err := prepareDir(dir, o.NoSync)
+	if err := mkdirDurable(dir, o.NoSync); err != nil {
+		return nil, fmt.Errorf("wal: create spool directory: %w", err)
+	}
+	sd, err := openSpoolDir(dir, true)
 	if err != nil {
 		return nil, err
 	}
-	lock, err := lockDir(sd, o.LockTimeout)
-	if err != nil {
-		sd.close()
-		return nil, err
-	}
-	marks, err := openMarks(sd, !o.NoSync)
-	if err != nil {
-		lock.unlock()
-		sd.close()
-		return nil, err
-	}
-	w := &WAL{dir: dir, sd: sd, path: sd.join(fileName), opts: o, lock: lock, marks: marks, closedSize: -1}
-	if marks.damaged {
-		o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
-			"path", sd.join(marksFileName))
-	}
+	w := &WAL{sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
 	w.group.init()
-	if err := w.open(); err != nil {
-		marks.close()
-		lock.unlock()
-		sd.close()
+	if w.lock, err = lockDir(sd, o.LockTimeout); err == nil {
+		if w.marks, err = openMarks(sd, !o.NoSync); err == nil {
+			if w.marks.damaged {
+				o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
+					"path", sd.join(marksFileName))
+			}
+			err = w.open()
+		}
+	}
+	if err != nil {
+		_ = w.closeFiles()
 		return nil, err
 	}
 	return w, nil
 }
 
-// prepareDir creates dir durably (0700) and opens it as a spool directory.
-func prepareDir(dir string, noSync bool) (*spoolDir, error) {
-	if err := mkdirDurable(dir, noSync); err != nil {
-		return nil, fmt.Errorf("wal: create spool directory: %w", err)
+// closeFiles closes the marks file, the lock and the directory, those open.
+func (w *WAL) closeFiles() error {
+	var merr, lerr error
+	if w.marks != nil {
+		merr = w.marks.f.Close()
 	}
-	return openSpoolDir(dir, true)
+	if w.lock != nil {
+		lerr = w.lock.Close()
+	}
+	return cmp.Or(merr, lerr, w.sd.close())
 }
 
 // open opens (or salvages) the bbolt file and loads the state, after
@@ -120,18 +115,12 @@ func (w *WAL) open() error {
 	}
 	created := !w.sd.exists(fileName)
 	var db *bolt.DB
-	err := w.openRetrying(func() error {
-		d, err := w.openBolt()
-		if err == nil {
-			if err = w.load(d); err != nil {
-				d.Close()
-			} else {
-				db = d
-			}
-		}
+	err := w.openRetrying(func() (err error) {
+		db, err = w.openLoaded()
 		return err
 	})
-	if err == nil {
+	switch {
+	case err == nil:
 		w.db = db
 		if created {
 			// bbolt created spool.db (and fsync'd it): make its name durable.
@@ -140,17 +129,27 @@ func (w *WAL) open() error {
 				return err
 			}
 		}
-		return w.settle()
-	}
-	if !isDamage(err) {
+	case !isDamage(err):
 		return err
+	default:
+		report, err := w.salvageFile(err)
+		if err != nil {
+			return err
+		}
+		w.salvage = report
 	}
-	report, serr := w.salvageFile(err)
-	if serr != nil {
-		return serr
-	}
-	w.salvage = report
 	return w.settle()
+}
+
+// openLoaded opens spool.db and loads the state from it.
+func (w *WAL) openLoaded() (*bolt.DB, error) {
+	db, err := w.openBolt()
+	if err == nil {
+		if err = w.load(db); err != nil {
+			db.Close()
+		}
+	}
+	return db, err
 }
 
 // settle runs at Open. A reservation above nextSeq means the last process
@@ -173,7 +172,7 @@ func (w *WAL) settle() error {
 			w.broken.Store(nil)
 			return *b
 		}
-		w.stats.compactErrors++
+		w.stats.CompactErrs++
 		w.meta.nextSeq = w.marks.reserved
 		return nil
 	}
@@ -185,7 +184,7 @@ func (w *WAL) settle() error {
 // bbolt.Open, is a *CorruptionError.
 func (w *WAL) openBolt() (db *bolt.DB, err error) {
 	path := w.path
-	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks != nil && w.marks.exact); err != nil {
+	if err := checkFile(w.sd, fileName, w.opts.faults, w.marks.exact); err != nil {
 		return nil, err
 	}
 	// If bbolt.Open panics, close the file it opened ourselves.
@@ -233,14 +232,6 @@ func allocSize(maxBytes int64) int {
 	return int(min(1<<20, max(64<<10, maxBytes/16)))
 }
 
-// mmapSize is the initial mapping for a fresh file (compaction, salvage):
-// mapping up to the cap at once avoids bbolt's remap at every doubling. Not
-// used for the live spool, whose file bbolt would then grow a full step
-// past its data.
-func mmapSize(maxBytes int64) int {
-	return int(maxBytes + 1<<20)
-}
-
 // Close closes the spool, a broken one too; Appends waiting for space return
 // ErrClosed. A second Close returns nil.
 func (w *WAL) Close() error {
@@ -261,21 +252,26 @@ func (w *WAL) Close() error {
 		// A clean stop: the next Open need not settle.
 		err = w.marks.lower(w.meta.nextSeq)
 	}
-	if merr := w.marks.close(); err == nil {
-		err = merr
-	}
-	if uerr := w.lock.unlock(); err == nil {
-		err = uerr
-	}
 	w.closedSize = w.sd.size(fileName)
-	if derr := w.sd.close(); err == nil {
-		err = derr
-	}
-	return err
+	return cmp.Or(err, w.closeFiles())
 }
 
-// usable returns ErrClosed after Close, the broken error, or nil.
-func (w *WAL) usable() error {
+// locked runs fn holding wmu, once the spool is ready (see ready).
+func (w *WAL) locked(fn func() error) error {
+	if err := w.ready(); err != nil {
+		return err
+	}
+	w.wmu.Lock()
+	defer w.wmu.Unlock()
+	if err := w.Usable(); err != nil {
+		return err
+	}
+	return fn()
+}
+
+// Usable returns nil while the spool can be used, ErrClosed after Close, or
+// the error that left it without its file: a readiness check.
+func (w *WAL) Usable() error {
 	if w.closed.Load() {
 		return ErrClosed
 	}
@@ -285,16 +281,16 @@ func (w *WAL) usable() error {
 	return nil
 }
 
-// ready is usable for the methods' entry points: a broken spool is reopened
+// ready is Usable for the methods' entry points: a broken spool is reopened
 // at most once per healInterval, so it heals once the cause is gone.
 func (w *WAL) ready() error {
-	err := w.usable()
+	err := w.Usable()
 	if err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
-	if err := w.usable(); err == nil || errors.Is(err, ErrClosed) {
+	if err := w.Usable(); err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
 	now := time.Now()
@@ -305,12 +301,12 @@ func (w *WAL) ready() error {
 	if err := w.reopen(); err != nil {
 		return *w.broken.Load()
 	}
-	w.stats.heals++
+	w.stats.Heals++
 	return nil
 }
 
 // reopen closes and opens (or salvages) the database while the spool is
-// broken: readers stop at usable, and open sets w.db before broken is
+// broken: readers stop at Usable, and open sets w.db before broken is
 // cleared. It needs wmu.
 func (w *WAL) reopen() error {
 	w.dbmu.Lock()
@@ -340,7 +336,7 @@ func (w *WAL) fail(err error) {
 var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
-func (w *WAL) Dir() string { return w.dir }
+func (w *WAL) Dir() string { return w.sd.path }
 
 // Path returns the path of the spool file.
 func (w *WAL) Path() string { return w.path }
