@@ -22,7 +22,7 @@ func TestFlushAfterSalvageCountsEvents(t *testing.T) {
 	r := &rig{t: t, logs: &logSink{}}
 	dir := t.TempDir()
 	r.sock, r.spool = dir+"/events.sock", dir+"/spool"
-	w, err := wal.Open(r.spool, &wal.Options{NoSync: true, Now: clk.Now})
+	w, err := wal.Open(r.spool, &wal.Options{NoSync: true, Clock: clk})
 	require.NoError(t, err)
 	stale := make([][]byte, 1999)
 	for i := range stale {

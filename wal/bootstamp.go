@@ -8,8 +8,6 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
-
-	"github.com/evspool/evspool/internal/clock"
 )
 
 // A boot-clock stamp means something only in its boot, so the meta bucket
@@ -26,7 +24,7 @@ func (m *meta) noteBoot(key uint64) {
 
 // bootKey names the clock's current boot in 64 bits, never 0 (none). Without
 // a boot id (not Linux) it is drawn at random per process.
-func bootKey(c clock.Clock) uint64 {
+func bootKey(c Clock) uint64 {
 	id := c.BootID()
 	if id == "" {
 		return processKey()
@@ -44,7 +42,7 @@ var processKey = sync.OnceValue(func() uint64 {
 
 // stampNow is the stamp of a record appended now.
 func (w *WAL) stampNow() stamp {
-	return stamp{wall: w.opts.Now().UnixNano(), boot: int64(w.opts.Clock.Boot())}
+	return stamp{wall: w.opts.Clock.Now().UnixNano(), boot: int64(w.opts.Clock.Boot())}
 }
 
 // thisBoot returns the first sequence number stamped in this boot; 0: none.

@@ -121,7 +121,7 @@ func TestOpenOptions(t *testing.T) {
 			defer w.Close()
 			if tc.opts != nil {
 				require.Equal(t, before.MaxBytes, tc.opts.MaxBytes, "Open must not change the caller's Options")
-				require.Nil(t, tc.opts.Now, "Open must not change the caller's Options")
+				require.Nil(t, tc.opts.Clock, "Open must not change the caller's Options")
 			}
 			want := int64(wal.DefaultMaxBytes)
 			if tc.opts != nil && tc.opts.MaxBytes != 0 {

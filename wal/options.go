@@ -71,11 +71,9 @@ type Options struct {
 	LockTimeout time.Duration
 
 	// Clock stamps events with the wall clock and the boot clock, which ages
-	// them regardless of wall-clock steps (Entry.Age). Default clock.System().
-	Clock clock.Clock
-
-	// Now, if set, replaces Clock's wall clock. Default Clock.Now.
-	Now func() time.Time
+	// them regardless of wall-clock steps (Entry.Age). Default: the system
+	// clock, with the boot clock on CLOCK_BOOTTIME.
+	Clock Clock
 
 	// Context, if set, cancels Open's start-up scan; Open then returns an
 	// error matching its Err(). Used by Open only.
@@ -104,11 +102,19 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.LockTimeout <= 0 {
 		c.LockTimeout = DefaultLockTimeout
 	}
-	c.Clock = cmp.Or(c.Clock, clock.System())
-	if c.Now == nil {
-		c.Now = c.Clock.Now
+	if c.Clock == nil {
+		c.Clock = clock.System()
 	}
 	c.Context = cmp.Or(c.Context, context.Background())
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c, nil
+}
+
+// Clock is what a spool stamps events with: the wall clock (Now), a clock
+// that counts through suspend and ignores wall-clock steps (Boot), and the
+// name of the boot (BootID; "" where it cannot be read). emitter.Clock is one.
+type Clock interface {
+	Now() time.Time
+	Boot() time.Duration
+	BootID() string
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/clock"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -74,7 +75,7 @@ func spDiskUsage(t testing.TB, path string) (size, blocks int64) {
 	return fi.Size(), st.Blocks * 512
 }
 
-// spClock is a settable clock for Options.Now.
+// spClock is a settable wall clock; its boot clock is the system's.
 type spClock struct{ ns atomic.Int64 }
 
 func newSpClock(start time.Time) *spClock {
@@ -86,4 +87,6 @@ func newSpClock(start time.Time) *spClock {
 func (c *spClock) Now() time.Time                  { return time.Unix(0, c.ns.Load()) }
 func (c *spClock) Advance(d time.Duration)         { c.ns.Add(int64(d)) }
 func (c *spClock) Set(t time.Time)                 { c.ns.Store(t.UnixNano()) }
-func (c *spClock) Opts(o wal.Options) *wal.Options { o.Now = c.Now; return &o }
+func (c *spClock) Opts(o wal.Options) *wal.Options { o.Clock = c; return &o }
+func (c *spClock) Boot() time.Duration             { return clock.System().Boot() }
+func (c *spClock) BootID() string                  { return clock.System().BootID() }
