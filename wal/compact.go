@@ -159,6 +159,7 @@ func (w *WAL) createFresh(name string, values func(mb *bolt.Bucket) error) (*fre
 	f := &fresh{db: db, sync: !w.opts.NoSync}
 	if f.tx, err = db.Begin(true); err == nil {
 		if _, err = f.tx.CreateBucket(eventsBucket); err == nil {
+			f.packed()
 			var mb *bolt.Bucket
 			if mb, err = f.tx.CreateBucket(metaBucket); err == nil {
 				err = values(mb)
@@ -172,11 +173,19 @@ func (w *WAL) createFresh(name string, values func(mb *bolt.Bucket) error) (*fre
 	return f, nil
 }
 
+// packed makes the transaction's events bucket the framer's, its leaves
+// filled whole: keys only grow, as in the live spool. A half-filled copy
+// could come out larger than the cap it was made to meet.
+func (f *fresh) packed() {
+	f.fr.eb = f.tx.Bucket(eventsBucket)
+	f.fr.eb.FillPercent = 1.0
+}
+
 // copy puts the stored value v under key as it is.
 func (f *fresh) copy(key, v []byte) error {
 	err := f.fr.flush()
 	if err == nil {
-		err = f.tx.Bucket(eventsBucket).Put(key, v)
+		err = f.fr.eb.Put(key, v)
 	}
 	return f.grew(len(v), err)
 }
@@ -184,8 +193,6 @@ func (f *fresh) copy(key, v []byte) error {
 // add stores event seq anew, in a frame with the events added before it if
 // they are its neighbours in sequence and share its stamp.
 func (f *fresh) add(seq uint64, at stamp, data []byte) error {
-	f.fr.eb = f.tx.Bucket(eventsBucket)
-	f.fr.eb.FillPercent = 1.0
 	return f.grew(len(data), f.fr.add(seq, at, data))
 }
 
@@ -198,7 +205,9 @@ func (f *fresh) grew(n int, err error) error {
 	if err := f.commit(); err != nil {
 		return err
 	}
-	f.tx, err = f.db.Begin(true)
+	if f.tx, err = f.db.Begin(true); err == nil {
+		f.packed()
+	}
 	return err
 }
 

@@ -49,3 +49,23 @@ func TestFileBytesFollowsTheFile(t *testing.T) {
 	require.NoError(t, w.Close())
 	require.Equal(t, onDisk(), w.Stats().FileBytes, "after Close")
 }
+
+// A compacted copy packs its leaves as the live spool does: at the cap it
+// frees room, so appends under DropOldest compact now and then, not at every
+// commit (a half-filled copy came out larger than the file it replaced).
+func TestCompactedCopyIsPacked(t *testing.T) {
+	dir := t.TempDir()
+	w, err := wal.Open(dir, &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.DropOldest})
+	require.NoError(t, err)
+	defer w.Close()
+	for range 2000 {
+		_, err := w.Append(context.Background(), bytes.Repeat([]byte{'e'}, 1000))
+		require.NoError(t, err)
+	}
+	st := w.Stats()
+	require.Positive(t, st.DroppedOldest.Events, "the cap was reached")
+	require.Less(t, st.Compactions, uint64(20), "compactions while appending 2,000 events at the cap")
+	before := st.FileBytes
+	require.NoError(t, w.Compact())
+	require.LessOrEqual(t, w.Stats().FileBytes, before, "a compacted copy is no larger than the file")
+}
