@@ -7,19 +7,12 @@ import (
 	"os"
 	"time"
 
-	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
 
 // avgEventGuess turns a batch's event count into its byte bound.
 const avgEventGuess = 256
-
-// errAbandoned: the receiver stopped inside a line and will never read on.
-var errAbandoned = errors.New("receiver stopped reading inside an event; connection abandoned")
-
-// errPeerClosed is a TCP receiver's FIN with nothing unread.
-var errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
 
 // sendBatch writes what delivery asks for next and waits until the receiver
 // has read it. It returns how many events were written.
@@ -40,7 +33,7 @@ func (d *drainer) sendBatch() (int, error) {
 		_, err := d.step(msg{kind: msgRead})
 		return len(entries), err
 	}
-	if err := d.waitConsumed(); err != nil {
+	if err := d.waitRead(); err != nil {
 		return 0, err
 	}
 	d.logs.out.up(d.spool.Len) // it reads: any outage is over
@@ -50,11 +43,11 @@ func (d *drainer) sendBatch() (int, error) {
 // batchFor reads what plan p asks for; n counts events expired instead.
 func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if p.resendWitness != 0 {
-		if d.w.held.witness.Seq != p.resendWitness {
+		if d.w.witness.Seq != p.resendWitness {
 			d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
 			return nil, 0, nil
 		}
-		return []wal.Entry{d.w.held.witness}, 0, nil
+		return []wal.Entry{d.w.witness}, 0, nil
 	}
 	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
 	d.noteRead(entries) // see notifyFor
@@ -65,8 +58,7 @@ func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	entries, expired, err := d.applyMaxAge(entries) // MaxAge
-	return entries, expired, err
+	return d.applyMaxAge(entries)
 }
 
 // writeChunk bounds one write(2). A Unix socket frees a write's buffer only
@@ -106,7 +98,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 			n, before, err = d.gatedWrite(chunk) // see gate.go
 		}
 		if n == len(chunk) {
-			d.wrote(entries, before)
+			d.noteWrite(entries, before)
 			return nil
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
@@ -118,9 +110,9 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	}
 }
 
-// wrote tells delivery about a write; before is SIOCOUTQ just before it, so
+// noteWrite tells delivery about a write; before is SIOCOUTQ just before it, so
 // the growth never overestimates the write's memory.
-func (d *drainer) wrote(entries []wal.Entry, before int) {
+func (d *drainer) noteWrite(entries []wal.Entry, before int) {
 	mem := 0
 	after, ok := d.unread()
 	if ok {
@@ -131,7 +123,7 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
 		if e.Seq > d.view.acked {
-			d.w.held.sent = append(d.w.held.sent, e)
+			d.w.sent = append(d.w.sent, e)
 		}
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
@@ -197,38 +189,25 @@ func chunkEnd(buf []byte) int {
 	return len(buf)
 }
 
-// waitConsumed polls until the receiver has read everything written or the
+// waitRead polls until the receiver has read everything written or the
 // connection fails; a receiver that stopped reading is polled more and more
 // slowly, a frozen one every idleCheck.
-func (d *drainer) waitConsumed() error {
-	interval := sockwait.DefaultMinInterval
-	t := d.opts.Clock.NewTimer(interval)
-	defer t.Stop()
+func (d *drainer) waitRead() error {
 	unread, since := -1, d.opts.Clock.Now()
-	for {
+	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 		d.pub.health.beat()
-		if err := d.check(); err != nil {
-			return err
-		}
-		if !d.view.reading {
-			return nil
+		if err := d.check(); err != nil || !d.view.reading {
+			return 0, err
 		}
 		now := d.opts.Clock.Now()
 		if u := d.view.unread; u != unread {
 			unread, since = u, now
 		}
-		maxInterval := roomPoll(now.Sub(since))
 		if d.view.frozen {
-			maxInterval = idleCheck
+			return idleCheck, nil
 		}
-		t.Reset(interval)
-		select {
-		case <-t.C():
-		case <-d.ctx.Done():
-			return d.ctx.Err()
-		}
-		interval = min(2*interval, maxInterval)
-	}
+		return roomPoll(now.Sub(since)), nil
+	})
 }
 
 // repair salvages a spool whose records turned out damaged while draining.
@@ -254,7 +233,7 @@ func (d *drainer) repair(cause error) {
 // before it (see wrote). A fresh reading, not the room's upper bound, lets
 // delivery see this write read as soon as it is.
 func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
-	if _, err := d.enterGate(); err != nil {
+	if err := d.enterGate(); err != nil {
 		return 0, 0, err
 	}
 	defer d.leaveGate()
@@ -298,30 +277,10 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
-	d.logs.aged.here.Add(gone.Events)
+	d.logs.expiredHere.Add(gone.Events)
 	d.logExpired(gone, false)
-	d.progressed()
+	d.progressed(func(*linkStats) {})
 	return nil, old, nil
-}
-
-// logExpired counts gone and logs what is due, or everything when final.
-func (d *drainer) logExpired(gone wal.Counter, final bool) {
-	if !d.logs.aged.rep.lost(gone.Events, final) {
-		return
-	}
-	expired, _ := d.logs.aged.rep.take()
-	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
-		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
-		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
-}
-
-// progressed wakes Flush callers: events left the spool.
-func (d *drainer) progressed() {
-	d.pub.mu.Lock()
-	defer d.pub.mu.Unlock()
-	close(d.pub.progress)
-	d.pub.progress = make(chan struct{})
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
@@ -332,45 +291,34 @@ func (d *drainer) progressed() {
 // proves the room it takes no reading, sparing the cores commits need.
 func (d *drainer) awaitRoom(n int) error {
 	rc, ok := rawSocket(d.w.conn)
-	if !ok {
-		return nil
-	}
 	need := roomNeeded(n)
-	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
+	if r := d.w.room; !ok || r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
 	start := d.opts.Clock.Now()
-	deadline := start.Add(d.opts.WriteTimeout)
-	interval := sockwait.DefaultMinInterval
 	raised := false
-	t := d.opts.Clock.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
+	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 		sndbuf, queued, err := sendMem(rc)
 		d.w.room.readings++
-		if err != nil {
-			return nil // cannot tell: write as before
-		}
-		if need > sndbuf && !raised {
+		if err == nil && need > sndbuf && !raised {
 			raised = true
 			raiseSndbuf(rc, need)
-			continue
+			sndbuf, queued, err = sendMem(rc)
+			d.w.room.readings++
+		}
+		if err != nil {
+			return 0, nil // cannot tell: write as before
 		}
 		if sndbuf-queued >= need || (need > sndbuf && queued == 0) {
 			d.w.room.sndbuf = sndbuf
-			return nil
+			return 0, nil
 		}
-		if d.opts.Clock.Now().After(deadline) {
-			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
+		waited := d.opts.Clock.Now().Sub(start)
+		if waited > d.opts.WriteTimeout {
+			return 0, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
-		t.Reset(interval)
-		select {
-		case <-t.C():
-		case <-d.ctx.Done():
-			return d.ctx.Err()
-		}
-		interval = min(2*interval, roomPoll(d.opts.Clock.Now().Sub(start)))
-	}
+		return roomPoll(waited), nil
+	})
 }
 
 // armWrite sets the next write's deadline, then checks the context: a Close
@@ -380,34 +328,6 @@ func (d *drainer) armWrite() error {
 		return err
 	}
 	return d.ctx.Err()
-}
-
-// preamble runs Options.Preamble on the connection just made. On failure it
-// drops the connection and returns the error.
-func (d *drainer) preamble() error {
-	if d.opts.Preamble == nil {
-		return nil
-	}
-	d.pub.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.w.conn}
-	err := callPreamble(d.opts.Preamble, d.ctx, w)
-	w.done.Store(true)
-	d.pub.pre.running.Store(false)
-	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
-	d.pub.health.beat()
-	if err == nil {
-		return nil
-	}
-	d.disconnect()
-	if d.ctx.Err() != nil {
-		return d.ctx.Err() // closing: not a failure to report
-	}
-	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
-	d.pub.pre.errors.Add(1)
-	d.record(func(*linkStats) {}, err)
-	d.logs.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
-		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
-	return err
 }
 
 // An abandoned write must not leave the receiver part of a line: a scanner

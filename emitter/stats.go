@@ -94,7 +94,32 @@ func (e *Emitter) Stats() Stats {
 		reportedAtOpen: e.reportedAtOpen,
 	}
 	e.d.fillStats(&s)
-	s.Expired = e.d.logs.aged.here.Load()
+	s.Expired = e.d.logs.expiredHere.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
+}
+
+type linkStats struct {
+	connected               bool
+	connects                uint64
+	dialErrors, writeErrors uint64
+	stalls                  uint64
+	delivered               uint64
+	deadLettered            uint64
+	lastErr                 string
+	lastErrAt               time.Time
+}
+
+func (d *drainer) fillStats(s *Stats) {
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	s.Connected = d.pub.link.connected
+	s.Reconnects = max(d.pub.link.connects, 1) - 1
+	s.DialErrors = d.pub.link.dialErrors
+	s.WriteErrors = d.pub.link.writeErrors
+	s.Stalls = d.pub.link.stalls
+	s.Delivered = d.pub.link.delivered
+	s.DeadLettered = d.pub.link.deadLettered
+	s.LastError, s.LastErrorAt = d.pub.link.lastErr, d.pub.link.lastErrAt
+	s.OutageStart = d.logs.out.started()
 }
