@@ -15,16 +15,34 @@ import (
 const avgEventGuess = 256
 
 // sendBatch writes what delivery asks for next and waits until the receiver
-// has read it. It returns how many events were written.
+// has read it. It returns how many events were written, or expired instead.
 func (d *drainer) sendBatch() (int, error) {
 	r, _ := d.step(msg{kind: msgNext, seq: d.spool.FirstSeq()})
 	p := r.send
-	if !r.sendOK {
+	var entries []wal.Entry
+	var err error
+	switch {
+	case !r.sendOK:
 		return 0, nil
-	}
-	entries, n, err := d.batchFor(p)
-	if n > 0 || err != nil || len(entries) == 0 {
-		return n, err
+	case p.resendWitness != 0 && d.w.witness.Seq != p.resendWitness:
+		d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
+		return 0, nil
+	case p.resendWitness != 0:
+		entries = []wal.Entry{d.w.witness}
+	default:
+		entries, err = d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
+		d.noteRead(entries) // see notifyFor
+		if errors.Is(err, wal.ErrCorrupt) {
+			d.repair(err)
+			return 0, nil
+		}
+		var expired int
+		if err == nil {
+			entries, expired, err = d.applyMaxAge(entries)
+		}
+		if expired > 0 || err != nil || len(entries) == 0 {
+			return expired, err
+		}
 	}
 	if err := d.write(entries); err != nil {
 		return 0, err
@@ -38,27 +56,6 @@ func (d *drainer) sendBatch() (int, error) {
 	}
 	d.logs.out.up(d.spool.Len) // it reads: any outage is over
 	return len(entries), nil
-}
-
-// batchFor reads what plan p asks for; n counts events expired instead.
-func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
-	if p.resendWitness != 0 {
-		if d.w.witness.Seq != p.resendWitness {
-			d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
-			return nil, 0, nil
-		}
-		return []wal.Entry{d.w.witness}, 0, nil
-	}
-	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
-	d.noteRead(entries) // see notifyFor
-	if errors.Is(err, wal.ErrCorrupt) {
-		d.repair(err)
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	return d.applyMaxAge(entries)
 }
 
 // writeChunk bounds one write(2). A Unix socket frees a write's buffer only
@@ -89,22 +86,23 @@ func (d *drainer) write(entries []wal.Entry) error {
 }
 
 // writeChunk writes one chunk, retrying while the receiver is there but not
-// reading (a stall, not a failure), and tells delivery what it wrote.
+// reading (a stall, not a failure: delivery judges it where reads can be
+// seen), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
-		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomNeeded
+		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomPoll
 		n, before := 0, 0
 		if err == nil {
-			n, before, err = d.gatedWrite(chunk) // see gate.go
+			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
 			d.noteWrite(entries, before)
 			return nil
 		}
-		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
 		}
-		if err := d.stalled(); err != nil {
+		if err := d.check(); err != nil {
 			return err
 		}
 	}
@@ -139,26 +137,15 @@ func (d *drainer) unread() (int, bool) {
 	return n, err == nil
 }
 
-// stalled is a write that found no room for WriteTimeout: where reads can be
-// seen, delivery judges the receiver; elsewhere the connection fails.
-func (d *drainer) stalled() error {
-	if !d.w.waiter.Supported() {
-		return fmt.Errorf("write to %s: %w", d.addr, os.ErrDeadlineExceeded)
-	}
-	return d.check()
-}
-
 // check reads SIOCOUTQ, polls for a hang-up and steps delivery with both.
 func (d *drainer) check() error {
 	unread, gone, err := d.w.waiter.Probe()
 	if err != nil {
 		return err
 	}
-	if gone != nil {
-		// A dying peer's queue reads as 0: report the check before.
-		last := d.view.unread
+	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
-			gone, max(last, unread))
+			gone, max(d.view.unread, unread))
 	}
 	if d.view.wantsFin {
 		// Before anything lingers: a FIN means it stopped reading.
@@ -230,14 +217,19 @@ func (d *drainer) repair(cause error) {
 }
 
 // gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
-// before it (see wrote). A fresh reading, not the room's upper bound, lets
-// delivery see this write read as soon as it is.
+// before it (see noteWrite): a fresh reading, not the room's upper bound,
+// lets delivery see this write read as soon as it is. The deadline is set
+// before the context is checked: a Close before it is seen here, one after
+// it sets its past deadline over ours.
 func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	if err := d.enterGate(); err != nil {
 		return 0, 0, err
 	}
 	defer d.leaveGate()
-	if err := d.armWrite(); err != nil {
+	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
+		return 0, 0, err
+	}
+	if err := d.ctx.Err(); err != nil {
 		return 0, 0, err
 	}
 	before, _ = d.unread()
@@ -291,7 +283,7 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 // proves the room it takes no reading, sparing the cores commits need.
 func (d *drainer) awaitRoom(n int) error {
 	rc, ok := rawSocket(d.w.conn)
-	need := roomNeeded(n)
+	need := n + n/8 + 4096
 	if r := d.w.room; !ok || r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
@@ -321,23 +313,11 @@ func (d *drainer) awaitRoom(n int) error {
 	})
 }
 
-// armWrite sets the next write's deadline, then checks the context: a Close
-// before it is seen here, one after it sets its past deadline over ours.
-func (d *drainer) armWrite() error {
-	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
-		return err
-	}
-	return d.ctx.Err()
-}
-
 // An abandoned write must not leave the receiver part of a line: a scanner
 // hands a partial last line to its handler at EOF. So each chunk ends at a
-// line's end and is written only once the send buffer can take it whole, so
-// that write(2) copies all of it or, past its deadline, nothing.
-
-// roomNeeded is the free send-buffer memory a write of n bytes waits for,
-// the kernel's per-buffer overhead included.
-func roomNeeded(n int) int { return n + n/8 + 4096 }
+// line's end and is written only once the send buffer can take it whole
+// (with the kernel's per-buffer overhead), so that write(2) copies all of it
+// or, past its deadline, nothing.
 
 // roomPoll is the longest pause between two looks for room after waited: a
 // tenth of the wait so far, within sockwait.DefaultMaxInterval and idleCheck.
