@@ -93,10 +93,6 @@ func (c *connState) observe(now time.Time, unread int) bool {
 	return moved
 }
 
-func (c *connState) readAll(now time.Time) {
-	c.observe(now, 0)
-}
-
 func (c *connState) allRead() bool { return c.read == c.written }
 
 // isHandled reports whether the receiver has handled line l, by cfg, at now.
@@ -187,7 +183,9 @@ func (c *connState) settled(now time.Time, linger time.Duration) bool {
 func (c *connState) lingered(linger time.Duration) time.Time {
 	var at time.Time
 	for _, l := range c.lines {
-		at = later(at, l.readAt.Add(linger))
+		if t := l.readAt.Add(linger); t.After(at) {
+			at = t
+		}
 	}
 	return at
 }
@@ -200,11 +198,4 @@ func (c *connState) tookEvent() bool {
 		}
 	}
 	return false
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
 }

@@ -283,7 +283,8 @@ func (d *delivery) wrote(now time.Time, lines []line, mem int) {
 	if c == nil || len(lines) == 0 {
 		return
 	}
-	proven := d.provenBefore(now, len(lines))
+	// One event after every event here was handled: evidence for a strike.
+	proven := d.kernelReads() && d.isolating() && len(lines) == 1 && c.settled(now, d.cfg.linger)
 	c.add(lines, mem, d.acked)
 	c.lastWrite = now
 	c.lines[len(c.lines)-1].proven = proven
@@ -298,7 +299,11 @@ func (d *delivery) setAsideDone(seq uint64) ready {
 	if seq == d.acked+1 {
 		d.acked = seq
 		r.saveStrike = d.clearStrikes(seq)
-		d.tcpSetAside(seq)
+		if d.kernelReads() {
+			// The receiver died on it each time, so it handled nothing after
+			// it: the isolation over TCP ends.
+			d.isolateTo, d.tcp = min(d.isolateTo, seq), tcpIsolation{}
+		}
 		if d.conn != nil {
 			d.conn.dropThrough(seq)
 		}
@@ -389,7 +394,7 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		return ready{}
 	}
 	if !reset {
-		c.readAll(now)
+		c.observe(now, 0) // it read everything
 	}
 	r := d.ackHandled(time.Time{}) // gone: only its reads prove anything handled
 	if d.kernelReads() {
@@ -587,13 +592,6 @@ func (d *delivery) tcpHold(now time.Time) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// provenBefore reports whether a write of n events at now is one event
-// after every event on this connection was handled: evidence for a strike.
-func (d *delivery) provenBefore(now time.Time, n int) bool {
-	c := d.conn
-	return d.kernelReads() && d.isolating() && n == 1 && c.settled(now, d.cfg.linger)
-}
-
 // wantsFin reports whether the shell should look for the receiver's FIN.
 func (d *delivery) wantsFin() bool {
 	c := d.conn
@@ -642,12 +640,4 @@ func (d *delivery) hungUpTCP(r ready, c *connState) ready {
 	}
 	d.tcp.pace = min(2*d.pace(), max(d.cfg.linger, tcpPace))
 	return r
-}
-
-// tcpSetAside ends the isolation over TCP once its suspect is set aside:
-// the receiver died on it each time, so it handled nothing after it.
-func (d *delivery) tcpSetAside(seq uint64) {
-	if d.kernelReads() {
-		d.isolateTo, d.tcp = min(d.isolateTo, seq), tcpIsolation{}
-	}
 }

@@ -283,7 +283,7 @@ func (d *drainer) waitDial() bool {
 		}
 		d.w.watch = w
 		// It may have appeared between the failed dial and the watch.
-		if pathExists(d.addr) {
+		if _, err := os.Lstat(d.addr); err == nil {
 			d.step(msg{kind: msgAppeared})
 			return d.ctx.Err() == nil
 		}
@@ -304,9 +304,4 @@ func (d *drainer) closeWatch() {
 		d.w.watch.Close()
 		d.w.watch = nil
 	}
-}
-
-func pathExists(path string) bool {
-	_, err := os.Lstat(path)
-	return err == nil
 }

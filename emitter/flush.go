@@ -27,7 +27,9 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	defer tick.Stop()
 	var settle time.Time
 	for {
-		progress := e.d.progressCh()
+		e.d.pub.mu.Lock()
+		progress := e.d.pub.progress
+		e.d.pub.mu.Unlock()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
 			// The counters lag the spool a moment: wait for them, so that
 			// a dead letter is not reported as a delivery.

@@ -62,12 +62,6 @@ func (h *health) noteCommit(err error) {
 	h.commitErrT.Store(int64(h.since()))
 }
 
-// wedgedAfter is how long the drainer may go without a heartbeat before
-// Alive calls it wedged: well past its longest bounded step.
-func (o *Options) wedgedAfter() time.Duration {
-	return max(2*o.StallTimeout, 2*o.DialTimeout, 2*o.WriteTimeout)
-}
-
 // Alive returns nil while the drainer runs and is not wedged: it took a step
 // within twice Options.StallTimeout, or it waits for work, on the Preamble
 // or through a Hold. An outage is not a failure. After Close, or when the
@@ -84,7 +78,9 @@ func (e *Emitter) Alive() error {
 	}
 	beat := e.d.pub.health.lastBeat.Load()
 	since := e.d.pub.health.since() - time.Duration(beat)
-	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
+	// Well past the drainer's longest bounded step.
+	limit := max(2*e.opts.StallTimeout, 2*e.opts.DialTimeout, 2*e.opts.WriteTimeout)
+	if beat != 0 && since > limit {
 		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
 			ErrNotAlive, since.Round(time.Millisecond), limit)
 	}

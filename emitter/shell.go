@@ -180,12 +180,6 @@ func (d *drainer) progressed(f func(*linkStats)) {
 	d.pub.progress = make(chan struct{})
 }
 
-func (d *drainer) progressCh() chan struct{} {
-	d.pub.mu.Lock()
-	defer d.pub.mu.Unlock()
-	return d.pub.progress
-}
-
 // record updates the shared link stats; a non-nil err becomes the last one.
 func (d *drainer) record(f func(*linkStats), err error) {
 	d.pub.mu.Lock()
@@ -344,7 +338,10 @@ func (d *drainer) fail(err error) {
 		m = msg{kind: msgHungUp, reset: true}
 	}
 	_, aerr := d.step(m)
-	d.forgetPeer()
+	if d.w.peer.notes != nil && d.w.peer.noted {
+		_ = d.w.peer.notes.Clear() // what it did not read is resent anyway
+	}
+	d.w.peer = peerNote{notes: d.w.peer.notes, told: d.w.peer.told}
 	d.disconnect()
 	d.logs.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
@@ -357,13 +354,4 @@ func (d *drainer) disconnect() {
 	d.w.conn.Close()
 	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
-}
-
-// forgetPeer clears the note of a connection that ended (what it did not
-// read is resent anyway) and forgets its receiver.
-func (d *drainer) forgetPeer() {
-	if d.w.peer.notes != nil && d.w.peer.noted {
-		_ = d.w.peer.notes.Clear()
-	}
-	d.w.peer = peerNote{notes: d.w.peer.notes, told: d.w.peer.told}
 }

@@ -93,7 +93,13 @@ func (e *Emitter) Stats() Stats {
 
 		reportedAtOpen: e.reportedAtOpen,
 	}
-	e.d.fillStats(&s)
+	l := &e.d.pub.link
+	e.d.pub.mu.Lock()
+	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
+	s.Stalls, s.Delivered, s.DeadLettered = l.stalls, l.delivered, l.deadLettered
+	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
+	e.d.pub.mu.Unlock()
+	s.OutageStart = e.d.logs.out.started()
 	s.Expired = e.d.logs.expiredHere.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
@@ -108,18 +114,4 @@ type linkStats struct {
 	deadLettered            uint64
 	lastErr                 string
 	lastErrAt               time.Time
-}
-
-func (d *drainer) fillStats(s *Stats) {
-	d.pub.mu.Lock()
-	defer d.pub.mu.Unlock()
-	s.Connected = d.pub.link.connected
-	s.Reconnects = max(d.pub.link.connects, 1) - 1
-	s.DialErrors = d.pub.link.dialErrors
-	s.WriteErrors = d.pub.link.writeErrors
-	s.Stalls = d.pub.link.stalls
-	s.Delivered = d.pub.link.delivered
-	s.DeadLettered = d.pub.link.deadLettered
-	s.LastError, s.LastErrorAt = d.pub.link.lastErr, d.pub.link.lastErrAt
-	s.OutageStart = d.logs.out.started()
 }
