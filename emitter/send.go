@@ -282,20 +282,17 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 // waits for an empty queue, and can still be torn. Where sendRoom already
 // proves the room it takes no reading, sparing the cores commits need.
 func (d *drainer) awaitRoom(n int) error {
-	rc, ok := rawSocket(d.w.conn)
 	need := n + n/8 + 4096
-	if r := d.w.room; !ok || r.ok && r.queued+need <= r.sndbuf {
+	if r := d.w.room; !d.w.waiter.Supported() || r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
-	start := d.opts.Clock.Now()
-	raised := false
+	start, raised := d.opts.Clock.Now(), false
 	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
-		sndbuf, queued, err := sendMem(rc)
+		sndbuf, queued, err := d.w.waiter.SendMem(0)
 		d.w.room.readings++
 		if err == nil && need > sndbuf && !raised {
-			raised = true
-			raiseSndbuf(rc, need)
-			sndbuf, queued, err = sendMem(rc)
+			raised = true // once: then wait for an empty queue
+			sndbuf, queued, err = d.w.waiter.SendMem(need)
 			d.w.room.readings++
 		}
 		if err != nil {
