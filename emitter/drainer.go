@@ -63,17 +63,18 @@ func (d *drainer) run() {
 		if !d.view.frozen {
 			d.logs.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
-		d.idle()
+		d.idle(nil, nil)
 	}
 }
 
 // idle waits for new events, delivery's next deadline, the socket becoming
-// readable or, if idlePoll, the next look. Alive counts it as not wedged.
-func (d *drainer) idle() {
+// readable or, if idlePoll or while held, the next look; while held also
+// for the gate to change or the hold's limit. Alive counts it as not wedged.
+func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	expiry, stop := d.deadlineTimer()
 	defer stop()
 	var poll <-chan time.Time
-	if d.idlePoll() {
+	if gate != nil || d.idlePoll() {
 		if d.w.poll == nil {
 			d.w.poll = d.opts.Clock.NewTimer(idleCheck)
 		} else {
@@ -86,6 +87,8 @@ func (d *drainer) idle() {
 	defer d.pub.health.idle(false)
 	select {
 	case <-d.ctl.wake:
+	case <-gate:
+	case <-holdLimit:
 	case <-expiry:
 		d.onDeadline()
 	case <-poll:
@@ -211,30 +214,13 @@ func (d *drainer) checkIdle() {
 // waitGate waits until the gate is open, watching the connection as when
 // idle. It returns false if the drainer is stopped or the connection lost.
 func (d *drainer) waitGate() bool {
-	var check Timer
 	for {
-		open, _, changed, limit, stopLimit := d.gateState()
+		open, _, changed, limit, stop := d.gateState()
 		if open {
 			return true
 		}
-		if check == nil {
-			check = d.opts.Clock.NewTimer(idleCheck)
-			defer check.Stop()
-		} else {
-			check.Reset(idleCheck)
-		}
-		expiry, stopExpiry := d.deadlineTimer()
-		select {
-		case <-changed:
-		case <-limit:
-		case <-expiry:
-			d.onDeadline()
-		case <-check.C():
-			d.onIdleCheck()
-		case <-d.ctx.Done():
-		}
-		stopLimit()
-		stopExpiry()
+		d.idle(changed, limit)
+		stop()
 		if d.ctx.Err() != nil || d.w.conn == nil {
 			return false
 		}
