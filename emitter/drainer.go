@@ -71,9 +71,12 @@ func (d *drainer) run() {
 // readable or, if idlePoll or while held, the next look; while held also
 // for the gate to change or the hold's limit. Alive counts it as not wedged.
 func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
-	expiry, stop := d.deadlineTimer()
-	defer stop()
-	var poll <-chan time.Time
+	var expiry, poll <-chan time.Time
+	if d.view.wakes {
+		t := d.opts.Clock.NewTimer(d.view.wake.Sub(d.opts.Clock.Now()))
+		defer t.Stop()
+		expiry = t.C()
+	}
 	if gate != nil || d.idlePoll() {
 		if d.w.poll == nil {
 			d.w.poll = d.opts.Clock.NewTimer(idleCheck)
@@ -92,7 +95,11 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	case <-expiry:
 		d.onDeadline()
 	case <-poll:
-		d.onIdleCheck()
+		// A hang-up while idle; acks that otherwise ride on appends (an
+		// error shows again at the next Read).
+		d.checkIdle()
+		d.retryPeer()
+		_ = d.spool.FlushAcks(idleCheck)
 	case <-d.w.hup:
 		d.w.hup = nil
 		d.checkIdle()
@@ -115,16 +122,6 @@ func (d *drainer) idlePoll() bool {
 	return d.spool.AcksPending()
 }
 
-// deadlineTimer arms a timer for delivery's next deadline, if any.
-func (d *drainer) deadlineTimer() (<-chan time.Time, func()) {
-	at, ok := d.view.wake, d.view.wakes
-	if !ok {
-		return nil, func() {}
-	}
-	t := d.opts.Clock.NewTimer(at.Sub(d.opts.Clock.Now()))
-	return t.C(), func() { t.Stop() }
-}
-
 // onDeadline steps delivery at its deadline, probing the socket first where
 // it can: a line read ReplayLinger ago is handled only if the receiver's end
 // is still open.
@@ -136,14 +133,6 @@ func (d *drainer) onDeadline() {
 	if _, err := d.step(msg{kind: msgTick}); err != nil {
 		d.fail(err)
 	}
-}
-
-// onIdleCheck looks for a hang-up while idle and commits pending acks,
-// which otherwise ride on appends (an error shows again at the next Read).
-func (d *drainer) onIdleCheck() {
-	d.checkIdle()
-	d.retryPeer()
-	_ = d.spool.FlushAcks(idleCheck)
 }
 
 // connect dials until it succeeds or the drainer is stopped, each time no

@@ -37,7 +37,10 @@ func (e *Emitter) Flush(ctx context.Context) error {
 			if settle.IsZero() {
 				settle = e.opts.Clock.Now().Add(flushSettle)
 			}
-			if accounted(waited, before, after) || e.opts.Clock.Now().After(settle) {
+			// Every waited-for event explained, or the counters had their time.
+			gone := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
+				(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
+			if gone >= waited || e.opts.Clock.Now().After(settle) {
 				return flushResult(waited, before, after)
 			}
 		}
@@ -57,21 +60,11 @@ func (e *Emitter) Flush(ctx context.Context) error {
 // already left the spool.
 const flushSettle = time.Second
 
-// accounted reports whether the counters explain every waited-for event.
-func accounted(waited uint64, before, after Stats) bool {
-	n := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
-		(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
-	return n >= waited
-}
-
 // flushResult sorts the waited-for events by what became of them: what left
 // the spool undelivered is counted from the head, where those events were.
 func flushResult(waited uint64, before, after Stats) error {
 	r := &FlushError{Waited: waited}
-	take := func(n uint64) uint64 {
-		n = min(n, waited-r.Dropped-r.Expired-r.DeadLettered)
-		return n
-	}
+	take := func(n uint64) uint64 { return min(n, waited-r.Dropped-r.Expired-r.DeadLettered) }
 	r.Dropped = take(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events)
 	r.Expired = take(after.Expired - before.Expired)
 	r.DeadLettered = take(after.DeadLettered - before.DeadLettered)

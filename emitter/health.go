@@ -47,19 +47,17 @@ func (h *health) idle(on bool) {
 // noteCommit records the outcome of a commit Emit made. A full spool or a
 // caller's context ending is the policy at work, not a broken spool.
 func (h *health) noteCommit(err error) {
-	if err != nil && (errors.Is(err, wal.ErrFull) || errors.Is(err, wal.ErrTooLarge) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return
-	}
-	if err == nil {
+	switch {
+	case err == nil:
 		if h.commitErr.Load() != nil {
 			h.commitErr.Store(nil)
 		}
-		return
+	case !errors.Is(err, wal.ErrFull) && !errors.Is(err, wal.ErrTooLarge) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		msg := err.Error()
+		h.commitErr.Store(&msg)
+		h.commitErrT.Store(int64(h.since()))
 	}
-	msg := err.Error()
-	h.commitErr.Store(&msg)
-	h.commitErrT.Store(int64(h.since()))
 }
 
 // Alive returns nil while the drainer runs and is not wedged: it took a step

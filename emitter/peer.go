@@ -197,9 +197,14 @@ func (d *drainer) adoptPeerMark() {
 		return // nothing written there is pending
 	}
 	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
-	if m.Pid == 0 || !closed || !id.alive() {
+	if reason := "its reader is gone"; m.Pid == 0 || !closed || !id.alive() {
+		if m.Pid == 0 {
+			reason = "its reader was not known"
+		} else if !closed {
+			reason = "its end of the connection is still open"
+		}
 		d.opts.Logger.Info("resending what the previous run wrote to the receiver: nothing shows its reader handled it",
-			"events", m.Through-first+1, "from_seq", first, "reason", adoptRefusal(m.Pid, closed))
+			"events", m.Through-first+1, "from_seq", first, "reason", reason)
 		return
 	}
 	through, long := d.closedEndProves(first, m.Through)
@@ -260,17 +265,6 @@ func (d *drainer) peerClosed(ino uint64) bool {
 
 // peerPoll is how often adoptPeerMark looks whether the old end is closed.
 const peerPoll = 10 * time.Millisecond
-
-// adoptRefusal says why nothing written to the previous receiver is adopted.
-func adoptRefusal(pid int32, closed bool) string {
-	switch {
-	case pid == 0:
-		return "its reader was not known"
-	case !closed:
-		return "its end of the connection is still open"
-	}
-	return "its reader is gone"
-}
 
 // receiverMaxLine is the longest line, newline included, the receiver reads.
 const receiverMaxLine = DefaultMaxEventSize

@@ -31,17 +31,6 @@ type preambleState struct {
 	errors  atomic.Uint64 // failed hooks and preamble writes
 }
 
-// callPreamble calls the hook, turning a panic into an error so that a bug
-// in it fails connections, not the process.
-func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("preamble panicked: %v", r)
-		}
-	}()
-	return f(ctx, w)
-}
-
 // preamble runs Options.Preamble on the connection just made. On failure it
 // drops the connection and returns the error.
 func (d *drainer) preamble() error {
@@ -50,7 +39,14 @@ func (d *drainer) preamble() error {
 	}
 	d.pub.pre.running.Store(true)
 	w := &preambleWriter{d: d, conn: d.w.conn}
-	err := callPreamble(d.opts.Preamble, d.ctx, w)
+	err := func() (err error) {
+		defer func() { // a bug in the hook fails connections, not the process
+			if r := recover(); r != nil {
+				err = fmt.Errorf("preamble panicked: %v", r)
+			}
+		}()
+		return d.opts.Preamble(d.ctx, w)
+	}()
 	w.done.Store(true)
 	d.pub.pre.running.Store(false)
 	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
