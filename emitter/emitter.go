@@ -69,9 +69,7 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	var salvaged uint64
 	if r := spool.Salvaged(); r != nil {
 		salvaged = r.Missing
-		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
-			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", r.Cause,
-			"removed_damaged_copies", r.RemovedCopies)
+		logSalvage(o.Logger, r, "spool", spoolDir)
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
 		notSpooled: lossLog{rep: newReporter(&o)}, refused: lossLog{rep: newReporter(&o)}}

@@ -61,6 +61,13 @@ func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (repor
 	return rep
 }
 
+// logSalvage logs what a salvage of the spool recovered and lost.
+func logSalvage(lg *slog.Logger, r *wal.SalvageReport, args ...any) {
+	lg.Warn("spool was damaged and has been salvaged", append(args, "corrupt_file", r.CorruptPath,
+		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(),
+		"cause", r.Cause, "removed_damaged_copies", r.RemovedCopies)...)
+}
+
 // markReported records that the losses up to r were logged.
 func markReported(spool *wal.WAL, logger *slog.Logger, r ledger.Losses) {
 	if err := ledger.MarkReported(spool, r); err != nil && !errors.Is(err, wal.ErrClosed) {

@@ -210,9 +210,7 @@ func (d *drainer) repair(cause error) {
 		return
 	}
 	d.step(msg{kind: msgRewind})
-	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
-		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", cause,
-		"removed_damaged_copies", r.RemovedCopies)
+	logSalvage(d.opts.Logger, r)
 	d.unreadableLogged()
 }
 
