@@ -149,8 +149,6 @@ func (c *connState) oldest() (first, last sentLine, ok bool) {
 	return sentLine{}, sentLine{}, false
 }
 
-// ack acknowledges what the connection shows handled at now (zero: by reads
-
 // finState is a connection's FIN, over TCP.
 type finState struct {
 	seen    bool   // the receiver closed having read all its kernel took

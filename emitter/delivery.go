@@ -355,7 +355,8 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	return c
 }
 
-// alone), keeping the witness.
+// ackHandled acknowledges what the connection shows handled at now (zero:
+// by reads alone), keeping the witness.
 func (d *delivery) ackHandled(now time.Time) ready {
 	var r ready
 	if d.conn == nil {
