@@ -121,7 +121,9 @@ func (d *drainer) enterGate() error {
 			g := &d.pub.gate
 			g.mu.Lock()
 			ok := !g.held
-			g.writing = ok
+			if ok {
+				g.writing = true
+			}
 			g.mu.Unlock()
 			if ok {
 				return nil
