@@ -116,10 +116,10 @@ func (d *delivery) step(m msg) ready {
 	case msgHungUp:
 		r = d.hungUp(m.now, m.reset)
 	case msgLost:
-		r = d.lost()
+		r = d.connLost()
 		d.backOff(m.now, d.empty > 0)
 	case msgDialFailed:
-		r = d.lost()
+		r = d.connLost()
 		d.dialFailed(m.now)
 	case msgAppeared:
 		d.dial.quick, d.dial.at = quickDials, m.now
@@ -283,7 +283,8 @@ func (d *delivery) wrote(now time.Time, lines []line, mem int) {
 	if c == nil || len(lines) == 0 {
 		return
 	}
-	proven := d.provenBefore(now, len(lines))
+	// One event after every event here was handled: evidence for a strike.
+	proven := d.kernelReads() && d.isolating() && len(lines) == 1 && c.settled(now, d.cfg.linger)
 	c.add(lines, mem, d.acked)
 	c.lastWrite = now
 	c.lines[len(c.lines)-1].proven = proven
@@ -298,7 +299,11 @@ func (d *delivery) setAsideDone(seq uint64) ready {
 	if seq == d.acked+1 {
 		d.acked = seq
 		r.saveStrike = d.clearStrikes(seq)
-		d.tcpSetAside(seq)
+		if d.kernelReads() {
+			// The receiver died on it each time, so it handled nothing after
+			// it: the isolation over TCP ends.
+			d.isolateTo, d.tcp = min(d.isolateTo, seq), tcpIsolation{}
+		}
 		if d.conn != nil {
 			d.conn.dropThrough(seq)
 		}
@@ -350,160 +355,9 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	return c
 }
 
-// connState is what delivery knows of one connection: the lines written on
-// it not yet acknowledged, and how far the receiver has read them.
-//
-// A Unix socket frees a write's buffer only once it is read whole, so a
-// write is read once the writes after it account for all the memory
-// SIOCOUTQ shows held. Memory is never overestimated, so what was read errs
-// low. Offsets are payload bytes from the connection's start.
-type connState struct {
-	start     time.Time
-	lastMove  time.Time // when the receiver was last seen reading
-	lines     []sentLine
-	writes    []sentWrite
-	memHeld   int       // sum of writes' mem
-	unread    int       // the last SIOCOUTQ reading, plus what was written since
-	written   uint64    // payload bytes written
-	read      uint64    // payload bytes known read: whole writes
-	lastFrom  uint64    // read before its last increase: the last read began at or after it
-	partial   bool      // the oldest unread write is partly read
-	handled   bool      // an event was shown handled on this connection
-	slow      bool      // read nothing for warnAfter (noted)
-	frozen    bool      // read nothing for stallAfter (noted): write nothing new
-	lastWrite time.Time // when the last write was made
-	fin       finState  // kernelTook only
-}
-
-type sentLine struct {
-	seq        uint64
-	start, end uint64
-	readAt     time.Time // zero until read whole
-	witness    bool      // resent, already acknowledged: proof only
-	proven     bool      // written alone once all before it here were handled
-}
-
-type sentWrite struct {
-	end     uint64
-	mem     int
-	payload int
-	alone   bool // written when everything before it was read
-}
-
-// oneBuffer is the largest write a Unix socket surely keeps in one buffer:
-// only a larger one can be seen read in part.
-const oneBuffer = 32 << 10
-
-// add records a write of lines that took mem bytes of socket memory.
-func (c *connState) add(lines []line, mem int, acked uint64) {
-	payload := 0
-	for _, l := range lines {
-		start := c.written
-		c.written += uint64(l.size)
-		payload += l.size
-		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
-	}
-	mem = max(mem, payload)
-	alone := c.read == c.written-uint64(payload)
-	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload, alone: alone})
-	c.memHeld += mem
-	c.unread += mem
-}
-
-// observe takes a SIOCOUTQ reading and reports whether the receiver read.
-func (c *connState) observe(now time.Time, unread int) bool {
-	moved := unread < c.unread
-	c.unread = unread
-	newRead := c.read
-	for len(c.writes) > 0 && c.memHeld-c.writes[0].mem >= unread {
-		newRead = c.writes[0].end
-		c.memHeld -= c.writes[0].mem
-		c.writes = c.writes[1:]
-	}
-	// Less held than the writes account for: the oldest was read in part.
-	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
-	if newRead > c.read {
-		c.lastFrom, c.read = c.read, newRead
-		for i := range c.lines {
-			if c.lines[i].end <= c.read && c.lines[i].readAt.IsZero() {
-				c.lines[i].readAt = now
-			}
-		}
-	}
-	if c.partial && c.writes[0].alone {
-		// Written after everything before it was read, it was begun by a
-		// read of its own.
-		c.lastFrom = c.read
-	}
-	if moved {
-		c.lastMove, c.frozen, c.slow = now, false, false
-	}
-	return moved
-}
-
-func (c *connState) readAll(now time.Time) {
-	c.observe(now, 0)
-}
-
-func (c *connState) allRead() bool { return c.read == c.written }
-
-// isHandled reports whether the receiver has handled line l, by cfg, at now.
-func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bool {
-	if l.end > c.read {
-		return false
-	}
-	if !now.IsZero() && cfg.linger > 0 && now.Sub(l.readAt) >= cfg.linger {
-		return true // still connected that long after reading it
-	}
-	switch cfg.mode {
-	case lastRead:
-		return l.end <= c.lastFrom // a later read began after it was read whole
-	case fixedBytes:
-		return l.end+cfg.windowBytes <= c.read
-	case kernelTook:
-		return false
-	}
-	return true
-}
-
-// handledThrough returns the last sequence of the handled prefix of lines,
-// 0 if none. A zero now leaves linger out, for a receiver that is gone.
-func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
-	var through uint64
-	for _, l := range c.lines {
-		if !c.isHandled(l, cfg, now) {
-			break
-		}
-		c.handled = true
-		if !l.witness {
-			through = l.seq
-		}
-	}
-	return through
-}
-
-// dropThrough forgets the lines up to seq: acknowledged.
-func (c *connState) dropThrough(seq uint64) {
-	i := 0
-	for i < len(c.lines) && c.lines[i].seq <= seq {
-		i++
-	}
-	c.lines = c.lines[i:]
-}
-
-// oldest returns the oldest unacknowledged non-witness line, and the newest.
-func (c *connState) oldest() (first, last sentLine, ok bool) {
-	for _, l := range c.lines {
-		if !l.witness {
-			return l, c.lines[len(c.lines)-1], true
-		}
-	}
-	return sentLine{}, sentLine{}, false
-}
-
-// ack acknowledges what the connection shows handled at now (zero: by reads
-// alone), keeping the witness.
-func (d *delivery) ack(now time.Time) ready {
+// ackHandled acknowledges what the connection shows handled at now (zero:
+// by reads alone), keeping the witness.
+func (d *delivery) ackHandled(now time.Time) ready {
 	var r ready
 	if d.conn == nil {
 		return r
@@ -522,7 +376,7 @@ func (d *delivery) observed(now time.Time, unread int) ready {
 		return ready{}
 	}
 	d.conn.observe(now, unread)
-	return d.ack(now)
+	return d.ackHandled(now)
 }
 
 // Blame only on evidence: an event earns a strike only when the receiver
@@ -541,9 +395,9 @@ func (d *delivery) hungUp(now time.Time, reset bool) ready {
 		return ready{}
 	}
 	if !reset {
-		c.readAll(now)
+		c.observe(now, 0) // it read everything
 	}
-	r := d.ack(time.Time{}) // gone: only its reads prove anything handled
+	r := d.ackHandled(time.Time{}) // gone: only its reads prove anything handled
 	if d.kernelReads() {
 		r = d.hungUpTCP(r, c)
 	}
@@ -578,7 +432,7 @@ func (d *delivery) tick(now time.Time) ready {
 	if c == nil {
 		return ready{}
 	}
-	r := d.ack(now)
+	r := d.ackHandled(now)
 	if c.allRead() && !c.partial {
 		return r
 	}
@@ -608,14 +462,14 @@ func (d *delivery) stuck(r ready, now time.Time, k, last sentLine) ready {
 	return r
 }
 
-// lost records that the shell dropped the connection for a reason of its
+// connLost records that the shell dropped the connection for a reason of its
 // own: nobody is blamed, and what is not known handled is resent, isolated.
-func (d *delivery) lost() ready {
+func (d *delivery) connLost() ready {
 	c := d.conn
 	if c == nil {
 		return ready{}
 	}
-	r := d.ack(time.Time{})
+	r := d.ackHandled(time.Time{})
 	if _, last, ok := c.oldest(); ok {
 		d.isolateTo = max(d.isolateTo, last.seq)
 	}
@@ -706,13 +560,6 @@ type tcpIsolation struct {
 	pace   time.Duration // between two isolated events; 0: tcpPace
 }
 
-// finState is a connection's FIN, over TCP.
-type finState struct {
-	seen    bool   // the receiver closed having read all its kernel took
-	read    uint64 // what its kernel had taken then
-	ignored bool   // a receive-only peer: its FIN says nothing
-}
-
 func (d *delivery) kernelReads() bool { return d.cfg.mode == kernelTook }
 
 func (d *delivery) pace() time.Duration {
@@ -744,13 +591,6 @@ func (d *delivery) tcpHold(now time.Time) (time.Time, bool) {
 		return c.lingered(d.cfg.linger), !c.settled(now, d.cfg.linger)
 	}
 	return time.Time{}, false
-}
-
-// provenBefore reports whether a write of n events at now is one event
-// after every event on this connection was handled: evidence for a strike.
-func (d *delivery) provenBefore(now time.Time, n int) bool {
-	c := d.conn
-	return d.kernelReads() && d.isolating() && n == 1 && c.settled(now, d.cfg.linger)
 }
 
 // wantsFin reports whether the shell should look for the receiver's FIN.
@@ -802,117 +642,3 @@ func (d *delivery) hungUpTCP(r ready, c *connState) ready {
 	d.tcp.pace = min(2*d.pace(), max(d.cfg.linger, tcpPace))
 	return r
 }
-
-// tcpSetAside ends the isolation over TCP once its suspect is set aside:
-// the receiver died on it each time, so it handled nothing after it.
-func (d *delivery) tcpSetAside(seq uint64) {
-	if d.kernelReads() {
-		d.isolateTo, d.tcp = min(d.isolateTo, seq), tcpIsolation{}
-	}
-}
-
-// has reports whether seq is written here and not yet acknowledged.
-func (c *connState) has(seq uint64) bool {
-	for _, l := range c.lines {
-		if l.seq == seq && !l.witness {
-			return true
-		}
-	}
-	return false
-}
-
-// settled reports whether the receiver handled everything written here,
-// and something was.
-func (c *connState) settled(now time.Time, linger time.Duration) bool {
-	for _, l := range c.lines {
-		if !l.witness || l.readAt.IsZero() || now.Before(l.readAt.Add(linger)) {
-			return false
-		}
-	}
-	return c.written > 0
-}
-
-// lingered is when every line written here will have been taken linger ago.
-func (c *connState) lingered(linger time.Duration) time.Time {
-	var at time.Time
-	for _, l := range c.lines {
-		at = later(at, l.readAt.Add(linger))
-	}
-	return at
-}
-
-// tookEvent reports whether the receiver's kernel took a non-witness event.
-func (c *connState) tookEvent() bool {
-	for _, l := range c.lines {
-		if !l.witness && l.end <= c.read {
-			return true
-		}
-	}
-	return false
-}
-
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
-
-// The pause before each dial is delivery's, from one backoff (backoff/v4,
-// jittered): after refused dials (the receiver is down) it grows to
-// MaxBackoff, and a Unix socket's path appearing ends it (the receiver is
-// binding: up to quickDials refused dials are then retried within
-// milliseconds, as listen(2) follows bind(2)); after connections that
-// handled nothing it grows to crashPause, and from the second in a row the
-// path appearing does not end it: a crash-looping receiver binds anew at
-// each start. A connection that handled something resets it.
-
-const (
-	quickDials = 25
-	quickFirst = 250 * time.Microsecond
-	quickMax   = 2 * time.Millisecond
-)
-
-// crashLoopMaxPause caps the pause before dialling a receiver that keeps
-// failing before it handles anything (at least Options.MaxBackoff).
-const crashLoopMaxPause = 5 * time.Second
-
-// dialPlan is when the next dial may be made.
-type dialPlan struct {
-	bo    *backoff.ExponentialBackOff
-	at    time.Time // no dial before
-	early bool      // the path appearing may end the wait
-	quick int       // quick re-dials left since the path appeared
-}
-
-// backOff plans the dial after a connection ended at now: at once after one
-// that handled something, else after the backoff's next pause.
-func (d *delivery) backOff(now time.Time, failed bool) {
-	if !failed {
-		d.dial.bo.Reset()
-		d.dial.at, d.dial.early = now, false
-		return
-	}
-	limit, early := d.cfg.maxBackoff, d.empty < 2
-	if !early {
-		limit = d.cfg.crashPause
-	}
-	d.dial.at, d.dial.early = now.Add(min(d.dial.bo.NextBackOff(), limit)), early
-}
-
-// dialFailed plans the dial after a refused one: the backoff's next pause,
-// or a quick one soon after the path appeared.
-func (d *delivery) dialFailed(now time.Time) {
-	p := min(d.dial.bo.NextBackOff(), d.cfg.maxBackoff)
-	if d.dial.quick > 0 {
-		p = min(p, quickFirst<<min(quickDials-d.dial.quick, 3), quickMax)
-		d.dial.quick--
-	}
-	d.dial.at, d.dial.early = now.Add(p), true
-}
-
-// noClock is the backoff's clock: it never gives up (MaxElapsedTime 0), so
-// it needs no time, and delivery reads none.
-type noClock struct{}
-
-func (noClock) Now() time.Time { return time.Time{} }

@@ -2,6 +2,7 @@ package emitter
 
 import (
 	"errors"
+	"io"
 	"syscall"
 )
 
@@ -20,4 +21,23 @@ func (e *Emitter) echoFailed(err error) {
 		msg = "stdout reader went away: events are still spooled and delivered, no longer echoed"
 	}
 	e.opts.Logger.Warn(msg, "error", err.Error(), "metric", "evspool_echo_errors_total")
+}
+
+// writeEcho writes events to Options.Stdout, one a line.
+func (e *Emitter) writeEcho(events [][]byte) {
+	if e.opts.Stdout == io.Discard {
+		return // nothing to write: no lock for 64 callers to queue on
+	}
+	e.echoMu.Lock()
+	defer e.echoMu.Unlock()
+	buf := e.echo[:0]
+	for _, ev := range events {
+		buf = append(append(buf, ev...), '\n')
+	}
+	if _, err := e.opts.Stdout.Write(buf); err != nil {
+		e.echoFailed(err)
+	}
+	if cap(buf) <= 1<<20 {
+		e.echo = buf
+	}
 }

@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/evspool/evspool/internal/ledger"
@@ -72,16 +69,14 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	var salvaged uint64
 	if r := spool.Salvaged(); r != nil {
 		salvaged = r.Missing
-		o.Logger.Warn("spool was damaged and has been salvaged", "spool", spoolDir,
-			"corrupt_file", r.CorruptPath, "recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", r.Cause,
-			"removed_damaged_copies", r.RemovedCopies)
+		logSalvage(o.Logger, r, "spool", spoolDir)
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
 		notSpooled: lossLog{rep: newReporter(&o)}, refused: lossLog{rep: newReporter(&o)}}
 	e.atOpen = spool.Stats()
 	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
 	e.d = newDrainer(addr, &e.opts, spool)
-	e.d.logs.drops.unreadable = e.atOpen.Unreadable // logged just above
+	e.d.logs.unreadable = e.atOpen.Unreadable // logged just above
 	go e.d.run()
 	return e, nil
 }
@@ -163,75 +158,4 @@ func (e *Emitter) validateAll(events [][]byte) ([][]byte, error) {
 		}
 	}
 	return clean, nil
-}
-
-func (e *Emitter) writeEcho(events [][]byte) {
-	if e.opts.Stdout == io.Discard {
-		return // nothing to write: no lock for 64 callers to queue on
-	}
-	e.echoMu.Lock()
-	defer e.echoMu.Unlock()
-	buf := e.echo[:0]
-	for _, ev := range events {
-		buf = append(append(buf, ev...), '\n')
-	}
-	if _, err := e.opts.Stdout.Write(buf); err != nil {
-		e.echoFailed(err)
-	}
-	if cap(buf) <= 1<<20 {
-		e.echo = buf
-	}
-}
-
-// Close stops the drainer, even mid-write, and closes the spool; it returns
-// by the time ctx ends. What was not delivered stays spooled for the next
-// Open, and the receiver is left whole lines only. A second Close waits for
-// the first (or its own ctx) and returns the first's result.
-func (e *Emitter) Close(ctx context.Context) error {
-	first := false
-	e.closeOnce.Do(func() {
-		first = true
-		e.closed.Store(true)
-	})
-	if first {
-		e.closeErr = e.shutdown(ctx)
-		close(e.closeDone)
-		return e.closeErr
-	}
-	select {
-	case <-e.closeDone:
-		return e.closeErr
-	case <-ctx.Done():
-		return fmt.Errorf("emitter: close: waiting for the first Close: %w", ctx.Err())
-	}
-}
-
-func (e *Emitter) shutdown(ctx context.Context) error {
-	e.d.stop()
-	select {
-	case <-e.d.ctl.done:
-		e.reportFinal() // the drainer is gone: its state is ours now
-	case <-ctx.Done():
-		// The drainer is stuck where no deadline reaches; it survives the
-		// spool closing under it (its calls get ErrClosed).
-		err := e.spool.Close()
-		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
-	}
-	return e.spool.Close()
-}
-
-// spoolFailure names why a commit failed, for the log.
-func spoolFailure(err error) string {
-	switch {
-	case errors.Is(err, wal.ErrFull):
-		return "spool_full"
-	case errors.Is(err, wal.ErrTooLarge):
-		return "event_too_large"
-	case errors.Is(err, syscall.ENOSPC), strings.Contains(err.Error(), "no space left on device"):
-		// bbolt formats some errors with %s, losing the errno.
-		return "disk_full"
-	case errors.Is(err, wal.ErrClosed):
-		return "closed"
-	}
-	return "io_error"
 }

@@ -38,3 +38,22 @@ func (e *EventSizeError) Error() string {
 
 // Is reports whether target is ErrEventTooLarge.
 func (e *EventSizeError) Is(target error) bool { return target == ErrEventTooLarge }
+
+// FlushError is what Flush returns when every event it waited for has left
+// the spool but not all reached the receiver. It matches ErrNotDelivered.
+// The counts add up to Waited; events emitted meanwhile may blur them.
+type FlushError struct {
+	Waited       uint64 // events Flush waited for
+	Delivered    uint64 // of them, acknowledged by the receiver
+	Dropped      uint64 // dropped by the full-spool policy
+	Expired      uint64 // dropped for exceeding the maximum age
+	DeadLettered uint64 // moved to the dead-letter file
+}
+
+func (e *FlushError) Error() string {
+	return fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d dropped (spool full), %d expired, %d dead-lettered",
+		e.Waited, e.Delivered, e.Dropped, e.Expired, e.DeadLettered)
+}
+
+// Is reports whether target is ErrNotDelivered.
+func (e *FlushError) Is(target error) bool { return target == ErrNotDelivered }

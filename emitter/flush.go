@@ -10,25 +10,6 @@ import (
 // ways that wake nobody (drops, expiry).
 const flushPoll = 10 * time.Millisecond
 
-// FlushError is what Flush returns when every event it waited for has left
-// the spool but not all reached the receiver. It matches ErrNotDelivered.
-// The counts add up to Waited; events emitted meanwhile may blur them.
-type FlushError struct {
-	Waited       uint64 // events Flush waited for
-	Delivered    uint64 // of them, acknowledged by the receiver
-	Dropped      uint64 // dropped by the full-spool policy
-	Expired      uint64 // dropped for exceeding the maximum age
-	DeadLettered uint64 // moved to the dead-letter file
-}
-
-func (e *FlushError) Error() string {
-	return fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d dropped (spool full), %d expired, %d dead-lettered",
-		e.Waited, e.Delivered, e.Dropped, e.Expired, e.DeadLettered)
-}
-
-// Is reports whether target is ErrNotDelivered.
-func (e *FlushError) Is(target error) bool { return target == ErrNotDelivered }
-
 // Flush returns once every event emitted before it was called has left the
 // spool (a delivered one, at most ReplayLinger after it was read), or ctx
 // ends. It returns nil when all were delivered, a *FlushError when some were
@@ -46,7 +27,9 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	defer tick.Stop()
 	var settle time.Time
 	for {
-		progress := e.d.progressCh()
+		e.d.pub.mu.Lock()
+		progress := e.d.pub.progress
+		e.d.pub.mu.Unlock()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
 			// The counters lag the spool a moment: wait for them, so that
 			// a dead letter is not reported as a delivery.
@@ -54,7 +37,10 @@ func (e *Emitter) Flush(ctx context.Context) error {
 			if settle.IsZero() {
 				settle = e.opts.Clock.Now().Add(flushSettle)
 			}
-			if accounted(waited, before, after) || e.opts.Clock.Now().After(settle) {
+			// Every waited-for event explained, or the counters had their time.
+			gone := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
+				(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
+			if gone >= waited || e.opts.Clock.Now().After(settle) {
 				return flushResult(waited, before, after)
 			}
 		}
@@ -74,21 +60,11 @@ func (e *Emitter) Flush(ctx context.Context) error {
 // already left the spool.
 const flushSettle = time.Second
 
-// accounted reports whether the counters explain every waited-for event.
-func accounted(waited uint64, before, after Stats) bool {
-	n := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
-		(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
-	return n >= waited
-}
-
 // flushResult sorts the waited-for events by what became of them: what left
 // the spool undelivered is counted from the head, where those events were.
 func flushResult(waited uint64, before, after Stats) error {
 	r := &FlushError{Waited: waited}
-	take := func(n uint64) uint64 {
-		n = min(n, waited-r.Dropped-r.Expired-r.DeadLettered)
-		return n
-	}
+	take := func(n uint64) uint64 { return min(n, waited-r.Dropped-r.Expired-r.DeadLettered) }
 	r.Dropped = take(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events)
 	r.Expired = take(after.Expired - before.Expired)
 	r.DeadLettered = take(after.DeadLettered - before.DeadLettered)

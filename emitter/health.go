@@ -47,25 +47,17 @@ func (h *health) idle(on bool) {
 // noteCommit records the outcome of a commit Emit made. A full spool or a
 // caller's context ending is the policy at work, not a broken spool.
 func (h *health) noteCommit(err error) {
-	if err != nil && (errors.Is(err, wal.ErrFull) || errors.Is(err, wal.ErrTooLarge) ||
-		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-		return
-	}
-	if err == nil {
+	switch {
+	case err == nil:
 		if h.commitErr.Load() != nil {
 			h.commitErr.Store(nil)
 		}
-		return
+	case !errors.Is(err, wal.ErrFull) && !errors.Is(err, wal.ErrTooLarge) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded):
+		msg := err.Error()
+		h.commitErr.Store(&msg)
+		h.commitErrT.Store(int64(h.since()))
 	}
-	msg := err.Error()
-	h.commitErr.Store(&msg)
-	h.commitErrT.Store(int64(h.since()))
-}
-
-// wedgedAfter is how long the drainer may go without a heartbeat before
-// Alive calls it wedged: well past its longest bounded step.
-func (o *Options) wedgedAfter() time.Duration {
-	return max(2*o.StallTimeout, 2*o.DialTimeout, 2*o.WriteTimeout)
 }
 
 // Alive returns nil while the drainer runs and is not wedged: it took a step
@@ -84,7 +76,9 @@ func (e *Emitter) Alive() error {
 	}
 	beat := e.d.pub.health.lastBeat.Load()
 	since := e.d.pub.health.since() - time.Duration(beat)
-	if limit := e.opts.wedgedAfter(); beat != 0 && since > limit {
+	// Well past the drainer's longest bounded step.
+	limit := max(2*e.opts.StallTimeout, 2*e.opts.DialTimeout, 2*e.opts.WriteTimeout)
+	if beat != 0 && since > limit {
 		return fmt.Errorf("%w: the drainer has not moved for %v (limit %v): it is stuck in a write, a dial or the spool",
 			ErrNotAlive, since.Round(time.Millisecond), limit)
 	}

@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
+	"syscall"
+	"time"
 
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
@@ -58,6 +61,13 @@ func reportPrevious(spool *wal.WAL, logger *slog.Logger, salvaged uint64) (repor
 	return rep
 }
 
+// logSalvage logs what a salvage of the spool recovered and lost.
+func logSalvage(lg *slog.Logger, r *wal.SalvageReport, args ...any) {
+	lg.Warn("spool was damaged and has been salvaged", append(args, "corrupt_file", r.CorruptPath,
+		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(),
+		"cause", r.Cause, "removed_damaged_copies", r.RemovedCopies)...)
+}
+
 // markReported records that the losses up to r were logged.
 func markReported(spool *wal.WAL, logger *slog.Logger, r ledger.Losses) {
 	if err := ledger.MarkReported(spool, r); err != nil && !errors.Is(err, wal.ErrClosed) {
@@ -65,34 +75,25 @@ func markReported(spool *wal.WAL, logger *slog.Logger, r ledger.Losses) {
 	}
 }
 
-// lossLog logs one kind of loss Emit's callers meet, rate-limited by its
-// reporter, under mu.
+// lossLog reports one kind of loss Emit's callers meet, under mu.
 type lossLog struct {
 	mu  sync.Mutex
 	rep reporter
-}
-
-// add counts n more and reports whether a line is due; the caller holds mu.
-func (l *lossLog) add(n uint64, final bool) bool { return l.rep.lost(n, final) }
-
-// take returns the count to log and starts the next; the caller holds mu.
-func (l *lossLog) take() uint64 {
-	n, _ := l.rep.take()
-	return n
 }
 
 // noteNotSpooled counts and logs n events Emit echoed but could not spool.
 func (e *Emitter) noteNotSpooled(n int, err error) {
 	e.notSpooled.mu.Lock()
 	defer e.notSpooled.mu.Unlock()
-	if e.notSpooled.add(uint64(n), false) {
+	if e.notSpooled.rep.lost(uint64(n), false) {
 		e.logNotSpooled("reason", spoolFailure(err), "error", err.Error())
 	}
 }
 
 // logNotSpooled logs what was not logged yet; the caller holds the lock.
 func (e *Emitter) logNotSpooled(args ...any) {
-	e.opts.Logger.Warn("events not spooled, echoed only", append([]any{"events", e.notSpooled.take()}, args...)...)
+	n, _ := e.notSpooled.rep.take()
+	e.opts.Logger.Warn("events not spooled, echoed only", append([]any{"events", n}, args...)...)
 	total, _ := ledger.Reported(e.spool)
 	markReported(e.spool, e.opts.Logger, ledger.Losses{DroppedNewest: total.DroppedNewest})
 }
@@ -111,14 +112,15 @@ func (e *Emitter) Refuse(n int, cause error) {
 	if err := e.spool.CountRefused(uint64(n)); err != nil && !errors.Is(err, wal.ErrClosed) {
 		e.opts.Logger.Debug("cannot record refused events in the spool", "error", err.Error())
 	}
-	if e.refused.add(uint64(n), false) {
+	if e.refused.rep.lost(uint64(n), false) {
 		e.logRefused(cause)
 	}
 }
 
 // logRefused logs the refusals not logged yet; the caller holds the lock.
 func (e *Emitter) logRefused(cause error) {
-	args := []any{"events", e.refused.take()}
+	n, _ := e.refused.rep.take()
+	args := []any{"events", n}
 	var se *EventSizeError
 	switch {
 	case errors.As(cause, &se):
@@ -136,21 +138,80 @@ func (e *Emitter) logRefused(cause error) {
 	markReported(e.spool, e.opts.Logger, ledger.Losses{Refused: total.Refused})
 }
 
-// reportFinal, at Close after the drainer stopped, logs the losses not
-// logged yet and records them as reported.
-func (e *Emitter) reportFinal() {
-	e.d.checkDrops(true) // and unreadable events
-	e.d.logExpired(wal.Counter{}, true)
-	e.notSpooled.mu.Lock()
-	if e.notSpooled.add(0, true) {
-		e.logNotSpooled("final", true)
+// spoolFailure names why a commit failed, for the log.
+func spoolFailure(err error) string {
+	switch {
+	case errors.Is(err, wal.ErrFull):
+		return "spool_full"
+	case errors.Is(err, wal.ErrTooLarge):
+		return "event_too_large"
+	case errors.Is(err, syscall.ENOSPC), strings.Contains(err.Error(), "no space left on device"):
+		// bbolt formats some errors with %s, losing the errno.
+		return "disk_full"
+	case errors.Is(err, wal.ErrClosed):
+		return "closed"
 	}
-	e.notSpooled.mu.Unlock()
-	e.refused.mu.Lock()
-	if e.refused.add(0, true) {
-		e.logRefused(nil)
+	return "io_error"
+}
+
+// dropCheckEvery is how often the drainer looks for new drop-oldest drops.
+const dropCheckEvery = time.Second
+
+// checkDrops logs new drop-oldest drops (the spool's counters survive
+// restarts: new ones only) and unreadable events, at most every
+// dropCheckEvery, or anyway when final.
+func (d *drainer) checkDrops(final bool) {
+	now := d.opts.Clock.Now()
+	if !final && now.Sub(d.logs.dropCheck) < dropCheckEvery {
+		return
 	}
-	e.refused.mu.Unlock()
-	total, _ := ledger.Reported(e.spool)
-	markReported(e.spool, e.opts.Logger, total)
+	d.logs.dropCheck = now
+	d.checkUnreadable()
+	st := d.spool.Stats()
+	total := st.DroppedOldest.Events
+	n := total - min(d.logs.dropsSeen, total)
+	d.logs.dropsSeen = max(d.logs.dropsSeen, total)
+	if !d.logs.drops.lost(n, final) {
+		return
+	}
+	dropped, _ := d.logs.drops.take()
+	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
+		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
+		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
+	markReported(d.spool, d.opts.Logger, ledger.Losses{DroppedOldest: total})
+}
+
+// checkUnreadable logs events a salvage set off by a commit found
+// unreadable; the drainer's own salvages log theirs.
+func (d *drainer) checkUnreadable() {
+	total, _ := ledger.Reported(d.spool)
+	if total.Unreadable <= d.logs.unreadable {
+		return
+	}
+	attrs := []any{"unreadable_events", total.Unreadable - d.logs.unreadable, "unreadable_total", total.Unreadable}
+	if r := d.spool.Salvaged(); r != nil {
+		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
+	}
+	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
+	d.unreadableLogged()
+}
+
+// unreadableLogged records that the spool's unreadable events were logged.
+func (d *drainer) unreadableLogged() {
+	total, _ := ledger.Reported(d.spool)
+	d.logs.unreadable = total.Unreadable
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
+}
+
+// logExpired counts events MaxAge removed and logs what is due, or
+// everything when final.
+func (d *drainer) logExpired(gone wal.Counter, final bool) {
+	if !d.logs.expired.lost(gone.Events, final) {
+		return
+	}
+	expired, _ := d.logs.expired.take()
+	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
+		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
+		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
 }

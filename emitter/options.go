@@ -171,15 +171,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.ReplayLinger < 0 {
 		return c, fmt.Errorf("emitter: ReplayLinger %v is negative: give a positive duration", c.ReplayLinger)
 	}
-	if c.Stdout == nil {
-		c.Stdout = os.Stdout
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Clock == nil {
-		c.Clock = clock.System()
-	}
+	setDefault(&c.Stdout, io.Writer(os.Stdout))
+	setDefault(&c.Logger, slog.New(slog.DiscardHandler))
+	setDefault(&c.Clock, clock.System())
 	if c.MaxHold < 0 {
 		return c, fmt.Errorf("emitter: MaxHold %v is negative: give a positive duration, or 0 for holds that last until Release", c.MaxHold)
 	}

@@ -48,6 +48,12 @@ const peerTriesMax = 100
 // peerAcceptWait bounds identifyPeer's wait for the receiver's accept.
 const peerAcceptWait = 2 * time.Second
 
+// peerSpins is how many times identifyPeer asks again at once (about a
+// millisecond) before it sleeps between attempts: a receiver at hand
+// accepts within tens of microseconds, and a sleep under a millisecond
+// takes one. Counted, not timed: the spin waits on no clock.
+const peerSpins = 100
+
 // identifyPeer notes the receiver's end of a new connection before the first
 // write, so that the next start after a kill does not interleave its resend
 // with the old connection's last lines. Waiting for the receiver to accept
@@ -56,37 +62,26 @@ func (d *drainer) identifyPeer() {
 	if d.w.peer.notes == nil {
 		return
 	}
-	start := d.opts.Clock.Now()
-	interval := time.Millisecond
-	for spins := 0; ; spins++ {
-		d.pub.health.beat() // waiting, by design: not wedged
-		ino, retry := peerEnd(d.w.conn)
-		if ino != 0 {
-			d.w.peer.ino = ino
-			d.writePeerNote(d.view.acked)
-			return
-		}
-		waited := d.opts.Clock.Now().Sub(start)
-		if !retry || waited > peerAcceptWait || d.ctx.Err() != nil {
-			return
-		}
-		if spins < peerSpins {
+	start, spins := d.opts.Clock.Now(), 0
+	_ = d.poll(time.Millisecond, func() (time.Duration, error) {
+		for ; ; spins++ {
+			d.pub.health.beat() // waiting, by design: not wedged
+			ino, retry := peerEnd(d.w.conn)
+			if ino != 0 {
+				d.w.peer.ino = ino
+				d.writePeerNote(d.view.acked)
+				return 0, nil
+			}
+			if !retry || d.opts.Clock.Now().Sub(start) > peerAcceptWait || d.ctx.Err() != nil {
+				return 0, nil
+			}
+			if spins >= peerSpins {
+				return 50 * time.Millisecond, nil
+			}
 			runtime.Gosched()
-			continue
 		}
-		if !d.sleep(interval) {
-			return
-		}
-		interval = min(2*interval, 50*time.Millisecond)
-	}
+	})
 }
-
-// peerSpins is how many times identifyPeer asks again at once (about a
-// millisecond) before it sleeps between attempts: a receiver at hand
-// accepts within tens of microseconds, and a sleep under a millisecond
-// takes one (the runtime's poller counts in milliseconds). Counted, not
-// timed: the spin waits on no clock.
-const peerSpins = 100
 
 // writePeerNote notes that the current receiver end was written through
 // seq, with its reader if known.
@@ -183,21 +178,6 @@ func (d *drainer) retryPeer() {
 	}
 }
 
-// forgetPeer clears the note of a connection that ended: what it did not
-// read is resent anyway.
-func (d *drainer) forgetPeer() {
-	if d.w.peer.notes != nil && d.w.peer.noted {
-		_ = d.w.peer.notes.Clear()
-	}
-	d.resetPeer()
-}
-
-// resetPeer forgets the connection's receiver (a new connection, or none).
-func (d *drainer) resetPeer() {
-	told := d.w.peer.told
-	d.w.peer = peerNote{notes: d.w.peer.notes, told: told}
-}
-
 // adoptPeerMark waits until the receiver's end of an earlier process's last
 // connection is closed, then acknowledges what was written there as far as
 // the evidence goes (docs/delivery.md, "Handled means proven"): the same
@@ -217,9 +197,14 @@ func (d *drainer) adoptPeerMark() {
 		return // nothing written there is pending
 	}
 	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
-	if m.Pid == 0 || !closed || !id.alive() {
+	if reason := "its reader is gone"; m.Pid == 0 || !closed || !id.alive() {
+		if m.Pid == 0 {
+			reason = "its reader was not known"
+		} else if !closed {
+			reason = "its end of the connection is still open"
+		}
 		d.opts.Logger.Info("resending what the previous run wrote to the receiver: nothing shows its reader handled it",
-			"events", m.Through-first+1, "from_seq", first, "reason", adoptRefusal(m.Pid, closed))
+			"events", m.Through-first+1, "from_seq", first, "reason", reason)
 		return
 	}
 	through, long := d.closedEndProves(first, m.Through)
@@ -237,10 +222,7 @@ func (d *drainer) adoptPeerMark() {
 	// Logged before Flush can see the progress: one that returns has it.
 	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
 		"receiver_pid", m.Pid, "events", n, "through_seq", through)
-	d.pub.mu.Lock()
-	d.pub.link.delivered += n
-	d.signalProgress()
-	d.pub.mu.Unlock()
+	d.progressed(func(l *linkStats) { l.delivered += n })
 }
 
 // closedEndProves returns the last of first..through that a closed end and
@@ -266,34 +248,23 @@ func (d *drainer) closedEndProves(first, through uint64) (last, long uint64) {
 }
 
 // peerClosed waits until the receiver's end ino of the old connection is
-// closed, at most StallTimeout.
+// closed, at most StallTimeout, looking every peerPoll.
 func (d *drainer) peerClosed(ino uint64) bool {
 	deadline := d.opts.Clock.Now().Add(d.opts.StallTimeout)
-	for {
+	closed := false
+	_ = d.poll(peerPoll, func() (time.Duration, error) {
 		d.pub.health.beat() // waiting, by design: not wedged
 		gone, err := unixSocketGone(ino)
-		if err != nil || gone {
-			return err == nil
+		if closed = err == nil && gone; err != nil || gone || d.opts.Clock.Now().After(deadline) {
+			return 0, nil
 		}
-		if d.opts.Clock.Now().After(deadline) || !d.sleep(peerPoll) {
-			return false
-		}
-	}
+		return peerPoll, nil
+	})
+	return closed
 }
 
 // peerPoll is how often adoptPeerMark looks whether the old end is closed.
 const peerPoll = 10 * time.Millisecond
-
-// adoptRefusal says why nothing written to the previous receiver is adopted.
-func adoptRefusal(pid int32, closed bool) string {
-	switch {
-	case pid == 0:
-		return "its reader was not known"
-	case !closed:
-		return "its end of the connection is still open"
-	}
-	return "its reader is gone"
-}
 
 // receiverMaxLine is the longest line, newline included, the receiver reads.
 const receiverMaxLine = DefaultMaxEventSize

@@ -31,19 +31,43 @@ type preambleState struct {
 	errors  atomic.Uint64 // failed hooks and preamble writes
 }
 
-// callPreamble calls the hook, turning a panic into an error so that a bug
-// in it fails connections, not the process.
-func callPreamble(f PreambleFunc, ctx context.Context, w io.Writer) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("preamble panicked: %v", r)
-		}
+// preamble runs Options.Preamble on the connection just made. On failure it
+// drops the connection and returns the error.
+func (d *drainer) preamble() error {
+	if d.opts.Preamble == nil {
+		return nil
+	}
+	d.pub.pre.running.Store(true)
+	w := &preambleWriter{d: d, conn: d.w.conn}
+	err := func() (err error) {
+		defer func() { // a bug in the hook fails connections, not the process
+			if r := recover(); r != nil {
+				err = fmt.Errorf("preamble panicked: %v", r)
+			}
+		}()
+		return d.opts.Preamble(d.ctx, w)
 	}()
-	return f(ctx, w)
+	w.done.Store(true)
+	d.pub.pre.running.Store(false)
+	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
+	d.pub.health.beat()
+	if err == nil {
+		return nil
+	}
+	d.disconnect()
+	if d.ctx.Err() != nil {
+		return d.ctx.Err() // closing: not a failure to report
+	}
+	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
+	d.pub.pre.errors.Add(1)
+	d.record(func(*linkStats) {}, err)
+	d.logs.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
+		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
+	return err
 }
 
-// preambleWriter writes the preamble, each write with a deadline, until the
-// hook returns.
+// preambleWriter writes the preamble, each write with a deadline and
+// through the gate, until the hook returns.
 type preambleWriter struct {
 	d    *drainer
 	conn net.Conn
@@ -57,10 +81,7 @@ func (w *preambleWriter) Write(p []byte) (int, error) {
 	if w.done.Load() {
 		return 0, errPreambleOver
 	}
-	if d.ctx.Err() != nil {
-		return 0, ErrClosed
-	}
-	if _, err := d.enterGate(); err != nil { // a Hold mid-preamble: see gate.go
+	if d.ctx.Err() != nil || d.enterGate() != nil {
 		return 0, ErrClosed
 	}
 	defer d.leaveGate()

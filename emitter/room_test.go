@@ -82,7 +82,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 	assert.Equal(t, 3, d.w.room.readings)
 }
 
-// wrote keeps the reading after a write as the next chunk's proof on a Unix
+// noteWrite keeps the reading after a write as the next chunk's proof on a Unix
 // socket, and never where the reading failed.
 func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
@@ -93,12 +93,12 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	n, before, err := d.gatedWrite(make([]byte, 99))
 	require.NoError(t, err)
 	require.Equal(t, 99, n)
-	d.wrote(entries(1, 1, 99), before)
+	d.noteWrite(entries(1, 1, 99), before)
 	require.True(t, d.w.room.ok)
 	u, _ := d.unread()
 	assert.Equal(t, u, d.w.room.queued, "the reading after the write")
 
 	d.w.unix = false // TCP: SIOCOUTQ counts bytes, not the buffer's memory
-	d.wrote(entries(2, 1, 99), before)
+	d.noteWrite(entries(2, 1, 99), before)
 	assert.False(t, d.w.room.ok, "no proof but on a Unix socket")
 }

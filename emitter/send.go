@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -15,23 +14,35 @@ import (
 // avgEventGuess turns a batch's event count into its byte bound.
 const avgEventGuess = 256
 
-// errAbandoned: the receiver stopped inside a line and will never read on.
-var errAbandoned = errors.New("receiver stopped reading inside an event; connection abandoned")
-
-// errPeerClosed is a TCP receiver's FIN with nothing unread.
-var errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
-
 // sendBatch writes what delivery asks for next and waits until the receiver
-// has read it. It returns how many events were written.
+// has read it. It returns how many events were written, or expired instead.
 func (d *drainer) sendBatch() (int, error) {
 	r, _ := d.step(msg{kind: msgNext, seq: d.spool.FirstSeq()})
 	p := r.send
-	if !r.sendOK {
+	var entries []wal.Entry
+	var err error
+	switch {
+	case !r.sendOK:
 		return 0, nil
-	}
-	entries, n, err := d.batchFor(p)
-	if n > 0 || err != nil || len(entries) == 0 {
-		return n, err
+	case p.resendWitness != 0 && d.w.witness.Seq != p.resendWitness:
+		d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
+		return 0, nil
+	case p.resendWitness != 0:
+		entries = []wal.Entry{d.w.witness}
+	default:
+		entries, err = d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
+		d.noteRead(entries) // see notifyFor
+		if errors.Is(err, wal.ErrCorrupt) {
+			d.repair(err)
+			return 0, nil
+		}
+		var expired int
+		if err == nil {
+			entries, expired, err = d.applyMaxAge(entries)
+		}
+		if expired > 0 || err != nil || len(entries) == 0 {
+			return expired, err
+		}
 	}
 	if err := d.write(entries); err != nil {
 		return 0, err
@@ -40,33 +51,11 @@ func (d *drainer) sendBatch() (int, error) {
 		_, err := d.step(msg{kind: msgRead})
 		return len(entries), err
 	}
-	if err := d.waitConsumed(); err != nil {
+	if err := d.waitRead(); err != nil {
 		return 0, err
 	}
 	d.logs.out.up(d.spool.Len) // it reads: any outage is over
 	return len(entries), nil
-}
-
-// batchFor reads what plan p asks for; n counts events expired instead.
-func (d *drainer) batchFor(p sendPlan) ([]wal.Entry, int, error) {
-	if p.resendWitness != 0 {
-		if d.w.held.witness.Seq != p.resendWitness {
-			d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
-			return nil, 0, nil
-		}
-		return []wal.Entry{d.w.held.witness}, 0, nil
-	}
-	entries, err := d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
-	d.noteRead(entries) // see notifyFor
-	if errors.Is(err, wal.ErrCorrupt) {
-		d.repair(err)
-		return nil, 0, nil
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	entries, expired, err := d.applyMaxAge(entries) // MaxAge
-	return entries, expired, err
 }
 
 // writeChunk bounds one write(2). A Unix socket frees a write's buffer only
@@ -97,30 +86,31 @@ func (d *drainer) write(entries []wal.Entry) error {
 }
 
 // writeChunk writes one chunk, retrying while the receiver is there but not
-// reading (a stall, not a failure), and tells delivery what it wrote.
+// reading (a stall, not a failure: delivery judges it where reads can be
+// seen), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
-		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomNeeded
+		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomPoll
 		n, before := 0, 0
 		if err == nil {
-			n, before, err = d.gatedWrite(chunk) // see gate.go
+			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
-			d.wrote(entries, before)
+			d.noteWrite(entries, before)
 			return nil
 		}
-		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
 		}
-		if err := d.stalled(); err != nil {
+		if err := d.check(); err != nil {
 			return err
 		}
 	}
 }
 
-// wrote tells delivery about a write; before is SIOCOUTQ just before it, so
+// noteWrite tells delivery about a write; before is SIOCOUTQ just before it, so
 // the growth never overestimates the write's memory.
-func (d *drainer) wrote(entries []wal.Entry, before int) {
+func (d *drainer) noteWrite(entries []wal.Entry, before int) {
 	mem := 0
 	after, ok := d.unread()
 	if ok {
@@ -131,7 +121,7 @@ func (d *drainer) wrote(entries []wal.Entry, before int) {
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
 		if e.Seq > d.view.acked {
-			d.w.held.sent = append(d.w.held.sent, e)
+			d.w.sent = append(d.w.sent, e)
 		}
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
@@ -147,26 +137,15 @@ func (d *drainer) unread() (int, bool) {
 	return n, err == nil
 }
 
-// stalled is a write that found no room for WriteTimeout: where reads can be
-// seen, delivery judges the receiver; elsewhere the connection fails.
-func (d *drainer) stalled() error {
-	if !d.w.waiter.Supported() {
-		return fmt.Errorf("write to %s: %w", d.addr, os.ErrDeadlineExceeded)
-	}
-	return d.check()
-}
-
 // check reads SIOCOUTQ, polls for a hang-up and steps delivery with both.
 func (d *drainer) check() error {
 	unread, gone, err := d.w.waiter.Probe()
 	if err != nil {
 		return err
 	}
-	if gone != nil {
-		// A dying peer's queue reads as 0: report the check before.
-		last := d.view.unread
+	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
-			gone, max(last, unread))
+			gone, max(d.view.unread, unread))
 	}
 	if d.view.wantsFin {
 		// Before anything lingers: a FIN means it stopped reading.
@@ -198,46 +177,25 @@ func chunkEnd(buf []byte) int {
 	return len(buf)
 }
 
-// waitConsumed polls until the receiver has read everything written or the
+// waitRead polls until the receiver has read everything written or the
 // connection fails; a receiver that stopped reading is polled more and more
 // slowly, a frozen one every idleCheck.
-func (d *drainer) waitConsumed() error {
-	interval := sockwait.DefaultMinInterval
-	var t Timer // armed only once the first look finds bytes unread
-	defer func() {
-		if t != nil {
-			t.Stop()
-		}
-	}()
+func (d *drainer) waitRead() error {
 	unread, since := -1, d.opts.Clock.Now()
-	for {
+	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 		d.pub.health.beat()
-		if err := d.check(); err != nil {
-			return err
-		}
-		if !d.view.reading {
-			return nil
+		if err := d.check(); err != nil || !d.view.reading {
+			return 0, err
 		}
 		now := d.opts.Clock.Now()
 		if u := d.view.unread; u != unread {
 			unread, since = u, now
 		}
-		maxInterval := roomPoll(now.Sub(since))
 		if d.view.frozen {
-			maxInterval = idleCheck
+			return idleCheck, nil
 		}
-		if t == nil {
-			t = d.opts.Clock.NewTimer(interval)
-		} else {
-			t.Reset(interval)
-		}
-		select {
-		case <-t.C():
-		case <-d.ctx.Done():
-			return d.ctx.Err()
-		}
-		interval = min(2*interval, maxInterval)
-	}
+		return roomPoll(now.Sub(since)), nil
+	})
 }
 
 // repair salvages a spool whose records turned out damaged while draining.
@@ -253,21 +211,24 @@ func (d *drainer) repair(cause error) {
 		return
 	}
 	d.step(msg{kind: msgRewind})
-	d.opts.Logger.Warn("spool was damaged and has been salvaged", "corrupt_file", r.CorruptPath,
-		"recovered_events", r.Recovered, "unreadable_events", r.Missing, "unreadable_seqs", r.UnreadableSeqs(), "cause", cause,
-		"removed_damaged_copies", r.RemovedCopies)
+	logSalvage(d.opts.Logger, r)
 	d.unreadableLogged()
 }
 
 // gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
-// before it (see wrote). A fresh reading, not the room's upper bound, lets
-// delivery see this write read as soon as it is.
+// before it (see noteWrite): a fresh reading, not the room's upper bound,
+// lets delivery see this write read as soon as it is. The deadline is set
+// before the context is checked: a Close before it is seen here, one after
+// it sets its past deadline over ours.
 func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
-	if _, err := d.enterGate(); err != nil {
+	if err := d.enterGate(); err != nil {
 		return 0, 0, err
 	}
 	defer d.leaveGate()
-	if err := d.armWrite(); err != nil {
+	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
+		return 0, 0, err
+	}
+	if err := d.ctx.Err(); err != nil {
 		return 0, 0, err
 	}
 	if r := d.w.room; !r.ok || r.queued > 0 {
@@ -309,30 +270,10 @@ func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
-	d.logs.aged.here.Add(gone.Events)
+	d.logs.expiredHere.Add(gone.Events)
 	d.logExpired(gone, false)
-	d.progressed()
+	d.progressed(func(*linkStats) {})
 	return nil, old, nil
-}
-
-// logExpired counts gone and logs what is due, or everything when final.
-func (d *drainer) logExpired(gone wal.Counter, final bool) {
-	if !d.logs.aged.rep.lost(gone.Events, final) {
-		return
-	}
-	expired, _ := d.logs.aged.rep.take()
-	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
-		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
-		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
-}
-
-// progressed wakes Flush callers: events left the spool.
-func (d *drainer) progressed() {
-	d.pub.mu.Lock()
-	defer d.pub.mu.Unlock()
-	close(d.pub.progress)
-	d.pub.progress = make(chan struct{})
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
@@ -342,93 +283,39 @@ func (d *drainer) progressed() {
 // waits for an empty queue, and can still be torn. Where sendRoom already
 // proves the room it takes no reading, sparing the cores commits need.
 func (d *drainer) awaitRoom(n int) error {
-	rc, ok := rawSocket(d.w.conn)
-	if !ok {
+	need := n + n/8 + 4096
+	if r := d.w.room; !d.w.waiter.Supported() || r.ok && r.queued+need <= r.sndbuf {
 		return nil
 	}
-	need := roomNeeded(n)
-	if r := d.w.room; r.ok && r.queued+need <= r.sndbuf {
-		return nil
-	}
-	start := d.opts.Clock.Now()
-	deadline := start.Add(d.opts.WriteTimeout)
-	interval := sockwait.DefaultMinInterval
-	raised := false
-	t := d.opts.Clock.NewTimer(time.Hour)
-	defer t.Stop()
-	for {
-		sndbuf, queued, err := sendMem(rc)
+	start, raised := d.opts.Clock.Now(), false
+	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
+		sndbuf, queued, err := d.w.waiter.SendMem(0)
 		d.w.room.readings++
-		if err != nil {
-			return nil // cannot tell: write as before
+		if err == nil && need > sndbuf && !raised {
+			raised = true // once: then wait for an empty queue
+			sndbuf, queued, err = d.w.waiter.SendMem(need)
+			d.w.room.readings++
 		}
-		if need > sndbuf && !raised {
-			raised = true
-			raiseSndbuf(rc, need)
-			continue
+		if err != nil {
+			return 0, nil // cannot tell: write as before
 		}
 		if sndbuf-queued >= need || (need > sndbuf && queued == 0) {
 			d.w.room.sndbuf = sndbuf
-			return nil
+			return 0, nil
 		}
-		if d.opts.Clock.Now().After(deadline) {
-			return fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
+		waited := d.opts.Clock.Now().Sub(start)
+		if waited > d.opts.WriteTimeout {
+			return 0, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
-		t.Reset(interval)
-		select {
-		case <-t.C():
-		case <-d.ctx.Done():
-			return d.ctx.Err()
-		}
-		interval = min(2*interval, roomPoll(d.opts.Clock.Now().Sub(start)))
-	}
-}
-
-// armWrite sets the next write's deadline, then checks the context: a Close
-// before it is seen here, one after it sets its past deadline over ours.
-func (d *drainer) armWrite() error {
-	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
-		return err
-	}
-	return d.ctx.Err()
-}
-
-// preamble runs Options.Preamble on the connection just made. On failure it
-// drops the connection and returns the error.
-func (d *drainer) preamble() error {
-	if d.opts.Preamble == nil {
-		return nil
-	}
-	d.pub.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.w.conn}
-	err := callPreamble(d.opts.Preamble, d.ctx, w)
-	w.done.Store(true)
-	d.pub.pre.running.Store(false)
-	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
-	d.pub.health.beat()
-	if err == nil {
-		return nil
-	}
-	d.disconnect()
-	if d.ctx.Err() != nil {
-		return d.ctx.Err() // closing: not a failure to report
-	}
-	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
-	d.pub.pre.errors.Add(1)
-	d.record(func(*linkStats) {}, err)
-	d.logs.warns.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
-		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
-	return err
+		return roomPoll(waited), nil
+	})
 }
 
 // An abandoned write must not leave the receiver part of a line: a scanner
 // hands a partial last line to its handler at EOF. So each chunk ends at a
-// line's end and is written only once the send buffer can take it whole, so
-// that write(2) copies all of it or, past its deadline, nothing.
-
-// roomNeeded is the free send-buffer memory a write of n bytes waits for,
-// the kernel's per-buffer overhead included.
-func roomNeeded(n int) int { return n + n/8 + 4096 }
+// line's end and is written only once the send buffer can take it whole
+// (with the kernel's per-buffer overhead), so that write(2) copies all of it
+// or, past its deadline, nothing.
 
 // roomPoll is the longest pause between two looks for room after waited: a
 // tenth of the wait so far, within sockwait.DefaultMaxInterval and idleCheck.

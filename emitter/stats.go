@@ -93,8 +93,25 @@ func (e *Emitter) Stats() Stats {
 
 		reportedAtOpen: e.reportedAtOpen,
 	}
-	e.d.fillStats(&s)
-	s.Expired = e.d.logs.aged.here.Load()
+	l := &e.d.pub.link
+	e.d.pub.mu.Lock()
+	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
+	s.Stalls, s.Delivered, s.DeadLettered = l.stalls, l.delivered, l.deadLettered
+	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
+	e.d.pub.mu.Unlock()
+	s.OutageStart = e.d.logs.out.started()
+	s.Expired = e.d.logs.expiredHere.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
+}
+
+type linkStats struct {
+	connected               bool
+	connects                uint64
+	dialErrors, writeErrors uint64
+	stalls                  uint64
+	delivered               uint64
+	deadLettered            uint64
+	lastErr                 string
+	lastErrAt               time.Time
 }

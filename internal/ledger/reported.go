@@ -12,13 +12,6 @@ import (
 // transaction that loses the events, and the ledger keeps beside each count
 // (a spool value) how much of it was logged, so a process killed before it
 // logged leaves the difference to the next. Both only grow.
-const (
-	keyReportedDropOldest = "reported_dropped_oldest_events"
-	keyReportedDropNewest = "reported_dropped_newest_events"
-	keyReportedExpired    = "reported_expired_events"
-	keyReportedUnreadable = "reported_unreadable_events"
-	keyReportedRefused    = "reported_refused_events"
-)
 
 // Losses are event counts of the losses a spool records.
 type Losses struct {
@@ -29,18 +22,14 @@ type Losses struct {
 	Refused       uint64 // refused before the spool, recorded by wal's CountRefused
 }
 
-// lossField is a count and the key of its spool value.
-type lossField struct {
-	key string
-	n   *uint64
-}
+// reportedKeys are the spool values of the reported counts, in the order
+// of fields.
+var reportedKeys = [...]string{"reported_dropped_oldest_events", "reported_dropped_newest_events",
+	"reported_expired_events", "reported_unreadable_events", "reported_refused_events"}
 
-// fields pairs each count with its spool value.
-func (l *Losses) fields() []lossField {
-	return []lossField{
-		{keyReportedDropOldest, &l.DroppedOldest}, {keyReportedDropNewest, &l.DroppedNewest},
-		{keyReportedExpired, &l.Expired}, {keyReportedUnreadable, &l.Unreadable}, {keyReportedRefused, &l.Refused},
-	}
+// fields are l's counts, in the order of reportedKeys.
+func (l *Losses) fields() [len(reportedKeys)]*uint64 {
+	return [...]*uint64{&l.DroppedOldest, &l.DroppedNewest, &l.Expired, &l.Unreadable, &l.Refused}
 }
 
 // markMu orders MarkReported's read, raise and store.
@@ -68,13 +57,13 @@ func ReportedKnown(spool *wal.WAL) bool {
 
 // loadReported reads the reported counts; known is false if there are none.
 func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
-	for _, f := range r.fields() {
-		v, err := spool.Value(f.key)
+	for i, n := range r.fields() {
+		v, err := spool.Value(reportedKeys[i])
 		if err != nil {
 			return Losses{}, false, err
 		}
 		if len(v) == 8 {
-			*f.n, known = binary.BigEndian.Uint64(v), true
+			*n, known = binary.BigEndian.Uint64(v), true
 		}
 	}
 	return r, known, nil
@@ -89,13 +78,13 @@ func MarkReported(spool *wal.WAL, r Losses) error {
 	if err != nil {
 		return err
 	}
-	values := make(map[string][]byte, 5)
+	values := make(map[string][]byte, len(reportedKeys))
 	changed := !known
-	now, old := r.fields(), was.fields()
-	for i, f := range now {
-		n := max(*f.n, *old[i].n)
-		changed = changed || n != *old[i].n
-		values[f.key] = binary.BigEndian.AppendUint64(nil, n)
+	old := was.fields()
+	for i, n := range r.fields() {
+		v := max(*n, *old[i])
+		changed = changed || v != *old[i]
+		values[reportedKeys[i]] = binary.BigEndian.AppendUint64(nil, v)
 	}
 	if !changed {
 		return nil

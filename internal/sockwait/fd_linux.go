@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -96,4 +97,30 @@ func pendingError(fd uintptr) error {
 func readable(fd uintptr) bool {
 	rev, err := pollNow(fd, unix.POLLIN|pollRDHUP)
 	return err != nil || rev != 0
+}
+
+// Indexes into SO_MEMINFO's array (linux/sock_diag.h).
+const (
+	memWmemAlloc  = 2 // Unix sockets charge their queued buffers here
+	memSndbuf     = 3
+	memWmemQueued = 5 // TCP charges its send queue here
+	memVars       = 9
+)
+
+// sendMem returns the send buffer's size and the memory its queue holds.
+func sendMem(fd uintptr) (sndbuf, queued int, err error) {
+	var mem [memVars]uint32
+	size := uint32(unsafe.Sizeof(mem))
+	_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, fd, unix.SOL_SOCKET, unix.SO_MEMINFO,
+		uintptr(unsafe.Pointer(&mem[0])), uintptr(unsafe.Pointer(&size)), 0)
+	if errno != 0 {
+		return 0, 0, errno
+	}
+	return int(mem[memSndbuf]), int(max(mem[memWmemAlloc], mem[memWmemQueued])), nil
+}
+
+// raiseSndbuf asks for a send buffer of at least n bytes (the kernel caps it
+// at net.core.wmem_max, doubled).
+func raiseSndbuf(fd uintptr, n int) error {
+	return unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_SNDBUF, n)
 }

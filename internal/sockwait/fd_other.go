@@ -19,3 +19,7 @@ func closedWrite(uintptr) (bool, error) { return false, ErrUnsupported }
 func pendingError(uintptr) error { return ErrUnsupported }
 
 func readable(uintptr) bool { return true }
+
+func sendMem(uintptr) (int, int, error) { return 0, 0, ErrUnsupported }
+
+func raiseSndbuf(uintptr, int) error { return ErrUnsupported }

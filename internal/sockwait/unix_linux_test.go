@@ -163,3 +163,23 @@ func TestUnixProbeTellsReadFromUnread(t *testing.T) {
 		})
 	}
 }
+
+// TestSendMem reads the send buffer's size and what its queue holds, and
+// grows the buffer when asked.
+func TestSendMem(t *testing.T) {
+	t.Parallel()
+	client, _ := unixPair(t)
+	w := sockwait.New(client)
+	sndbuf, queued, err := w.SendMem(0)
+	require.NoError(t, err)
+	require.Positive(t, sndbuf)
+	require.Zero(t, queued, "nothing written")
+	_, err = client.Write(payload(1000))
+	require.NoError(t, err)
+	_, queued, err = w.SendMem(0)
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, queued, 1000, "unread: held, with the buffer's overhead")
+	grown, _, err := w.SendMem(2 * sndbuf)
+	require.NoError(t, err)
+	require.Greater(t, grown, sndbuf, "raised")
+}

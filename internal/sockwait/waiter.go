@@ -45,6 +45,20 @@ func (w *Waiter) Unread() (int, error) {
 	return n, err
 }
 
+// SendMem returns the size of the send buffer and the memory its queue
+// holds (SO_MEMINFO), first asking for a buffer of at least grow bytes if
+// grow is positive (the kernel caps it at net.core.wmem_max, doubled).
+func (w *Waiter) SendMem(grow int) (sndbuf, queued int, err error) {
+	err = w.control(func(fd uintptr) error {
+		if grow > 0 {
+			_ = raiseSndbuf(fd, grow)
+		}
+		sndbuf, queued, err = sendMem(fd)
+		return err
+	})
+	return sndbuf, queued, err
+}
+
 // HungUp reports, without waiting or consuming data, whether the peer hung
 // up (POLLHUP or POLLERR). A peer that only shut down its writing side has
 // not: it still reads.

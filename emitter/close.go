@@ -1,0 +1,66 @@
+package emitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/wal"
+)
+
+// Close stops the drainer, even mid-write, and closes the spool; it returns
+// by the time ctx ends. What was not delivered stays spooled for the next
+// Open, and the receiver is left whole lines only. A second Close waits for
+// the first (or its own ctx) and returns the first's result.
+func (e *Emitter) Close(ctx context.Context) error {
+	first := false
+	e.closeOnce.Do(func() {
+		first = true
+		e.closed.Store(true)
+	})
+	if first {
+		e.closeErr = e.shutdown(ctx)
+		close(e.closeDone)
+		return e.closeErr
+	}
+	select {
+	case <-e.closeDone:
+		return e.closeErr
+	case <-ctx.Done():
+		return fmt.Errorf("emitter: close: waiting for the first Close: %w", ctx.Err())
+	}
+}
+
+func (e *Emitter) shutdown(ctx context.Context) error {
+	e.d.ctl.cancel()
+	select {
+	case <-e.d.ctl.done:
+		e.reportFinal() // the drainer is gone: its state is ours now
+	case <-ctx.Done():
+		// The drainer is stuck where no deadline reaches; it survives the
+		// spool closing under it (its calls get ErrClosed).
+		err := e.spool.Close()
+		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
+	}
+	return e.spool.Close()
+}
+
+// reportFinal, at Close after the drainer stopped, logs the losses not
+// logged yet and records them as reported.
+func (e *Emitter) reportFinal() {
+	e.d.checkDrops(true) // and unreadable events
+	e.d.logExpired(wal.Counter{}, true)
+	e.notSpooled.mu.Lock()
+	if e.notSpooled.rep.lost(0, true) {
+		e.logNotSpooled("final", true)
+	}
+	e.notSpooled.mu.Unlock()
+	e.refused.mu.Lock()
+	if e.refused.rep.lost(0, true) {
+		e.logRefused(nil)
+	}
+	e.refused.mu.Unlock()
+	total, _ := ledger.Reported(e.spool)
+	markReported(e.spool, e.opts.Logger, total)
+}

@@ -1,0 +1,199 @@
+package emitter
+
+import "time"
+
+// connState is what delivery knows of one connection: the lines written on
+// it not yet acknowledged, and how far the receiver has read them.
+//
+// A Unix socket frees a write's buffer only once it is read whole, so a
+// write is read once the writes after it account for all the memory
+// SIOCOUTQ shows held. Memory is never overestimated, so what was read errs
+// low. Offsets are payload bytes from the connection's start.
+type connState struct {
+	start     time.Time
+	lastMove  time.Time // when the receiver was last seen reading
+	lines     []sentLine
+	writes    []sentWrite
+	memHeld   int       // sum of writes' mem
+	unread    int       // the last SIOCOUTQ reading, plus what was written since
+	written   uint64    // payload bytes written
+	read      uint64    // payload bytes known read: whole writes
+	lastFrom  uint64    // read before its last increase: the last read began at or after it
+	partial   bool      // the oldest unread write is partly read
+	handled   bool      // an event was shown handled on this connection
+	slow      bool      // read nothing for warnAfter (noted)
+	frozen    bool      // read nothing for stallAfter (noted): write nothing new
+	lastWrite time.Time // when the last write was made
+	fin       finState  // kernelTook only
+}
+
+type sentLine struct {
+	seq        uint64
+	start, end uint64
+	readAt     time.Time // zero until read whole
+	witness    bool      // resent, already acknowledged: proof only
+	proven     bool      // written alone once all before it here were handled
+}
+
+type sentWrite struct {
+	end     uint64
+	mem     int
+	payload int
+	alone   bool // written when everything before it was read
+}
+
+// oneBuffer is the largest write a Unix socket surely keeps in one buffer:
+// only a larger one can be seen read in part.
+const oneBuffer = 32 << 10
+
+// add records a write of lines that took mem bytes of socket memory.
+func (c *connState) add(lines []line, mem int, acked uint64) {
+	payload := 0
+	for _, l := range lines {
+		start := c.written
+		c.written += uint64(l.size)
+		payload += l.size
+		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
+	}
+	mem = max(mem, payload)
+	alone := c.read == c.written-uint64(payload)
+	c.writes = append(c.writes, sentWrite{end: c.written, mem: mem, payload: payload, alone: alone})
+	c.memHeld += mem
+	c.unread += mem
+}
+
+// observe takes a SIOCOUTQ reading and reports whether the receiver read.
+func (c *connState) observe(now time.Time, unread int) bool {
+	moved := unread < c.unread
+	c.unread = unread
+	newRead := c.read
+	for len(c.writes) > 0 && c.memHeld-c.writes[0].mem >= unread {
+		newRead = c.writes[0].end
+		c.memHeld -= c.writes[0].mem
+		c.writes = c.writes[1:]
+	}
+	// Less held than the writes account for: the oldest was read in part.
+	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
+	if newRead > c.read {
+		c.lastFrom, c.read = c.read, newRead
+		for i := range c.lines {
+			if c.lines[i].end <= c.read && c.lines[i].readAt.IsZero() {
+				c.lines[i].readAt = now
+			}
+		}
+	}
+	if c.partial && c.writes[0].alone {
+		// Written after everything before it was read, it was begun by a
+		// read of its own.
+		c.lastFrom = c.read
+	}
+	if moved {
+		c.lastMove, c.frozen, c.slow = now, false, false
+	}
+	return moved
+}
+
+func (c *connState) allRead() bool { return c.read == c.written }
+
+// isHandled reports whether the receiver has handled line l, by cfg, at now.
+func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bool {
+	if l.end > c.read {
+		return false
+	}
+	if !now.IsZero() && cfg.linger > 0 && now.Sub(l.readAt) >= cfg.linger {
+		return true // still connected that long after reading it
+	}
+	switch cfg.mode {
+	case lastRead:
+		return l.end <= c.lastFrom // a later read began after it was read whole
+	case fixedBytes:
+		return l.end+cfg.windowBytes <= c.read
+	case kernelTook:
+		return false
+	}
+	return true
+}
+
+// handledThrough returns the last sequence of the handled prefix of lines,
+// 0 if none. A zero now leaves linger out, for a receiver that is gone.
+func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
+	var through uint64
+	for _, l := range c.lines {
+		if !c.isHandled(l, cfg, now) {
+			break
+		}
+		c.handled = true
+		if !l.witness {
+			through = l.seq
+		}
+	}
+	return through
+}
+
+// dropThrough forgets the lines up to seq: acknowledged.
+func (c *connState) dropThrough(seq uint64) {
+	i := 0
+	for i < len(c.lines) && c.lines[i].seq <= seq {
+		i++
+	}
+	c.lines = c.lines[i:]
+}
+
+// oldest returns the oldest unacknowledged non-witness line, and the newest.
+func (c *connState) oldest() (first, last sentLine, ok bool) {
+	for _, l := range c.lines {
+		if !l.witness {
+			return l, c.lines[len(c.lines)-1], true
+		}
+	}
+	return sentLine{}, sentLine{}, false
+}
+
+// finState is a connection's FIN, over TCP.
+type finState struct {
+	seen    bool   // the receiver closed having read all its kernel took
+	read    uint64 // what its kernel had taken then
+	ignored bool   // a receive-only peer: its FIN says nothing
+}
+
+// has reports whether seq is written here and not yet acknowledged.
+func (c *connState) has(seq uint64) bool {
+	for _, l := range c.lines {
+		if l.seq == seq && !l.witness {
+			return true
+		}
+	}
+	return false
+}
+
+// settled reports whether the receiver handled everything written here,
+// and something was.
+func (c *connState) settled(now time.Time, linger time.Duration) bool {
+	for _, l := range c.lines {
+		if !l.witness || l.readAt.IsZero() || now.Before(l.readAt.Add(linger)) {
+			return false
+		}
+	}
+	return c.written > 0
+}
+
+// lingered is when every line written here will have been taken linger ago.
+func (c *connState) lingered(linger time.Duration) time.Time {
+	var at time.Time
+	for _, l := range c.lines {
+		if t := l.readAt.Add(linger); t.After(at) {
+			at = t
+		}
+	}
+	return at
+}
+
+// tookEvent reports whether the receiver's kernel took a non-witness event.
+func (c *connState) tookEvent() bool {
+	for _, l := range c.lines {
+		if !l.witness && l.end <= c.read {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,357 @@
+package emitter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/internal/pathwatch"
+	"github.com/evspool/evspool/internal/sockwait"
+	"github.com/evspool/evspool/wal"
+)
+
+// drainer is the one goroutine that owns the connection: the I/O shell
+// around delivery, which makes every decision. Others talk to it through
+// wake (a notify channel of capacity 1) and ctx. This file holds the
+// shell's primitives; the loop (drainer.go), send.go and peer.go use them.
+type drainer struct {
+	addr  string
+	opts  *Options // opts.Clock: every wait and every now
+	spool *wal.WAL
+	ctx   context.Context
+	ctl   control
+
+	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
+	dv    *delivery // stepped through step, never read
+	view  view      // delivery's state as of its last step
+	w     wire
+	logs  logs
+	scans sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
+
+	pub shared // read by Emitter's methods on other goroutines
+}
+
+// control is how other goroutines wake and stop the run goroutine.
+type control struct {
+	wake   chan struct{}
+	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// logs are the drainer's rate-limited reports.
+type logs struct {
+	delivery, deadLetter, preamble reporter // slow, frozen and crash-looping receivers; poison; preambles
+	out                            outage
+	drops                          reporter
+	dropsSeen                      uint64 // DroppedOldest.Events when last looked at
+	dropCheck                      time.Time
+	unreadable                     uint64 // the spool's unreadable events when last logged
+	expired                        reporter
+	expiredHere                    atomic.Uint64 // events MaxAge removed in this process (Stats.Expired)
+}
+
+// shared is the drainer's state that Emitter's methods read or change.
+type shared struct {
+	pre      preambleState // see preamble.go
+	health   health        // see health.go
+	gate     gate          // see gate.go
+	mu       sync.Mutex
+	progress chan struct{} // closed and replaced as events leave the spool
+	link     linkStats
+}
+
+// wire is the connection, what reads it, and what the drainer keeps of it.
+type wire struct {
+	conn   net.Conn
+	waiter *sockwait.Waiter
+	unhook func() bool
+	buf    []byte
+	unix   bool     // conn is a Unix socket
+	room   sendRoom // see awaitRoom
+	// hup is closed once the socket becomes readable (the receiver hung up
+	// or sent something); nil once seen, and the connection is then polled.
+	hup  <-chan struct{}
+	poll Timer // times an idle drainer's next look, reused
+
+	sent    []wal.Entry      // written, not yet acknowledged: the witness comes from here
+	witness wal.Entry        // the newest acknowledged event, resent as proof
+	peer    peerNote         // see peer.go
+	preGen  uint64           // the gate's generation at this connection's last preamble
+	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
+}
+
+// sendRoom is what earlier readings prove about a Unix socket's send buffer:
+// its size, and an upper bound of what it holds (the last SIOCOUTQ reading,
+// as only the drainer writes). ok is false when either is unknown.
+type sendRoom struct {
+	sndbuf, queued int
+	ok             bool
+	readings       int // SO_MEMINFO readings taken on this connection
+}
+
+var (
+	errAbandoned  = errors.New("receiver stopped reading inside an event; connection abandoned")
+	errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
+	errFrozen     = errors.New("receiver frozen")
+)
+
+// notifyFor wakes the drainer for events committed through last, unless it
+// has read them already: the callers of one group commit then wake it once.
+// This is safe because the drainer idles only after a Read found nothing.
+func (d *drainer) notifyFor(last uint64) {
+	if last > d.ctl.readTo.Load() {
+		d.notify()
+	}
+}
+
+func (d *drainer) noteRead(entries []wal.Entry) {
+	if len(entries) > 0 {
+		d.ctl.readTo.Store(max(d.ctl.readTo.Load(), entries[len(entries)-1].Seq))
+	}
+}
+
+func (d *drainer) notify() {
+	select {
+	case d.ctl.wake <- struct{}{}:
+	default:
+	}
+}
+
+// step tells delivery m at the clock's now and carries out its ready: it
+// acknowledges, sets aside, saves the strikes and logs, in that order. It
+// returns errAbandoned when delivery dropped the connection, or the
+// spool's error.
+func (d *drainer) step(m msg) (ready, error) {
+	m.now = d.opts.Clock.Now()
+	r := d.dv.step(m)
+	d.view = r.view
+	var err error
+	if r.ackThrough != 0 {
+		err = d.ack(r.ackThrough)
+	}
+	if r.setAside != 0 {
+		d.deadLetter(r.setAside)
+	}
+	if r.saveStrike {
+		d.saveStrikes()
+	}
+	for _, n := range r.notes {
+		d.logNote(n)
+	}
+	if r.abandon {
+		err = errAbandoned
+	}
+	return r, err
+}
+
+// ack removes the events through seq from the spool; the newest is kept as
+// the witness.
+func (d *drainer) ack(seq uint64) error {
+	if err := d.spool.Ack(seq); err != nil {
+		return err // they are resent: duplicates
+	}
+	n := 0
+	for n < len(d.w.sent) && d.w.sent[n].Seq <= seq {
+		n++
+	}
+	if n > 0 {
+		d.w.witness = d.w.sent[n-1]
+		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
+	}
+	d.progressed(func(l *linkStats) { l.delivered += uint64(n) })
+	return nil
+}
+
+// progressed updates the link stats by f and wakes Flush: events left the
+// spool.
+func (d *drainer) progressed(f func(*linkStats)) {
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	f(&d.pub.link)
+	close(d.pub.progress)
+	d.pub.progress = make(chan struct{})
+}
+
+// record updates the shared link stats; a non-nil err becomes the last one.
+func (d *drainer) record(f func(*linkStats), err error) {
+	d.pub.mu.Lock()
+	defer d.pub.mu.Unlock()
+	f(&d.pub.link)
+	if err != nil {
+		d.pub.link.lastErr, d.pub.link.lastErrAt = err.Error(), d.opts.Clock.Now()
+	}
+}
+
+// deadLetter appends the oldest pending event seq to the dead-letter file,
+// then removes it from the spool: a crash in between duplicates, never loses.
+func (d *drainer) deadLetter(seq uint64) {
+	entries, err := d.spool.Read(seq, 1, 0)
+	if err != nil || len(entries) == 0 || entries[0].Seq != seq {
+		d.opts.Logger.Error("cannot read a poison event to set it aside", "seq", seq, "error", err)
+		return
+	}
+	e := entries[0]
+	attempts := d.view.strikes.n
+	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.opts.Clock.Now(), Attempts: attempts, Data: e.Data}
+	path := filepath.Join(d.spool.Dir(), ledger.DeadLetterFile)
+	if err := ledger.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
+		d.logs.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
+			"seq", seq, "file", path, "error", err.Error())
+		return
+	}
+	if err := d.spool.Ack(seq); err != nil {
+		d.opts.Logger.Error("poison event set aside but not removed from the spool; it will be set aside again",
+			"seq", seq, "error", err)
+		return
+	}
+	d.step(msg{kind: msgSetAside, seq: seq})
+	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
+		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
+		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
+	d.progressed(func(l *linkStats) { l.deadLettered++ })
+}
+
+// saveStrikes keeps delivery's strike record, and the witness, in the spool.
+func (d *drainer) saveStrikes() {
+	s := d.view.strikes
+	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
+	if s.seq != 0 && s.witness != 0 && d.w.witness.Seq == s.witness {
+		rec.WitnessSeq, rec.Witness = s.witness, d.w.witness.Data
+	}
+	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
+		d.logs.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
+			"seq", s.seq, "error", err.Error())
+	}
+}
+
+// restoreStrikes takes the strike record an earlier process saved.
+func (d *drainer) restoreStrikes() {
+	rec, err := ledger.LoadStrikes(d.spool)
+	if err != nil {
+		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
+	}
+	d.step(msg{kind: msgRestore, seq: d.spool.FirstSeq(), strikes: strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq}})
+	if rec.WitnessSeq != 0 {
+		d.w.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
+	}
+}
+
+// logNote logs what delivery noted, rate-limited.
+func (d *drainer) logNote(n note) {
+	stalled := d.opts.Clock.Now().Sub(n.since)
+	switch n.kind {
+	case noteSlow:
+		d.record(func(l *linkStats) { l.stalls++ }, nil)
+		d.logs.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
+			"stalled_for", stalled.Round(time.Millisecond).String())
+	case noteFrozen:
+		d.logs.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
+			errFrozen, stalled.Round(time.Second)), d.spool.Len, n.since)
+	case noteStuck:
+		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
+			"addr", d.addr, "seq", n.seq, "stalled_for", stalled.Round(time.Millisecond).String())
+	case noteCrashLoop:
+		d.logs.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+			"addr", d.addr, "pending_events", d.spool.Len())
+	case noteStrike:
+		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
+			"max_attempts", d.opts.MaxAttempts)
+	}
+}
+
+// sleep waits dur on the clock; false if the drainer was stopped.
+func (d *drainer) sleep(dur time.Duration) bool {
+	slept := false
+	return d.poll(dur, func() (time.Duration, error) {
+		if slept {
+			return 0, nil
+		}
+		slept = true
+		return dur, nil
+	}) == nil
+}
+
+// poll calls look until it returns a zero pause or an error, pausing first
+// for first and then twice as long each time, up to the pause look
+// returned. It returns ctx's error once the drainer is stopped.
+func (d *drainer) poll(first time.Duration, look func() (time.Duration, error)) error {
+	var t Timer
+	for interval := first; ; interval *= 2 {
+		limit, err := look()
+		if err != nil || limit <= 0 {
+			return err
+		}
+		interval = min(interval, limit)
+		if t == nil {
+			t = d.opts.Clock.NewTimer(interval)
+			defer t.Stop()
+		} else {
+			t.Reset(interval)
+		}
+		select {
+		case <-t.C():
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		}
+	}
+}
+
+// timeout is context.WithTimeout on the drainer's clock.
+func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(d.ctx)
+	t := d.opts.Clock.NewTimer(dur)
+	go func() {
+		defer cancel()
+		defer t.Stop()
+		select {
+		case <-t.C():
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+// fail drops the connection after an error and tells delivery whether the
+// receiver hung up (reset: with bytes unread) or the drainer gave up on it.
+func (d *drainer) fail(err error) {
+	if d.ctx.Err() != nil {
+		return
+	}
+	if !errors.Is(err, errAbandoned) {
+		d.record(func(l *linkStats) { l.writeErrors++ }, err)
+	}
+	m := msg{kind: msgLost}
+	var gone *sockwait.PeerGoneError
+	switch {
+	case errors.As(err, &gone):
+		m = msg{kind: msgHungUp, reset: errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0}
+	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, errPeerClosed),
+		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
+		m = msg{kind: msgHungUp, reset: true}
+	}
+	_, aerr := d.step(m)
+	if d.w.peer.notes != nil && d.w.peer.noted {
+		_ = d.w.peer.notes.Clear() // what it did not read is resent anyway
+	}
+	d.w.peer = peerNote{notes: d.w.peer.notes, told: d.w.peer.told}
+	d.disconnect()
+	d.logs.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
+}
+
+func (d *drainer) disconnect() {
+	if d.w.conn == nil {
+		return
+	}
+	d.w.unhook()
+	d.w.conn.Close()
+	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
+	d.record(func(l *linkStats) { l.connected = false }, nil)
+}
