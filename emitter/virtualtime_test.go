@@ -161,8 +161,8 @@ func TestVirtualTimeMaxHold(t *testing.T) {
 	rcv, err := testrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
+	held := r.elapsed() // before Hold: the clock may move on while Hold stamps its start
 	r.em.Hold()
-	held := r.elapsed()
 	sent := events("held", 100)
 	r.emit(sent)
 	r.until(func() bool {
