@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"github.com/evspool/evspool/internal/sockwait"
 )
 
 // delivery is the drainer's decisions without its I/O: what the receiver has
@@ -130,7 +131,7 @@ func (d *delivery) step(m msg) ready {
 	case msgNoWitness:
 		d.witness = 0
 	}
-	r.view = d.view()
+	r.view = d.view(m.now)
 	return r
 }
 
@@ -172,15 +173,20 @@ type view struct {
 	wantsFin bool         // look for the receiver's FIN (TCP)
 	wakes    bool         // a msgTick has something to do at wake
 	wake     time.Time
-	dialAt   time.Time // dial no sooner
-	early    bool      // the socket path appearing may end the wait for dialAt
+	poll     time.Duration // while reading: how long until the next look (pollAfter)
+	dialAt   time.Time     // dial no sooner
+	early    bool          // the socket path appearing may end the wait for dialAt
 }
 
-func (d *delivery) view() view {
+func (d *delivery) view(now time.Time) view {
 	v := view{acked: d.acked, strikes: d.strikes, wantsFin: d.wantsFin(),
 		dialAt: d.dial.at, early: d.dial.early}
 	if c := d.conn; c != nil {
 		v.unread, v.frozen, v.reading, v.readSome = c.unread, c.frozen, !c.allRead(), c.read > 0
+		v.poll = idleCheck
+		if !c.frozen {
+			v.poll = pollAfter(now.Sub(later(c.lastMove, c.lastWrite)))
+		}
 	}
 	v.wake, v.wakes = d.wakeAt()
 	return v
@@ -641,4 +647,23 @@ func (d *delivery) hungUpTCP(r ready, c *connState) ready {
 	}
 	d.tcp.pace = min(2*d.pace(), max(d.cfg.linger, tcpPace))
 	return r
+}
+
+// idleCheck is how often the shell looks again at a frozen receiver, and at
+// one it idles beside while something pending needs it (idlePoll).
+const idleCheck = 100 * time.Millisecond
+
+// pollAfter is the longest pause between two looks at a receiver that has
+// not read for quiet (or waited for room that long): a tenth of it, within
+// sockwait.DefaultMaxInterval and idleCheck. A receiver that stopped reading
+// is looked at less and less often.
+func pollAfter(quiet time.Duration) time.Duration {
+	return min(max(quiet/10, sockwait.DefaultMaxInterval), idleCheck)
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

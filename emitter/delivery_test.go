@@ -202,7 +202,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 		d.observed(now, 0)
 		r := d.hungUp(now, false) // died handling the first line it read
 		assert.False(t, r.saveStrike, "no strike: it handled nothing")
-		v := d.view()
+		v := d.view(now)
 		pauses, early = append(pauses, v.dialAt.Sub(now)), append(early, v.early)
 		for _, n := range r.notes {
 			if n.kind == noteCrashLoop {
@@ -224,7 +224,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	writeRead(d, 20001, lines(2, 1, 100))
 	d.hungUp(at(20002), false)
 	assert.EqualValues(t, 1, d.acked)
-	assert.Equal(t, at(20002), d.view().dialAt)
+	assert.Equal(t, at(20002), d.view(at(20002)).dialAt)
 }
 
 func TestDeliveryStall(t *testing.T) {
@@ -391,4 +391,23 @@ func TestDeliveryWakeAt(t *testing.T) {
 	d.tick(at(30000))
 	_, ok = d.wakeAt()
 	assert.False(t, ok, "frozen: nothing to wake for, the shell polls")
+}
+
+// How often the shell looks at a receiver with bytes unread is delivery's: a
+// tenth of the time since it last read or was written to (2 ms to 100 ms),
+// every idleCheck once frozen, quickly again once it reads.
+func TestDeliveryPollRate(t *testing.T) {
+	d := newDelivery(testConfig(lastRead))
+	d.connected(at(0))
+	d.wrote(at(0), lines(1, 50, 100), 0)
+	poll := func(ms, unread int) time.Duration {
+		r := d.step(msg{kind: msgRead, now: at(ms), n: unread})
+		require.True(t, r.view.reading)
+		return r.view.poll
+	}
+	assert.Equal(t, 2*time.Millisecond, poll(1, 5000), "just written: the shortest")
+	assert.Equal(t, 50*time.Millisecond, poll(500, 5000), "a tenth of the quiet")
+	assert.Equal(t, idleCheck, poll(5000, 5000), "capped")
+	assert.Equal(t, 2*time.Millisecond, poll(5001, 4000), "it read: quick again")
+	assert.Equal(t, idleCheck, poll(40000, 4000), "frozen")
 }

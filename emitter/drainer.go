@@ -14,10 +14,6 @@ import (
 // The drainer's loop: it dials, passes the gate, sends what delivery asks
 // for and idles until something happens. Its primitives are in shell.go.
 
-// idleCheck is how often an idle drainer looks again while something
-// pending needs it (see idlePoll).
-const idleCheck = 100 * time.Millisecond
-
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
 	ctx, cancel := context.WithCancel(context.Background())

@@ -90,7 +90,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 // seen), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	for {
-		err := d.awaitRoom(len(chunk)) // whole or nothing: see roomPoll
+		err := d.awaitRoom(len(chunk)) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
 		if err == nil {
 			n, before, err = d.gatedWrite(chunk)
@@ -178,23 +178,14 @@ func chunkEnd(buf []byte) int {
 }
 
 // waitRead polls until the receiver has read everything written or the
-// connection fails; a receiver that stopped reading is polled more and more
-// slowly, a frozen one every idleCheck.
+// connection fails, as often as delivery says (view.poll).
 func (d *drainer) waitRead() error {
-	unread, since := -1, d.opts.Clock.Now()
 	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 		d.pub.health.beat()
 		if err := d.check(); err != nil || !d.view.reading {
 			return 0, err
 		}
-		now := d.opts.Clock.Now()
-		if u := d.view.unread; u != unread {
-			unread, since = u, now
-		}
-		if d.view.frozen {
-			return idleCheck, nil
-		}
-		return roomPoll(now.Sub(since)), nil
+		return d.view.poll, nil
 	})
 }
 
@@ -307,7 +298,7 @@ func (d *drainer) awaitRoom(n int) error {
 		if waited > d.opts.WriteTimeout {
 			return 0, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
-		return roomPoll(waited), nil
+		return pollAfter(waited), nil
 	})
 }
 
@@ -316,9 +307,3 @@ func (d *drainer) awaitRoom(n int) error {
 // line's end and is written only once the send buffer can take it whole
 // (with the kernel's per-buffer overhead), so that write(2) copies all of it
 // or, past its deadline, nothing.
-
-// roomPoll is the longest pause between two looks for room after waited: a
-// tenth of the wait so far, within sockwait.DefaultMaxInterval and idleCheck.
-func roomPoll(waited time.Duration) time.Duration {
-	return min(max(waited/10, sockwait.DefaultMaxInterval), idleCheck)
-}
