@@ -51,6 +51,7 @@ type deliveryConfig struct {
 	maxBackoff  time.Duration // the longest pause after refused dials
 	crashPause  time.Duration // the longest pause in a crash loop
 	jitter      float64       // the backoff's randomization factor
+	maxAge      time.Duration // an event older than this is expired, not sent; 0: never
 }
 
 // strikeRecord is the one event under suspicion and its strikes, kept in the
@@ -65,11 +66,12 @@ type strikeRecord struct {
 type msg struct {
 	kind    msgKind
 	now     time.Time
-	lines   []line       // msgWrote
-	n       int          // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
-	seq     uint64       // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event
-	reset   bool         // msgHungUp: it closed with bytes unread
-	strikes strikeRecord // msgRestore: what an earlier process saved
+	lines   []line          // msgWrote; msgBatch: the batch read
+	ages    []time.Duration // msgBatch: each line's age
+	n       int             // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
+	seq     uint64          // msgRestore, msgFirst, msgNext, msgBatch: the spool's oldest pending; msgSetAside: the event
+	reset   bool            // msgHungUp: it closed with bytes unread
+	strikes strikeRecord    // msgRestore: what an earlier process saved
 }
 
 type msgKind int
@@ -79,6 +81,7 @@ const (
 	msgConnected                     // a connection was made
 	msgFirst                         // the spool's oldest pending is seq (others expired or were dropped)
 	msgNext                          // as msgFirst, and what to write next (ready.send)
+	msgBatch                         // the batch ready.send asked for was read, with its ages (ready.keep, ready.expire)
 	msgWrote                         // lines were written
 	msgRead                          // a SIOCOUTQ reading: n bytes unread
 	msgTick                          // time passed
@@ -106,6 +109,8 @@ func (d *delivery) step(m msg) ready {
 	case msgNext:
 		d.skipTo(m.seq)
 		r.send, r.sendOK = d.next(m.now)
+	case msgBatch:
+		r.keep, r.expire = d.aged(m.lines, m.ages, m.seq)
 	case msgWrote:
 		d.wrote(m.now, m.lines, m.n)
 	case msgRead:
@@ -147,6 +152,8 @@ type ready struct {
 	notes      []note
 	send       sendPlan // msgNext: what to write, if sendOK
 	sendOK     bool
+	keep       int    // msgBatch: write the batch's first keep lines
+	expire     uint64 // msgBatch: expire the spool through this sequence, then read again
 	view
 }
 
@@ -349,7 +356,7 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	c := deliveryConfig{mode: lastRead, linger: o.ReplayLinger, warnAfter: o.WriteTimeout,
 		stuckAfter: o.WriteTimeout, stallAfter: o.StallTimeout, maxAttempts: max(o.MaxAttempts, 0),
 		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
-		crashPause: max(o.MaxBackoff, crashLoopMaxPause), jitter: 0.5}
+		crashPause: max(o.MaxBackoff, crashLoopMaxPause), jitter: 0.5, maxAge: max(o.MaxAge, 0)}
 	switch {
 	case o.ReplayWindow < 0 || o.AckOnWrite:
 		c.mode = noWindow
@@ -666,4 +673,29 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// aged applies MaxAge to a batch just read: the expired lines at the
+// spool's head (head) are expired and the spool read again; otherwise the
+// batch is cut before its first expired line, which waits for its turn (an
+// earlier boot's events, aged on the wall clock, may expire out of order).
+// Expired lines behind unacknowledged ones wait until they reach the head:
+// expiring them would remove those too.
+func (d *delivery) aged(ls []line, ages []time.Duration, head uint64) (keep int, expire uint64) {
+	old := 0
+	for d.cfg.maxAge > 0 && old < len(ls) && ages[old] > d.cfg.maxAge {
+		old++
+	}
+	switch {
+	case old > 0 && ls[0].seq > head:
+		return 0, 0
+	case old > 0:
+		return 0, ls[old-1].seq
+	}
+	for i, a := range ages {
+		if d.cfg.maxAge > 0 && a > d.cfg.maxAge {
+			return i, 0
+		}
+	}
+	return len(ls), 0
 }

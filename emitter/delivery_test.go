@@ -411,3 +411,34 @@ func TestDeliveryPollRate(t *testing.T) {
 	assert.Equal(t, 2*time.Millisecond, poll(5001, 4000), "it read: quick again")
 	assert.Equal(t, idleCheck, poll(40000, 4000), "frozen")
 }
+
+// MaxAge is delivery's: expired lines at the spool's head are expired, a
+// batch is cut before an expired line further on, and expired lines behind
+// unacknowledged ones wait for the head.
+func TestDeliveryAged(t *testing.T) {
+	cfg := testConfig(lastRead)
+	cfg.maxAge = time.Minute
+	d := newDelivery(cfg)
+	old, young := 2*time.Minute, time.Second
+	ls := lines(10, 4, 100)
+	aged := func(head uint64, ages ...time.Duration) (int, uint64) {
+		r := d.step(msg{kind: msgBatch, lines: ls, ages: ages, seq: head})
+		return r.keep, r.expire
+	}
+	keep, expire := aged(10, old, old, young, young)
+	assert.Equal(t, 0, keep)
+	assert.EqualValues(t, 11, expire, "the expired head")
+	keep, expire = aged(10, young, young, old, young)
+	assert.Equal(t, 2, keep, "cut before the expired line")
+	assert.Zero(t, expire)
+	keep, expire = aged(9, old, old, young, young)
+	assert.Equal(t, 0, keep, "behind 9, unacknowledged: wait")
+	assert.Zero(t, expire)
+	keep, expire = aged(10, young, young, young, young)
+	assert.Equal(t, 4, keep)
+	assert.Zero(t, expire)
+	d.cfg.maxAge = 0
+	keep, expire = aged(10, old, old, old, old)
+	assert.Equal(t, 4, keep, "no MaxAge: nothing expires")
+	assert.Zero(t, expire)
+}

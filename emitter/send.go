@@ -37,8 +37,8 @@ func (d *drainer) sendBatch() (int, error) {
 			return 0, nil
 		}
 		var expired int
-		if err == nil {
-			entries, expired, err = d.applyMaxAge(entries)
+		if err == nil && d.opts.MaxAge > 0 && len(entries) > 0 {
+			entries, expired, err = d.aged(entries)
 		}
 		if expired > 0 || err != nil || len(entries) == 0 {
 			return expired, err
@@ -229,42 +229,32 @@ func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 	return n, before, err
 }
 
-// applyMaxAge applies Options.MaxAge to a batch just read. Expired events at
-// the spool's head are removed, and their count returned: the caller reads
-// again. Otherwise the batch is cut before its first expired event, which
-// waits for its turn (events of an earlier boot, aged on the wall clock, may
-// expire out of order).
-func (d *drainer) applyMaxAge(entries []wal.Entry) ([]wal.Entry, int, error) {
-	if d.opts.MaxAge <= 0 || len(entries) == 0 {
-		return entries, 0, nil
-	}
+// aged steps delivery with a batch's ages (Options.MaxAge) and carries out
+// what it says: write part of the batch, or expire its head and return how
+// many were expired (the caller reads again).
+func (d *drainer) aged(entries []wal.Entry) ([]wal.Entry, int, error) {
 	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
-	old := 0
-	for old < len(entries) && entries[old].Age(now, boot) > d.opts.MaxAge {
-		old++
+	ls, ages := make([]line, len(entries)), make([]time.Duration, len(entries))
+	for i, e := range entries {
+		ls[i], ages[i] = line{seq: e.Seq, size: len(e.Data) + 1}, e.Age(now, boot)
 	}
-	if old == 0 {
-		for i, e := range entries {
-			if e.Age(now, boot) > d.opts.MaxAge {
-				return entries[:i], 0, nil
-			}
-		}
-		return entries, 0, nil
+	r, _ := d.step(msg{kind: msgBatch, lines: ls, ages: ages, seq: d.spool.FirstSeq()})
+	if r.expire == 0 {
+		return entries[:r.keep], 0, nil
 	}
-	if entries[0].Seq > d.spool.FirstSeq() {
-		// Expiring these would remove the unacknowledged events before
-		// them too: send nothing until they expire at the head.
-		return nil, 0, nil
-	}
-	gone, err := d.spool.Expire(entries[old-1].Seq)
+	gone, err := d.spool.Expire(r.expire)
 	if err != nil {
 		return nil, 0, err
 	}
-	d.step(msg{kind: msgFirst, seq: entries[old-1].Seq + 1})
+	d.step(msg{kind: msgFirst, seq: r.expire + 1})
 	d.logs.expiredHere.Add(gone.Events)
 	d.logExpired(gone, false)
 	d.progressed(func(*linkStats) {})
-	return nil, old, nil
+	n := 0
+	for n < len(entries) && entries[n].Seq <= r.expire {
+		n++
+	}
+	return nil, n, nil
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
