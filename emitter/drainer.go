@@ -2,6 +2,7 @@ package emitter
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"time"
@@ -275,4 +276,39 @@ func (d *drainer) closeWatch() {
 		d.w.watch.Close()
 		d.w.watch = nil
 	}
+}
+
+// preamble runs Options.Preamble on the connection just made. On failure it
+// drops the connection and returns the error.
+func (d *drainer) preamble() error {
+	if d.opts.Preamble == nil {
+		return nil
+	}
+	d.pub.pre.running.Store(true)
+	w := &preambleWriter{d: d, conn: d.w.conn}
+	err := func() (err error) {
+		defer func() { // a bug in the hook fails connections, not the process
+			if r := recover(); r != nil {
+				err = fmt.Errorf("preamble panicked: %v", r)
+			}
+		}()
+		return d.opts.Preamble(d.ctx, w)
+	}()
+	w.done.Store(true)
+	d.pub.pre.running.Store(false)
+	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
+	d.pub.health.beat()
+	if err == nil {
+		return nil
+	}
+	d.disconnect()
+	if d.ctx.Err() != nil {
+		return d.ctx.Err() // closing: not a failure to report
+	}
+	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
+	d.pub.pre.errors.Add(1)
+	d.record(func(*linkStats) {}, err)
+	d.logs.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
+		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
+	return err
 }

@@ -8,7 +8,7 @@ import (
 
 // The live gate: Hold and Release stop and resume writes to the receiver
 // while it rebuilds its state. The drainer meets it before each write
-// (enterGate) and at the top of its loop (passGate).
+// (enterGate, in shell.go) and at the top of its loop (passGate).
 
 // gate is the state Hold and Release share with the drainer.
 type gate struct {
@@ -87,65 +87,4 @@ func (e *Emitter) Held() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held
-}
-
-// gateState reports whether the gate is open, its generation, the channel
-// closed at its next change and a timer channel for what a hold has left
-// (nil: no limit; stop it). It releases a hold older than MaxHold.
-func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, limit <-chan time.Time, stop func()) {
-	g := &d.pub.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	stop = func() {}
-	if g.held && d.opts.MaxHold > 0 {
-		held := d.opts.Clock.Boot() - g.since
-		if held < d.opts.MaxHold {
-			t := d.opts.Clock.NewTimer(d.opts.MaxHold - held)
-			return false, g.gen, g.watch(), t.C(), func() { t.Stop() }
-		}
-		g.held = false
-		g.signal()
-		d.opts.Logger.Warn("delivery held longer than the maximum; released without Release",
-			"addr", d.addr, "held_for", held.Round(time.Millisecond).String(), "max_hold", d.opts.MaxHold.String())
-	}
-	return !g.held, g.gen, g.watch(), nil, stop
-}
-
-// enterGate waits while the gate is shut and marks a write under way, for
-// Hold to wait on; leaveGate ends it.
-func (d *drainer) enterGate() error {
-	for {
-		open, _, changed, limit, stop := d.gateState()
-		if open {
-			stop()
-			g := &d.pub.gate
-			g.mu.Lock()
-			ok := !g.held
-			if ok {
-				g.writing = true
-			}
-			g.mu.Unlock()
-			if ok {
-				return nil
-			}
-			continue // held again since the look: look again
-		}
-		select {
-		case <-changed:
-		case <-limit:
-		case <-d.ctx.Done():
-		}
-		stop()
-		if err := d.ctx.Err(); err != nil {
-			return err
-		}
-	}
-}
-
-func (d *drainer) leaveGate() {
-	g := &d.pub.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.writing = false
-	g.signal()
 }

@@ -31,41 +31,6 @@ type preambleState struct {
 	errors  atomic.Uint64 // failed hooks and preamble writes
 }
 
-// preamble runs Options.Preamble on the connection just made. On failure it
-// drops the connection and returns the error.
-func (d *drainer) preamble() error {
-	if d.opts.Preamble == nil {
-		return nil
-	}
-	d.pub.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.w.conn}
-	err := func() (err error) {
-		defer func() { // a bug in the hook fails connections, not the process
-			if r := recover(); r != nil {
-				err = fmt.Errorf("preamble panicked: %v", r)
-			}
-		}()
-		return d.opts.Preamble(d.ctx, w)
-	}()
-	w.done.Store(true)
-	d.pub.pre.running.Store(false)
-	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
-	d.pub.health.beat()
-	if err == nil {
-		return nil
-	}
-	d.disconnect()
-	if d.ctx.Err() != nil {
-		return d.ctx.Err() // closing: not a failure to report
-	}
-	err = fmt.Errorf("%w on %s: %w", ErrPreamble, d.addr, err)
-	d.pub.pre.errors.Add(1)
-	d.record(func(*linkStats) {}, err)
-	d.logs.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
-		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
-	return err
-}
-
 // preambleWriter writes the preamble, each write with a deadline and
 // through the gate, until the hook returns.
 type preambleWriter struct {

@@ -20,7 +20,9 @@ import (
 // drainer is the one goroutine that owns the connection: the I/O shell
 // around delivery, which makes every decision. Others talk to it through
 // wake (a notify channel of capacity 1) and ctx. This file holds the
-// shell's primitives; the loop (drainer.go), send.go and peer.go use them.
+// shell's primitives, the gate's side and the loss logs; send.go (writing,
+// and the receiver note) and the loop (drainer.go) use them. The drainer's
+// methods are in these three files.
 type drainer struct {
 	addr  string
 	opts  *Options // opts.Clock: every wait and every now
@@ -354,4 +356,124 @@ func (d *drainer) disconnect() {
 	d.w.conn.Close()
 	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
+}
+
+// gateState reports whether the gate is open, its generation, the channel
+// closed at its next change and a timer channel for what a hold has left
+// (nil: no limit; stop it). It releases a hold older than MaxHold.
+func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, limit <-chan time.Time, stop func()) {
+	g := &d.pub.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	stop = func() {}
+	if g.held && d.opts.MaxHold > 0 {
+		held := d.opts.Clock.Boot() - g.since
+		if held < d.opts.MaxHold {
+			t := d.opts.Clock.NewTimer(d.opts.MaxHold - held)
+			return false, g.gen, g.watch(), t.C(), func() { t.Stop() }
+		}
+		g.held = false
+		g.signal()
+		d.opts.Logger.Warn("delivery held longer than the maximum; released without Release",
+			"addr", d.addr, "held_for", held.Round(time.Millisecond).String(), "max_hold", d.opts.MaxHold.String())
+	}
+	return !g.held, g.gen, g.watch(), nil, stop
+}
+
+// enterGate waits while the gate is shut and marks a write under way, for
+// Hold to wait on; leaveGate ends it.
+func (d *drainer) enterGate() error {
+	for {
+		open, _, changed, limit, stop := d.gateState()
+		if open {
+			stop()
+			g := &d.pub.gate
+			g.mu.Lock()
+			ok := !g.held
+			if ok {
+				g.writing = true
+			}
+			g.mu.Unlock()
+			if ok {
+				return nil
+			}
+			continue // held again since the look: look again
+		}
+		select {
+		case <-changed:
+		case <-limit:
+		case <-d.ctx.Done():
+		}
+		stop()
+		if err := d.ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *drainer) leaveGate() {
+	g := &d.pub.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writing = false
+	g.signal()
+}
+
+// checkDrops logs new drop-oldest drops (the spool's counters survive
+// restarts: new ones only) and unreadable events, at most every
+// dropCheckEvery, or anyway when final.
+func (d *drainer) checkDrops(final bool) {
+	now := d.opts.Clock.Now()
+	if !final && now.Sub(d.logs.dropCheck) < dropCheckEvery {
+		return
+	}
+	d.logs.dropCheck = now
+	d.checkUnreadable()
+	st := d.spool.Stats()
+	total := st.DroppedOldest.Events
+	n := total - min(d.logs.dropsSeen, total)
+	d.logs.dropsSeen = max(d.logs.dropsSeen, total)
+	if !d.logs.drops.lost(n, final) {
+		return
+	}
+	dropped, _ := d.logs.drops.take()
+	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
+		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
+		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
+	markReported(d.spool, d.opts.Logger, ledger.Losses{DroppedOldest: total})
+}
+
+// checkUnreadable logs events a salvage set off by a commit found
+// unreadable; the drainer's own salvages log theirs.
+func (d *drainer) checkUnreadable() {
+	total, _ := ledger.Reported(d.spool)
+	if total.Unreadable <= d.logs.unreadable {
+		return
+	}
+	attrs := []any{"unreadable_events", total.Unreadable - d.logs.unreadable, "unreadable_total", total.Unreadable}
+	if r := d.spool.Salvaged(); r != nil {
+		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
+	}
+	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
+	d.unreadableLogged()
+}
+
+// unreadableLogged records that the spool's unreadable events were logged.
+func (d *drainer) unreadableLogged() {
+	total, _ := ledger.Reported(d.spool)
+	d.logs.unreadable = total.Unreadable
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
+}
+
+// logExpired counts events MaxAge removed and logs what is due, or
+// everything when final.
+func (d *drainer) logExpired(gone wal.Counter, final bool) {
+	if !d.logs.expired.lost(gone.Events, final) {
+		return
+	}
+	expired, _ := d.logs.expired.take()
+	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
+		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
+		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
+	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
 }
