@@ -70,7 +70,7 @@ type msg struct {
 	lines   []line          // msgWrote; msgBatch: the batch read
 	ages    []time.Duration // msgBatch: each line's age
 	n       int             // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
-	seq     uint64          // msgRestore, msgFirst, msgNext, msgBatch: the spool's oldest pending; msgSetAside: the event
+	seq     uint64          // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event
 	reset   bool            // msgHungUp: it closed with bytes unread
 	strikes strikeRecord    // msgRestore: what an earlier process saved
 }
@@ -111,7 +111,7 @@ func (d *delivery) step(m msg) ready {
 		d.skipTo(m.seq)
 		r.send, r.sendOK = d.next(m.now)
 	case msgBatch:
-		r.keep, r.expire = d.aged(m.lines, m.ages, m.seq)
+		r.keep, r.expire = d.aged(m.lines, m.ages)
 	case msgWrote:
 		d.wrote(m.now, m.lines, m.n)
 	case msgRead:
@@ -677,18 +677,18 @@ func later(a, b time.Time) time.Time {
 }
 
 // aged applies MaxAge to a batch just read: the expired lines at the
-// spool's head (head) are expired and the spool read again; otherwise the
-// batch is cut before its first expired line, which waits for its turn (an
-// earlier boot's events, aged on the wall clock, may expire out of order).
-// Expired lines behind unacknowledged ones wait until they reach the head:
-// expiring them would remove those too.
-func (d *delivery) aged(ls []line, ages []time.Duration, head uint64) (keep int, expire uint64) {
+// spool's head (after acked) are expired and the spool read again; otherwise
+// the batch is cut before its first expired line, which waits for its turn
+// (an earlier boot's events, aged on the wall clock, may expire out of
+// order). Expired lines behind unacknowledged ones wait until they reach the
+// head: expiring them would remove those too.
+func (d *delivery) aged(ls []line, ages []time.Duration) (keep int, expire uint64) {
 	old := 0
 	for d.cfg.maxAge > 0 && old < len(ls) && ages[old] > d.cfg.maxAge {
 		old++
 	}
 	switch {
-	case old > 0 && ls[0].seq > head:
+	case old > 0 && ls[0].seq > d.acked+1:
 		return 0, 0
 	case old > 0:
 		return 0, ls[old-1].seq

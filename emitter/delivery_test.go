@@ -422,7 +422,8 @@ func TestDeliveryAged(t *testing.T) {
 	old, young := 2*time.Minute, time.Second
 	ls := lines(10, 4, 100)
 	aged := func(head uint64, ages ...time.Duration) (int, uint64) {
-		r := d.step(msg{kind: msgBatch, lines: ls, ages: ages, seq: head})
+		d.acked = head - 1
+		r := d.step(msg{kind: msgBatch, lines: ls, ages: ages})
 		return r.keep, r.expire
 	}
 	keep, expire := aged(10, old, old, young, young)

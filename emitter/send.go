@@ -240,7 +240,7 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	for i, e := range entries {
 		ls[i], ages[i] = line{seq: e.Seq, size: len(e.Data) + 1}, e.Age(now, boot)
 	}
-	r, _ := d.step(msg{kind: msgBatch, lines: ls, ages: ages, seq: d.spool.FirstSeq()})
+	r, _ := d.step(msg{kind: msgBatch, lines: ls, ages: ages})
 	if r.expire == 0 {
 		return entries[:r.keep], 0, nil
 	}
