@@ -53,6 +53,7 @@ type deliveryConfig struct {
 	crashPause  time.Duration // the longest pause in a crash loop
 	jitter      float64       // the backoff's randomization factor
 	maxAge      time.Duration // an event older than this is expired, not sent; 0: never
+	maxHold     time.Duration // a hold of the live gate longer than this is released; 0: never
 }
 
 // strikeRecord is the one event under suspicion and its strikes, kept in the
@@ -69,6 +70,7 @@ type msg struct {
 	now     time.Time
 	lines   []line          // msgWrote; msgBatch: the batch read
 	ages    []time.Duration // msgBatch: each line's age
+	held    time.Duration   // msgHeld: how long the live gate has been held (boot clock)
 	n       int             // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
 	seq     uint64          // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event
 	reset   bool            // msgHungUp: it closed with bytes unread
@@ -83,6 +85,7 @@ const (
 	msgFirst                         // the spool's oldest pending is seq (others expired or were dropped)
 	msgNext                          // as msgFirst, and what to write next (ready.send)
 	msgBatch                         // the batch ready.send asked for was read, with its ages (ready.keep, ready.expire)
+	msgHeld                          // the live gate is held, for m.held (ready.release, ready.holdLeft)
 	msgWrote                         // lines were written
 	msgRead                          // a SIOCOUTQ reading: n bytes unread
 	msgTick                          // time passed
@@ -112,6 +115,11 @@ func (d *delivery) step(m msg) ready {
 		r.send, r.sendOK = d.next(m.now)
 	case msgBatch:
 		r.keep, r.expire = d.aged(m.lines, m.ages)
+	case msgHeld:
+		r.release = d.cfg.maxHold > 0 && m.held >= d.cfg.maxHold
+		if d.cfg.maxHold > 0 && !r.release {
+			r.holdLeft = d.cfg.maxHold - m.held
+		}
 	case msgWrote:
 		d.wrote(m.now, m.lines, m.n)
 	case msgRead:
@@ -153,8 +161,10 @@ type ready struct {
 	notes      []note
 	send       sendPlan // msgNext: what to write, if sendOK
 	sendOK     bool
-	keep       int    // msgBatch: write the batch's first keep lines
-	expire     uint64 // msgBatch: expire the spool through this sequence, then read again
+	keep       int           // msgBatch: write the batch's first keep lines
+	expire     uint64        // msgBatch: expire the spool through this sequence, then read again
+	release    bool          // msgHeld: the hold passed MaxHold: release it
+	holdLeft   time.Duration // msgHeld: look again after this (0: no limit)
 	view
 }
 
@@ -357,7 +367,7 @@ func deliveryConfigOf(o *Options) deliveryConfig {
 	c := deliveryConfig{mode: lastRead, linger: o.ReplayLinger, warnAfter: o.WriteTimeout,
 		stuckAfter: o.WriteTimeout, stallAfter: o.StallTimeout, maxAttempts: max(o.MaxAttempts, 0),
 		batch: o.BatchEvents, backoff: o.MinBackoff, maxBackoff: o.MaxBackoff,
-		crashPause: max(o.MaxBackoff, crashLoopMaxPause), jitter: 0.5, maxAge: max(o.MaxAge, 0)}
+		crashPause: max(o.MaxBackoff, crashLoopMaxPause), jitter: 0.5, maxAge: max(o.MaxAge, 0), maxHold: max(o.MaxHold, 0)}
 	switch {
 	case o.ReplayWindow < 0 || o.AckOnWrite:
 		c.mode = noWindow

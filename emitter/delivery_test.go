@@ -443,3 +443,20 @@ func TestDeliveryAged(t *testing.T) {
 	assert.Equal(t, 4, keep, "no MaxAge: nothing expires")
 	assert.Zero(t, expire)
 }
+
+// MaxHold is delivery's: a hold shorter than it is looked at again when it
+// would reach it; one that reached it is released; without it, never.
+func TestDeliveryMaxHold(t *testing.T) {
+	cfg := testConfig(lastRead)
+	cfg.maxHold = 10 * time.Minute
+	d := newDelivery(cfg)
+	r := d.step(msg{kind: msgHeld, held: 4 * time.Minute})
+	assert.False(t, r.release)
+	assert.Equal(t, 6*time.Minute, r.holdLeft)
+	r = d.step(msg{kind: msgHeld, held: 10 * time.Minute})
+	assert.True(t, r.release)
+	d.cfg.maxHold = 0
+	r = d.step(msg{kind: msgHeld, held: 24 * time.Hour})
+	assert.False(t, r.release)
+	assert.Zero(t, r.holdLeft, "no limit")
+}

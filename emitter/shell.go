@@ -360,16 +360,21 @@ func (d *drainer) disconnect() {
 
 // gateState reports whether the gate is open, its generation, the channel
 // closed at its next change and a timer channel for what a hold has left
-// (nil: no limit; stop it). It releases a hold older than MaxHold.
+// (nil: no limit; stop it). A hold delivery finds too long (MaxHold) is
+// released.
 func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, limit <-chan time.Time, stop func()) {
 	g := &d.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	stop = func() {}
-	if g.held && d.opts.MaxHold > 0 {
+	if g.held {
 		held := d.opts.Clock.Boot() - g.since
-		if held < d.opts.MaxHold {
-			t := d.opts.Clock.NewTimer(d.opts.MaxHold - held)
+		r, _ := d.step(msg{kind: msgHeld, held: held})
+		if !r.release {
+			if r.holdLeft <= 0 {
+				return false, g.gen, g.watch(), nil, stop
+			}
+			t := d.opts.Clock.NewTimer(r.holdLeft)
 			return false, g.gen, g.watch(), t.C(), func() { t.Stop() }
 		}
 		g.held = false
