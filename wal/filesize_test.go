@@ -50,9 +50,9 @@ func TestFileBytesFollowsTheFile(t *testing.T) {
 	require.Equal(t, onDisk(), w.Stats().FileBytes, "after Close")
 }
 
-// A compacted copy packs its leaves as the live spool does: at the cap it
-// frees room, so appends under DropOldest compact now and then, not at every
-// commit (a half-filled copy came out larger than the file it replaced).
+// A compacted copy packs its leaves as the live spool does, so it is no
+// larger than the file it replaces and, at the cap, appends under DropOldest
+// compact now and then, not at every commit.
 func TestCompactedCopyIsPacked(t *testing.T) {
 	dir := t.TempDir()
 	w, err := wal.Open(dir, &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.DropOldest})
