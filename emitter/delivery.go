@@ -68,11 +68,11 @@ type strikeRecord struct {
 type msg struct {
 	kind    msgKind
 	now     time.Time
-	lines   []line          // msgWrote; msgBatch: the batch read
-	ages    []time.Duration // msgBatch: each line's age
+	lines   []line          // msgWrote
+	ages    []time.Duration // msgBatch: the age of each event of the batch read, in order
 	held    time.Duration   // msgHeld: how long the live gate has been held (boot clock)
 	n       int             // msgWrote: the socket memory the write took; msgRead, msgFin: SIOCOUTQ
-	seq     uint64          // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event
+	seq     uint64          // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event; msgBatch: the batch's first
 	reset   bool            // msgHungUp: it closed with bytes unread
 	strikes strikeRecord    // msgRestore: what an earlier process saved
 }
@@ -114,7 +114,7 @@ func (d *delivery) step(m msg) ready {
 		d.skipTo(m.seq)
 		r.send, r.sendOK = d.next(m.now)
 	case msgBatch:
-		r.keep, r.expire = d.aged(m.lines, m.ages)
+		r.keep, r.expire = d.aged(m.seq, m.ages)
 	case msgHeld:
 		r.release = d.cfg.maxHold > 0 && m.held >= d.cfg.maxHold
 		if d.cfg.maxHold > 0 && !r.release {
@@ -161,8 +161,8 @@ type ready struct {
 	notes      []note
 	send       sendPlan // msgNext: what to write, if sendOK
 	sendOK     bool
-	keep       int           // msgBatch: write the batch's first keep lines
-	expire     uint64        // msgBatch: expire the spool through this sequence, then read again
+	keep       int           // msgBatch: write the batch's first keep events
+	expire     int           // msgBatch: expire the batch's first expire events, then read again
 	release    bool          // msgHeld: the hold passed MaxHold: release it
 	holdLeft   time.Duration // msgHeld: look again after this (0: no limit)
 	view
@@ -692,21 +692,21 @@ func later(a, b time.Time) time.Time {
 // (an earlier boot's events, aged on the wall clock, may expire out of
 // order). Expired lines behind unacknowledged ones wait until they reach the
 // head: expiring them would remove those too.
-func (d *delivery) aged(ls []line, ages []time.Duration) (keep int, expire uint64) {
+func (d *delivery) aged(first uint64, ages []time.Duration) (keep, expire int) {
 	old := 0
-	for d.cfg.maxAge > 0 && old < len(ls) && ages[old] > d.cfg.maxAge {
+	for d.cfg.maxAge > 0 && old < len(ages) && ages[old] > d.cfg.maxAge {
 		old++
 	}
 	switch {
-	case old > 0 && ls[0].seq > d.acked+1:
+	case old > 0 && first > d.acked+1:
 		return 0, 0
 	case old > 0:
-		return 0, ls[old-1].seq
+		return 0, old
 	}
 	for i, a := range ages {
 		if d.cfg.maxAge > 0 && a > d.cfg.maxAge {
 			return i, 0
 		}
 	}
-	return len(ls), 0
+	return len(ages), 0
 }

@@ -420,15 +420,14 @@ func TestDeliveryAged(t *testing.T) {
 	cfg.maxAge = time.Minute
 	d := newDelivery(cfg)
 	old, young := 2*time.Minute, time.Second
-	ls := lines(10, 4, 100)
-	aged := func(head uint64, ages ...time.Duration) (int, uint64) {
+	aged := func(head uint64, ages ...time.Duration) (int, int) {
 		d.acked = head - 1
-		r := d.step(msg{kind: msgBatch, lines: ls, ages: ages})
+		r := d.step(msg{kind: msgBatch, seq: 10, ages: ages})
 		return r.keep, r.expire
 	}
 	keep, expire := aged(10, old, old, young, young)
 	assert.Equal(t, 0, keep)
-	assert.EqualValues(t, 11, expire, "the expired head")
+	assert.Equal(t, 2, expire, "the expired head: 10 and 11")
 	keep, expire = aged(10, young, young, old, young)
 	assert.Equal(t, 2, keep, "cut before the expired line")
 	assert.Zero(t, expire)

@@ -236,27 +236,24 @@ func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 // many were expired (the caller reads again).
 func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
-	ls, ages := make([]line, len(entries)), make([]time.Duration, len(entries))
+	ages := make([]time.Duration, len(entries))
 	for i, e := range entries {
-		ls[i], ages[i] = line{seq: e.Seq, size: len(e.Data) + 1}, e.Age(now, boot)
+		ages[i] = e.Age(now, boot)
 	}
-	r, _ := d.step(msg{kind: msgBatch, lines: ls, ages: ages})
+	r, _ := d.step(msg{kind: msgBatch, seq: entries[0].Seq, ages: ages})
 	if r.expire == 0 {
 		return entries[:r.keep], 0, nil
 	}
-	gone, err := d.spool.Expire(r.expire)
+	through := entries[r.expire-1].Seq
+	gone, err := d.spool.Expire(through)
 	if err != nil {
 		return nil, 0, err
 	}
-	d.step(msg{kind: msgFirst, seq: r.expire + 1})
+	d.step(msg{kind: msgFirst, seq: through + 1})
 	d.logs.expiredHere.Add(gone.Events)
 	d.logExpired(gone, false)
 	d.progressed(func(*linkStats) {})
-	n := 0
-	for n < len(entries) && entries[n].Seq <= r.expire {
-		n++
-	}
-	return nil, n, nil
+	return nil, r.expire, nil
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
