@@ -4,11 +4,12 @@
 // buffer, or when the daemon itself restarts.
 //
 // Emit validates an event, commits it to an on-disk spool (package wal),
-// echoes it to Options.Stdout and wakes the drainer; it never waits on the
-// network. One drainer goroutine owns the connection: it writes batches in
-// chunks that end at a line's end, waits until the receiver has read them
-// (SIOCOUTQ on Linux) and must have handled them, and only then removes
-// them from the spool. On a failure it redials with backoff and resends from
+// hands it to the drainer and echoes it to Options.Stdout; it never waits on
+// the network. The drainer owns the connection: it writes batches in chunks
+// that end at a line's end, waits until the receiver has read them (SIOCOUTQ
+// on Linux) and must have handled them, and only then removes them from the
+// spool. While it idles caught up, the Emit caller writes in its place where
+// the send buffer has room, and leaves any wait to it. On a failure it redials with backoff and resends from
 // the oldest event not known handled: events arrive in order, at least once.
 // docs/delivery.md is the reference: the promises and their exceptions, the
 // replay window, poison events and the dead-letter file, frozen and

@@ -2,6 +2,7 @@ package emitter
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -34,6 +35,8 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 
 func (d *drainer) run() {
 	defer close(d.ctl.done)
+	d.ctl.run.Lock()
+	defer d.ctl.run.Unlock()
 	defer d.scans.Wait()
 	defer d.disconnect()
 	defer d.closeWatch()
@@ -48,6 +51,12 @@ func (d *drainer) run() {
 		}
 		if d.passGate(false) != nil {
 			continue // stopped, or the connection was lost while held (gate.go)
+		}
+		if d.view.reading && d.w.waiter.Supported() && !d.opts.AckOnWrite {
+			if err := d.waitRead(false); err != nil { // a write sent inline
+				d.fail(err)
+				continue
+			}
 		}
 		n, err := d.sendBatch()
 		if err != nil {
@@ -85,24 +94,47 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	}
 	d.pub.health.idle(true)
 	defer d.pub.health.idle(false)
+	d.ctl.parked, d.ctl.polls, d.ctl.wakeAt = gate == nil, poll != nil, time.Time{}
+	if expiry != nil {
+		d.ctl.wakeAt = d.view.wake
+	}
+	// Parked: an Emit caller may send meanwhile (sendInline), so what the
+	// wake-up finds is acted on once the lock is back.
+	hup := d.w.hup
+	d.ctl.run.Unlock()
+	var woke <-chan time.Time
 	select {
 	case <-d.ctl.wake:
 	case <-gate:
 	case <-holdLimit:
 	case <-expiry:
-		d.onDeadline()
+		woke = expiry
 	case <-poll:
+		woke = poll
+	case <-hup:
+		woke = idleHup
+	case <-d.ctx.Done():
+	}
+	d.ctl.run.Lock()
+	d.ctl.parked = false
+	switch {
+	case woke == nil:
+	case woke == expiry:
+		d.onDeadline()
+	case woke == poll:
 		// A hang-up while idle; acks that otherwise ride on appends (an
 		// error shows again at the next Read).
 		d.checkIdle()
 		d.retryPeer()
 		_ = d.spool.FlushAcks(idleCheck)
-	case <-d.w.hup:
+	case hup == d.w.hup: // the connection it watched is still the drainer's
 		d.w.hup = nil
 		d.checkIdle()
-	case <-d.ctx.Done():
 	}
 }
+
+// idleHup marks a wake-up by the socket becoming readable.
+var idleHup = make(<-chan time.Time)
 
 // idlePoll reports whether an idle drainer must look again after idleCheck:
 // the receiver has bytes unread or is frozen, the socket cannot be watched,
@@ -311,4 +343,75 @@ func (d *drainer) preamble() error {
 	d.logs.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
+}
+
+// Sending inline: when the drainer idles caught up on a watched Unix socket
+// that has read everything, the Emit caller that committed the next events
+// writes them itself, under ctl.run, instead of waking the drainer to do it.
+// It does what the drainer's loop would (sendBatch), except wait: where the
+// drainer would wait (no room proven in the send buffer, the gate shut, a
+// damaged record, the receiver not done reading), it stops and wakes the
+// drainer, which carries on from there.
+
+// sendInline sends what was committed from the caller's goroutine if the
+// drainer idles and nothing needs a wait; false if the drainer must be woken.
+func (d *drainer) sendInline() bool {
+	if !d.ctl.run.TryLock() {
+		return false
+	}
+	defer d.ctl.run.Unlock()
+	if !d.ctl.parked || !d.inlineable() {
+		return false
+	}
+	d.ctl.inline = true
+	defer func() { d.ctl.inline = false }()
+	d.checkDrops(false)
+	d.takeReader(false)
+	var err error
+	if d.view.reading { // what the last send wrote: read by now, mostly
+		if err = d.check(); err == nil && d.view.reading {
+			return false
+		}
+	}
+	if err == nil {
+		var n int
+		if n, err = d.sendBatch(); n > 0 {
+			d.ctl.inlined.Add(1)
+		}
+	}
+	switch {
+	case errors.Is(err, errNotNow):
+		return false
+	case err != nil:
+		d.fail(err)
+		return false
+	}
+	return !d.replan()
+}
+
+// inlineable reports whether the next write needs no wait the drainer does:
+// connected on a watched Unix socket that read everything, gate open and no
+// preamble due.
+func (d *drainer) inlineable() bool {
+	w := d.w
+	if w.conn == nil || !w.unix || w.waiter == nil || !w.waiter.Supported() || w.hup == nil || !w.room.ok ||
+		d.opts.AckOnWrite || d.view.frozen || d.w.peer.scan != nil {
+		return false
+	}
+	g := &d.pub.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return !g.held && (!d.opts.PreambleOnRelease || g.gen == d.w.preGen)
+}
+
+// replan reports whether the parked drainer must plan its idle again: it
+// needs a look (the receiver has not read it all, say) and the idle has none
+// planned, or delivery's deadline comes before the idle's would. A look
+// planned is soon enough for a write still unread: the next inline send looks
+// first.
+func (d *drainer) replan() bool {
+	if (d.view.reading || d.idlePoll()) && !d.ctl.polls {
+		return true
+	}
+	return d.view.wakes && (d.ctl.wakeAt.IsZero() || d.ctl.wakeAt.After(d.view.wake))
 }

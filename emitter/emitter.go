@@ -99,8 +99,10 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 }
 
 // Emit validates the events, commits them to the spool in one transaction
-// (grouped with concurrent callers), echoes them to Options.Stdout and wakes
-// the drainer; it never waits on the network. If any event is invalid,
+// (grouped with concurrent callers), hands them to the drainer and echoes
+// them to Options.Stdout; it never waits on the network. (While the drainer
+// idles caught up, Emit writes them to the receiver itself, where the send
+// buffer has room for them whole.) If any event is invalid,
 // nothing is emitted and all are counted as refused. If the spool fails or
 // the Emitter is closed, the events are still echoed and the error matches
 // ErrSpool (and ErrClosed after Close). Under the Block policy Emit waits

@@ -4,6 +4,7 @@ package emitter
 
 import (
 	"context"
+	"io"
 	"net"
 	"path/filepath"
 	"testing"
@@ -30,7 +31,10 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	peer, err := ln.Accept()
 	require.NoError(t, err)
 	t.Cleanup(func() { peer.Close() })
-	d := &drainer{ctx: context.Background(), opts: &Options{WriteTimeout: time.Second, Clock: clock.System()}}
+	opts, err := (&Options{WriteTimeout: time.Second, Clock: clock.System(), Stdout: io.Discard}).withDefaults()
+	require.NoError(t, err)
+	d := &drainer{ctx: context.Background(), opts: &opts}
+	d.logs = logs{delivery: newReporter(&opts), deadLetter: newReporter(&opts), out: outage{rep: newReporter(&opts), log: opts.Logger}}
 	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
 	_, d.w.unix = conn.(*net.UnixConn)
 	return d, peer
@@ -86,7 +90,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 // socket, and never where the reading failed.
 func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
-	d.dv = newDelivery(deliveryConfig{})
+	d.dv = newDelivery(deliveryConfigOf(d.opts))
 	d.dv.connected(time.Now())
 	d.opts.Clock = clock.System()
 	require.NoError(t, d.awaitRoom(100))

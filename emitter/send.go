@@ -35,6 +35,9 @@ func (d *drainer) sendBatch() (int, error) {
 		entries, err = d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
 		d.noteRead(entries) // see notifyFor
 		if errors.Is(err, wal.ErrCorrupt) {
+			if d.ctl.inline {
+				return 0, errNotNow
+			}
 			d.repair(err)
 			return 0, nil
 		}
@@ -53,7 +56,10 @@ func (d *drainer) sendBatch() (int, error) {
 		_, err := d.step(msg{kind: msgRead})
 		return len(entries), err
 	}
-	if err := d.waitRead(); err != nil {
+	if d.ctl.inline {
+		return len(entries), nil // the drainer waits for the rest (replan)
+	}
+	if err := d.waitRead(true); err != nil {
 		return 0, err
 	}
 	d.logs.out.up(d.spool.Len) // it reads: any outage is over
@@ -98,8 +104,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
-			d.noteWrite(entries, before)
-			return nil
+			return d.noteWrite(entries, before)
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
@@ -110,15 +115,17 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	}
 }
 
-// noteWrite tells delivery about a write; before is SIOCOUTQ just before it, so
-// the growth never overestimates the write's memory.
-func (d *drainer) noteWrite(entries []wal.Entry, before int) {
-	mem := 0
-	after, ok := d.unread()
-	if ok {
-		mem = after - before
+// noteWrite tells delivery about a write, then what the socket shows right
+// after it (check). before is SIOCOUTQ just before the write, so the growth
+// never overestimates the write's memory: a read in between only lowers it.
+func (d *drainer) noteWrite(entries []wal.Entry, before int) error {
+	mem, unread, gone, err := 0, 0, (*sockwait.PeerGoneError)(nil), error(nil)
+	if d.w.waiter != nil && d.w.waiter.Supported() {
+		if unread, gone, err = d.w.waiter.Probe(); err == nil {
+			mem = unread - before
+		}
 	}
-	d.w.room.queued, d.w.room.ok = after, ok && d.w.unix && d.w.room.sndbuf > 0
+	d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
 	lines := make([]line, len(entries))
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
@@ -128,6 +135,10 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int) {
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
 	d.notePeer(lines[len(lines)-1].seq)
+	if err != nil || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite {
+		return nil // nothing to look at; an error shows at the next look
+	}
+	return d.observe(unread, gone)
 }
 
 // unread is SIOCOUTQ, when it can be read.
@@ -145,6 +156,12 @@ func (d *drainer) check() error {
 	if err != nil {
 		return err
 	}
+	return d.observe(unread, gone)
+}
+
+// observe steps delivery with a probe of the socket: unread bytes, or the
+// receiver gone.
+func (d *drainer) observe(unread int, gone *sockwait.PeerGoneError) error {
 	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(d.view.unread, unread))
@@ -159,7 +176,7 @@ func (d *drainer) check() error {
 		}
 	}
 	d.w.room.queued = unread
-	_, err = d.step(msg{kind: msgRead, n: unread})
+	_, err := d.step(msg{kind: msgRead, n: unread})
 	d.seekReader() // once a connection, after its first read: see peer.go
 	return err
 }
@@ -180,12 +197,19 @@ func chunkEnd(buf []byte) int {
 }
 
 // waitRead polls until the receiver has read everything written or the
-// connection fails, as often as delivery says (view.poll).
-func (d *drainer) waitRead() error {
+// connection fails, as often as delivery says (view.poll). looked says the
+// socket was just looked at (the look after a write): the first look waits.
+func (d *drainer) waitRead(looked bool) error {
 	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 		d.pub.health.beat()
-		if err := d.check(); err != nil || !d.view.reading {
-			return 0, err
+		if !looked {
+			if err := d.check(); err != nil {
+				return 0, err
+			}
+		}
+		looked = false
+		if !d.view.reading {
+			return 0, nil
 		}
 		return d.view.poll, nil
 	})
@@ -266,6 +290,9 @@ func (d *drainer) awaitRoom(n int) error {
 	need := n + n/8 + 4096
 	if r := d.w.room; !d.w.waiter.Supported() || r.ok && r.queued+need <= r.sndbuf {
 		return nil
+	}
+	if d.ctl.inline {
+		return errNotNow
 	}
 	start, raised := d.opts.Clock.Now(), false
 	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {

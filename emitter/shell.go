@@ -17,9 +17,10 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// drainer is the one goroutine that owns the connection: the I/O shell
-// around delivery, which makes every decision. Others talk to it through
-// wake (a notify channel of capacity 1) and ctx. This file holds the
+// drainer owns the connection: the I/O shell around delivery, which makes
+// every decision. Its run goroutine acts for it, or, while that idles, an
+// Emit caller sending inline; ctl.run makes them one at a time. Others talk
+// to it through wake (a notify channel of capacity 1) and ctx. This file holds the
 // shell's primitives, the gate's side and the loss logs; send.go (writing,
 // and the receiver note) and the loop (drainer.go) use them. The drainer's
 // methods are in these three files.
@@ -46,6 +47,15 @@ type control struct {
 	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
 	cancel context.CancelFunc
 	done   chan struct{}
+
+	// run is held by whoever acts as the drainer: the run goroutine, except
+	// while it idles (parked), or an Emit caller sending inline (sendInline).
+	run     sync.Mutex
+	parked  bool          // under run: the run goroutine waits in idle, planned as below
+	inline  bool          // under run: an Emit caller is sending; nothing may wait
+	wakeAt  time.Time     // under run: the idle's deadline timer, zero if none
+	polls   bool          // under run: the idle looks again after idleCheck
+	inlined atomic.Uint64 // sends Emit callers made
 }
 
 // logs are the drainer's rate-limited reports.
@@ -103,13 +113,14 @@ var (
 	errAbandoned  = errors.New("receiver stopped reading inside an event; connection abandoned")
 	errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
 	errFrozen     = errors.New("receiver frozen")
+	errNotNow     = errors.New("an inline send stops where the drainer would wait")
 )
 
 // notifyFor wakes the drainer for events committed through last, unless it
 // has read them already: the callers of one group commit then wake it once.
 // This is safe because the drainer idles only after a Read found nothing.
 func (d *drainer) notifyFor(last uint64) {
-	if last > d.ctl.readTo.Load() {
+	if last > d.ctl.readTo.Load() && !d.sendInline() {
 		d.notify()
 	}
 }
@@ -390,6 +401,10 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 func (d *drainer) enterGate() error {
 	for {
 		open, _, changed, limit, stop := d.gateState()
+		if !open && d.ctl.inline {
+			stop()
+			return errNotNow
+		}
 		if open {
 			stop()
 			g := &d.pub.gate

@@ -1,0 +1,106 @@
+//go:build linux
+
+package emitter
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+// settled reports whether the run goroutine idles and its scan for the
+// receiver's process is over (an inline send waits for neither).
+func settled(d *drainer) bool {
+	d.ctl.run.Lock()
+	defer d.ctl.run.Unlock()
+	return d.ctl.parked && d.w.peer.scan == nil
+}
+
+// With the drainer idle and caught up, Emit writes its events itself: the
+// drainer is not woken, and the receiver has each line in order, once.
+func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
+	require.NoError(t, err)
+	defer rcv.Close()
+	e, err := Open(sock, filepath.Join(dir, "spool"), &Options{NoSync: true, Stdout: io.Discard, ReplayLinger: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	ctx := context.Background()
+	require.NoError(t, e.Emit(ctx, []byte("first")))
+	require.Eventually(t, func() bool { return len(rcv.Lines()) == 1 && settled(e.d) }, 5*time.Second, time.Millisecond)
+
+	const n = 50
+	sent := []string{"first"}
+	for i := range n {
+		ev := fmt.Sprintf("inline %d", i)
+		sent = append(sent, ev)
+		require.Eventually(t, func() bool { return settled(e.d) }, 5*time.Second, time.Millisecond)
+		before := e.d.ctl.inlined.Load()
+		require.NoError(t, e.Emit(ctx, []byte(ev)))
+		if e.d.ctl.inlined.Load() == before {
+			continue // the drainer was busy (a look, a receiver slower to read): it sent
+		}
+		require.Eventually(t, func() bool { return len(rcv.Lines()) == len(sent) }, 5*time.Second, time.Millisecond,
+			"written by Emit")
+		time.Sleep(2 * time.Millisecond) // the receiver reads it; the next Emit sees that
+	}
+	require.Greater(t, e.d.ctl.inlined.Load(), uint64(n/2), "Emits sent inline out of %d", n)
+	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.Flush(fctx))
+	requireInOrderOnce(t, sent, rcv.Lines())
+}
+
+// An inline send never waits: against a receiver that stopped reading, Emit
+// returns at once after the send buffer fills, however long WriteTimeout is;
+// the drainer then owns the stall, and all is delivered once it reads again.
+func TestInlineNeverWaits(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
+	require.NoError(t, err)
+	defer rcv.Close()
+	e, err := Open(sock, filepath.Join(dir, "spool"), &Options{NoSync: true, Stdout: io.Discard,
+		WriteTimeout: time.Minute, StallTimeout: time.Minute})
+	require.NoError(t, err)
+	defer e.Close(context.Background())
+	ctx := context.Background()
+	require.NoError(t, e.Emit(ctx, []byte("first")))
+	require.Eventually(t, func() bool { return len(rcv.Lines()) == 1 && settled(e.d) }, 5*time.Second, time.Millisecond)
+	rcv.PauseReading()
+	before := e.d.ctl.inlined.Load()
+
+	line := make([]byte, 4000)
+	for i := range line {
+		line[i] = 'x'
+	}
+	var slowest time.Duration
+	for range 200 { // 800 kB: many times a Unix socket's send buffer
+		start := time.Now()
+		require.NoError(t, e.Emit(ctx, line))
+		slowest = max(slowest, time.Since(start))
+	}
+	require.Less(t, slowest, 10*time.Second, "an Emit waited for the receiver (WriteTimeout is a minute)")
+	require.NotEqual(t, before, e.d.ctl.inlined.Load(), "nothing was sent inline")
+	rcv.ResumeReading()
+	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	require.NoError(t, e.Flush(fctx))
+	require.Len(t, rcv.Lines(), 201, "every line once")
+}
+
+func requireInOrderOnce(t *testing.T, sent, got []string) {
+	t.Helper()
+	require.Equal(t, sent, got, "every line once, in order")
+}
