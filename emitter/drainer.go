@@ -353,9 +353,15 @@ func (d *drainer) preamble() error {
 // damaged record, the receiver not done reading), it stops and wakes the
 // drainer, which carries on from there.
 
-// sendInline sends what was committed from the caller's goroutine if the
-// drainer idles and nothing needs a wait; false if the drainer must be woken.
-func (d *drainer) sendInline() bool {
+// inlineMax is the most events an Emit caller sends inline: about one
+// write's worth. More is a batch the drainer writes while the caller commits
+// its next one.
+const inlineMax = 16
+
+// sendInline sends what was committed through last from the caller's
+// goroutine if the drainer idles and nothing needs a wait; false if the
+// drainer must be woken.
+func (d *drainer) sendInline(last uint64) bool {
 	if !d.ctl.run.TryLock() {
 		return false
 	}
@@ -385,6 +391,8 @@ func (d *drainer) sendInline() bool {
 	case err != nil:
 		d.fail(err)
 		return false
+	case d.ctl.readTo.Load() < last:
+		return false // more than one batch: the drainer writes the rest
 	}
 	return !d.replan()
 }

@@ -97,12 +97,12 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	n, before, err := d.gatedWrite(make([]byte, 99))
 	require.NoError(t, err)
 	require.Equal(t, 99, n)
-	d.noteWrite(entries(1, 1, 99), before)
+	d.noteWrite(entries(1, 1, 99), before, true)
 	require.True(t, d.w.room.ok)
 	u, _ := d.unread()
 	assert.Equal(t, u, d.w.room.queued, "the reading after the write")
 
 	d.w.unix = false // TCP: SIOCOUTQ counts bytes, not the buffer's memory
-	d.noteWrite(entries(2, 1, 99), before)
+	d.noteWrite(entries(2, 1, 99), before, true)
 	assert.False(t, d.w.room.ok, "no proof but on a Unix socket")
 }

@@ -85,7 +85,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 		d.pub.health.beat()
 		end := chunkEnd(buf)
 		n := bytes.Count(buf[:end], []byte{'\n'})
-		if err := d.writeChunk(buf[:end], entries[:n]); err != nil {
+		if err := d.writeChunk(buf[:end], entries[:n], end == len(buf)); err != nil {
 			return err
 		}
 		buf, entries = buf[end:], entries[n:]
@@ -96,7 +96,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 // writeChunk writes one chunk, retrying while the receiver is there but not
 // reading (a stall, not a failure: delivery judges it where reads can be
 // seen), and tells delivery what it wrote.
-func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
+func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error {
 	for {
 		err := d.awaitRoom(len(chunk)) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
@@ -104,7 +104,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
-			return d.noteWrite(entries, before)
+			return d.noteWrite(entries, before, last)
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
@@ -115,15 +115,23 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry) error {
 	}
 }
 
-// noteWrite tells delivery about a write, then what the socket shows right
-// after it (check). before is SIOCOUTQ just before the write, so the growth
-// never overestimates the write's memory: a read in between only lowers it.
-func (d *drainer) noteWrite(entries []wal.Entry, before int) error {
+// noteWrite tells delivery about a write and, after a batch's last chunk,
+// what the socket shows right after it (the first look for the read). before
+// is SIOCOUTQ just before the write, so the growth never overestimates the
+// write's memory: a read in between only lowers it.
+func (d *drainer) noteWrite(entries []wal.Entry, before int, last bool) error {
+	watched := d.w.waiter != nil && d.w.waiter.Supported()
 	mem, unread, gone, err := 0, 0, (*sockwait.PeerGoneError)(nil), error(nil)
-	if d.w.waiter != nil && d.w.waiter.Supported() {
-		if unread, gone, err = d.w.waiter.Probe(); err == nil {
-			mem = unread - before
-		}
+	switch {
+	case !watched:
+		err = errors.ErrUnsupported
+	case last:
+		unread, gone, err = d.w.waiter.Probe()
+	default:
+		unread, err = d.w.waiter.Unread()
+	}
+	if err == nil {
+		mem = unread - before
 	}
 	d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
 	lines := make([]line, len(entries))
@@ -135,8 +143,8 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int) error {
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
 	d.notePeer(lines[len(lines)-1].seq)
-	if err != nil || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite {
-		return nil // nothing to look at; an error shows at the next look
+	if !last || err != nil || d.opts.AckOnWrite {
+		return nil // no look now; an error shows at the next one
 	}
 	return d.observe(unread, gone)
 }

@@ -120,7 +120,8 @@ var (
 // has read them already: the callers of one group commit then wake it once.
 // This is safe because the drainer idles only after a Read found nothing.
 func (d *drainer) notifyFor(last uint64) {
-	if last > d.ctl.readTo.Load() && !d.sendInline() {
+	read := d.ctl.readTo.Load()
+	if last > read && (last-read > inlineMax || !d.sendInline(last)) {
 		d.notify()
 	}
 }
