@@ -459,3 +459,72 @@ func TestDeliveryMaxHold(t *testing.T) {
 	assert.False(t, r.release)
 	assert.Zero(t, r.holdLeft, "no limit")
 }
+
+// What an earlier process wrote on its last connection is acknowledged only
+// as far as the evidence goes: its reader named, its end closed, the reader
+// still running, and no line longer than the receiver reads before.
+func TestDeliveryAdoptsThePreviousConnection(t *testing.T) {
+	proven := prevConn{closed: true, first: 11, last: 40, through: 30, pid: 7, alive: true}
+	d := newDelivery(testConfig(lastRead))
+	d.step(msg{kind: msgRestore, seq: 11})
+	r := d.step(msg{kind: msgPrevConn, prev: &proven})
+	assert.Equal(t, uint64(30), r.ackThrough)
+	assert.Equal(t, uint64(20), r.handledBefore, "counted as delivered")
+	assert.Equal(t, uint64(30), r.acked)
+	require.Len(t, r.notes, 1)
+	assert.Equal(t, note{kind: noteAdopted, seq: 30, n: 20, pid: 7}, r.notes[0])
+
+	for name, c := range map[string]struct {
+		change func(*prevConn)
+		why    adoptWhy
+	}{
+		"reader not known": {func(p *prevConn) { p.pid = 0 }, adoptNoReader},
+		"end still open":   {func(p *prevConn) { p.closed = false }, adoptOpen},
+		"reader gone":      {func(p *prevConn) { p.alive = false }, adoptGone},
+	} {
+		p := proven
+		c.change(&p)
+		d := newDelivery(testConfig(lastRead))
+		d.step(msg{kind: msgRestore, seq: 11})
+		r := d.step(msg{kind: msgPrevConn, prev: &p})
+		assert.Zero(t, r.ackThrough, name)
+		assert.Equal(t, uint64(10), r.acked, name)
+		require.Len(t, r.notes, 1, name)
+		assert.Equal(t, note{kind: noteNotAdopted, seq: 11, n: 20, why: c.why}, r.notes[0], name)
+	}
+
+	long := proven
+	long.long = 21
+	d = newDelivery(testConfig(lastRead))
+	r = d.step(msg{kind: msgPrevConn, prev: &long})
+	assert.Equal(t, uint64(20), r.ackThrough, "up to the line before the long one")
+	assert.Equal(t, noteAdoptLong, r.notes[0].kind)
+
+	long.long = 11
+	r = newDelivery(testConfig(lastRead)).step(msg{kind: msgPrevConn, prev: &long})
+	assert.Zero(t, r.ackThrough, "the first line is too long: nothing proven")
+
+	for name, p := range map[string]prevConn{
+		"spool empty":       {closed: true, through: 30, pid: 7, alive: true},
+		"written all acked": {closed: true, first: 31, last: 40, through: 30, pid: 7, alive: true},
+		"written past last": {closed: true, first: 11, last: 20, through: 30, pid: 7, alive: true},
+		"spool unreadable":  {closed: true, first: 11, last: 40, through: 30, pid: 7, alive: true, unreadable: true},
+	} {
+		r := newDelivery(testConfig(lastRead)).step(msg{kind: msgPrevConn, prev: &p})
+		assert.Zero(t, r.ackThrough, name)
+		assert.Empty(t, r.notes, name)
+	}
+}
+
+// The wait for an earlier process's connection to close looks every
+// peerPoll, up to StallTimeout, and ends once it is closed.
+func TestDeliveryWaitsForThePreviousConnection(t *testing.T) {
+	cfg := testConfig(lastRead)
+	cfg.stallAfter = 25 * time.Millisecond
+	d := newDelivery(cfg)
+	look := func(p prevConn) time.Duration { return d.step(msg{kind: msgPrevClosing, prev: &p}).lookAgain }
+	assert.Equal(t, peerPoll, look(prevConn{}))
+	assert.Equal(t, 5*time.Millisecond, look(prevConn{waited: 20 * time.Millisecond}), "not past the stall limit")
+	assert.Zero(t, look(prevConn{waited: 25 * time.Millisecond}), "given up")
+	assert.Zero(t, look(prevConn{closed: true}), "closed")
+}

@@ -463,10 +463,10 @@ func (d *drainer) retryPeer() {
 	}
 }
 
-// adoptPeerMark waits until the receiver's end of an earlier process's last
-// connection is closed, then acknowledges what was written there as far as
-// the evidence goes (docs/delivery.md, "Handled means proven"): the same
-// reader, still alive, and lines before the first one longer than it reads.
+// adoptPeerMark steps delivery with what an earlier process's receiver note
+// and /proc show of its last connection: first while it waits for the old end
+// to close (msgPrevClosing), then with the facts (msgPrevConn), and carries
+// out what delivery makes of them (docs/delivery.md, "Handled means proven").
 func (d *drainer) adoptPeerMark() {
 	if d.w.peer.notes == nil {
 		return
@@ -476,74 +476,45 @@ func (d *drainer) adoptPeerMark() {
 		return
 	}
 	defer d.w.peer.notes.Clear()
-	closed := d.peerClosed(m.Ino) // also for the order of what is resent
-	first := d.spool.FirstSeq()
-	if first == 0 || m.Through < first || m.Through > d.spool.LastSeq() {
-		return // nothing written there is pending
-	}
-	id := peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}
-	if reason := "its reader is gone"; m.Pid == 0 || !closed || !id.alive() {
-		if m.Pid == 0 {
-			reason = "its reader was not known"
-		} else if !closed {
-			reason = "its end of the connection is still open"
+	p := prevConn{through: m.Through, pid: m.Pid}
+	start := d.opts.Clock.Now()
+	_ = d.poll(peerPoll, func() (time.Duration, error) {
+		d.pub.health.beat() // waiting, by design: not wedged
+		gone, err := unixSocketGone(m.Ino)
+		p.closed, p.waited = err == nil && gone, d.opts.Clock.Now().Sub(start)
+		if err != nil {
+			return 0, nil // cannot tell: not closed
 		}
-		d.opts.Logger.Info("resending what the previous run wrote to the receiver: nothing shows its reader handled it",
-			"events", m.Through-first+1, "from_seq", first, "reason", reason)
-		return
+		r, _ := d.step(msg{kind: msgPrevClosing, prev: &p})
+		return r.lookAgain, nil
+	})
+	p.first, p.last = d.spool.FirstSeq(), d.spool.LastSeq()
+	if p.pid != 0 {
+		p.alive = peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}.alive()
 	}
-	through, long := d.closedEndProves(first, m.Through)
-	if long != 0 {
-		d.opts.Logger.Info("resending from a line longer than the receiver reads: its closed connection proves nothing after it",
-			"seq", long, "max_line", receiverMaxLine)
+	if p.first != 0 && p.first <= p.through && p.through <= p.last {
+		p.long, p.unreadable = d.firstLong(p.first, p.through)
 	}
-	if through < first {
-		return
-	}
-	if err := d.spool.Ack(through); err != nil {
-		return // resent: duplicates
-	}
-	n := through - first + 1
-	// Logged before Flush can see the progress: one that returns has it.
-	d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
-		"receiver_pid", m.Pid, "events", n, "through_seq", through)
-	d.progressed(func(l *linkStats) { l.delivered += n })
+	d.step(msg{kind: msgPrevConn, prev: &p})
 }
 
-// closedEndProves returns the last of first..through that a closed end and
-// a live reader prove handled: through, or the event before the first line
-// over receiverMaxLine (long, else 0), where the receiver's scanner stops.
-func (d *drainer) closedEndProves(first, through uint64) (last, long uint64) {
+// firstLong returns the first of first..through longer than the receiver
+// reads (receiverMaxLine), or 0; unreadable if the spool could not be read.
+func (d *drainer) firstLong(first, through uint64) (seq uint64, unreadable bool) {
 	for seq := first; seq <= through; {
 		entries, err := d.spool.Read(seq, 256, 1<<20)
 		if err != nil || len(entries) == 0 {
-			return first - 1, 0
+			return 0, true
 		}
 		for _, e := range entries {
 			if e.Seq > through {
-				return through, 0
+				return 0, false
 			}
 			if len(e.Data)+1 > receiverMaxLine {
-				return e.Seq - 1, e.Seq
+				return e.Seq, false
 			}
 		}
 		seq = entries[len(entries)-1].Seq + 1
 	}
-	return through, 0
-}
-
-// peerClosed waits until the receiver's end ino of the old connection is
-// closed, at most StallTimeout, looking every peerPoll.
-func (d *drainer) peerClosed(ino uint64) bool {
-	deadline := d.opts.Clock.Now().Add(d.opts.StallTimeout)
-	closed := false
-	_ = d.poll(peerPoll, func() (time.Duration, error) {
-		d.pub.health.beat() // waiting, by design: not wedged
-		gone, err := unixSocketGone(ino)
-		if closed = err == nil && gone; err != nil || gone || d.opts.Clock.Now().After(deadline) {
-			return 0, nil
-		}
-		return peerPoll, nil
-	})
-	return closed
+	return 0, false
 }

@@ -140,16 +140,19 @@ func (d *drainer) notify() {
 }
 
 // step tells delivery m at the clock's now and carries out its ready: it
-// acknowledges, sets aside, saves the strikes and logs, in that order. It
-// returns errAbandoned when delivery dropped the connection, or the
-// spool's error.
+// logs (a Flush that returns after an acknowledgement has its log),
+// acknowledges, sets aside and saves the strikes, in that order. It returns
+// errAbandoned when delivery dropped the connection, or the spool's error.
 func (d *drainer) step(m msg) (ready, error) {
 	m.now = d.opts.Clock.Now()
 	r := d.dv.step(m)
 	d.view = r.view
+	for _, n := range r.notes {
+		d.logNote(n)
+	}
 	var err error
 	if r.ackThrough != 0 {
-		err = d.ack(r.ackThrough)
+		err = d.ack(r.ackThrough, r.handledBefore)
 	}
 	if r.setAside != 0 {
 		d.deadLetter(r.setAside)
@@ -157,18 +160,16 @@ func (d *drainer) step(m msg) (ready, error) {
 	if r.saveStrike {
 		d.saveStrikes()
 	}
-	for _, n := range r.notes {
-		d.logNote(n)
-	}
 	if r.abandon {
 		err = errAbandoned
 	}
 	return r, err
 }
 
-// ack removes the events through seq from the spool; the newest is kept as
-// the witness.
-func (d *drainer) ack(seq uint64) error {
+// ack removes the events through seq from the spool, counting those written
+// here and before more delivered; the newest written here is kept as the
+// witness.
+func (d *drainer) ack(seq, before uint64) error {
 	if err := d.spool.Ack(seq); err != nil {
 		return err // they are resent: duplicates
 	}
@@ -180,7 +181,7 @@ func (d *drainer) ack(seq uint64) error {
 		d.w.witness = d.w.sent[n-1]
 		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
 	}
-	d.progressed(func(l *linkStats) { l.delivered += uint64(n) })
+	d.progressed(func(l *linkStats) { l.delivered += uint64(n) + before })
 	return nil
 }
 
@@ -278,6 +279,17 @@ func (d *drainer) logNote(n note) {
 	case noteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
 			"max_attempts", d.opts.MaxAttempts)
+	case noteNotAdopted:
+		reason := map[adoptWhy]string{adoptNoReader: "its reader was not known", adoptOpen: "its end of the connection is still open",
+			adoptGone: "its reader is gone"}[n.why]
+		d.opts.Logger.Info("resending what the previous run wrote to the receiver: nothing shows its reader handled it",
+			"events", n.n, "from_seq", n.seq, "reason", reason)
+	case noteAdoptLong:
+		d.opts.Logger.Info("resending from a line longer than the receiver reads: its closed connection proves nothing after it",
+			"seq", n.seq, "max_line", receiverMaxLine)
+	case noteAdopted:
+		d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
+			"receiver_pid", n.pid, "events", n.n, "through_seq", n.seq)
 	}
 }
 
