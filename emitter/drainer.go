@@ -353,6 +353,17 @@ func (d *drainer) preamble() error {
 // damaged record, the receiver not done reading), it stops and wakes the
 // drainer, which carries on from there.
 
+// notifyFor hands the events committed through last to the drainer: sent
+// inline when few, else it is woken; nothing if it read them already, so the
+// callers of one group commit wake it once. This is safe because the
+// drainer idles only after a Read found nothing.
+func (d *drainer) notifyFor(last uint64) {
+	read := d.ctl.readTo.Load()
+	if last > read && (last-read > inlineMax || !d.sendInline(last)) {
+		d.notify()
+	}
+}
+
 // inlineMax is the most events an Emit caller sends inline: about one
 // write's worth. More is a batch the drainer writes while the caller commits
 // its next one.

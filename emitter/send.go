@@ -146,7 +146,7 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, last bool) error {
 	if !last || err != nil || d.opts.AckOnWrite {
 		return nil // no look now; an error shows at the next one
 	}
-	return d.observe(unread, gone)
+	return d.probed(unread, gone)
 }
 
 // unread is SIOCOUTQ, when it can be read.
@@ -164,12 +164,12 @@ func (d *drainer) check() error {
 	if err != nil {
 		return err
 	}
-	return d.observe(unread, gone)
+	return d.probed(unread, gone)
 }
 
-// observe steps delivery with a probe of the socket: unread bytes, or the
+// probed steps delivery with a probe of the socket: unread bytes, or the
 // receiver gone.
-func (d *drainer) observe(unread int, gone *sockwait.PeerGoneError) error {
+func (d *drainer) probed(unread int, gone *sockwait.PeerGoneError) error {
 	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(d.view.unread, unread))

@@ -116,16 +116,6 @@ var (
 	errNotNow     = errors.New("an inline send stops where the drainer would wait")
 )
 
-// notifyFor wakes the drainer for events committed through last, unless it
-// has read them already: the callers of one group commit then wake it once.
-// This is safe because the drainer idles only after a Read found nothing.
-func (d *drainer) notifyFor(last uint64) {
-	read := d.ctl.readTo.Load()
-	if last > read && (last-read > inlineMax || !d.sendInline(last)) {
-		d.notify()
-	}
-}
-
 func (d *drainer) noteRead(entries []wal.Entry) {
 	if len(entries) > 0 {
 		d.ctl.readTo.Store(max(d.ctl.readTo.Load(), entries[len(entries)-1].Seq))
