@@ -404,8 +404,15 @@ func (d *drainer) sendInline(last uint64) bool {
 		return false
 	case d.ctl.readTo.Load() < last:
 		return false // more than one batch: the drainer writes the rest
+	case d.replan():
+		return false
 	}
-	return !d.replan()
+	if d.ctl.polls {
+		// The idle's look is for after the last activity: while sends
+		// come inline, the drainer sleeps on.
+		d.w.poll.Reset(idleCheck)
+	}
+	return true
 }
 
 // inlineable reports whether the next write needs no wait the drainer does:
