@@ -104,7 +104,9 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error
 			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
-			return d.noteWrite(entries, before, last)
+			// An inline send leaves the look for the read to the next send
+			// or the drainer: the receiver has rarely read it yet.
+			return d.noteWrite(entries, before, last && !d.ctl.inline)
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
@@ -115,17 +117,17 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error
 	}
 }
 
-// noteWrite tells delivery about a write and, after a batch's last chunk,
-// what the socket shows right after it (the first look for the read). before
+// noteWrite tells delivery about a write and, if look (after a batch's last
+// chunk), what the socket shows right after it (the first look for the read). before
 // is SIOCOUTQ just before the write, so the growth never overestimates the
 // write's memory: a read in between only lowers it.
-func (d *drainer) noteWrite(entries []wal.Entry, before int, last bool) error {
+func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 	watched := d.w.waiter != nil && d.w.waiter.Supported()
 	mem, unread, gone, err := 0, 0, (*sockwait.PeerGoneError)(nil), error(nil)
 	switch {
 	case !watched:
 		err = errors.ErrUnsupported
-	case last:
+	case look:
 		unread, gone, err = d.w.waiter.Probe()
 	default:
 		unread, err = d.w.waiter.Unread()
@@ -143,7 +145,7 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, last bool) error {
 	}
 	d.step(msg{kind: msgWrote, lines: lines, n: mem})
 	d.notePeer(lines[len(lines)-1].seq)
-	if !last || err != nil || d.opts.AckOnWrite {
+	if !look || err != nil || d.opts.AckOnWrite {
 		return nil // no look now; an error shows at the next one
 	}
 	return d.probed(unread, gone)
