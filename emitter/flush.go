@@ -23,6 +23,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	target := before.Spool.LastSeq
 	// Count pending events, not sequence numbers, which may have holes.
 	waited := before.Spool.PendingEvents
+	e.d.notify() // a write sent inline is looked at now, not at the idle's next look
 	tick := e.opts.Clock.NewTimer(flushPoll)
 	defer tick.Stop()
 	var settle time.Time
