@@ -68,13 +68,14 @@ func TestAckRidesOnNextAppend(t *testing.T) {
 	t.Logf("%d append+ack rounds: %d commits, %d entries left in the file", rounds, commits, keys)
 	require.LessOrEqual(t, commits, rounds+1, "acknowledgements cost commits of their own")
 	require.Zero(t, w.Stats().AckCommits)
-	// A short queue: each append deletes what was acknowledged before it, so
-	// the file keeps only the last append's two (acknowledged, hidden).
+	// A short queue (it fits a leaf): each append deletes what was
+	// acknowledged before it, so the file keeps only the last append's two
+	// (acknowledged, hidden).
 	require.Equal(t, 2, keys, "appends did not delete what was acknowledged before them")
 }
 
-// Behind a backlog of rideMin or more, deletions ride in runs of rideMin:
-// whole leaves cost less per entry than the front of one.
+// Behind a backlog larger than a leaf page, deletions ride in runs of
+// rideMin: whole leaves cost less per entry than the front of one.
 func TestAckRidesInRunsBehindABacklog(t *testing.T) {
 	t.Parallel()
 	w, err := Open(t.TempDir(), &Options{NoSync: true})

@@ -49,11 +49,11 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
 	// Acked entries ride this commit once there are rideMin of them, while
-	// fewer than rideMin are pending (a short queue shares its leaves with
-	// the tail, and a tree kept that small takes fewer pages a commit), or
-	// when the batch may need their room.
+	// what is pending fits one leaf (the front is in the tail's leaf, and a
+	// tree kept that small takes fewer pages a commit), or when the batch
+	// may need their room.
 	if st.acked > st.meta.removedSeq &&
-		(st.acked-st.meta.removedSeq >= rideMin || st.pending < rideMin || st.cost+batchCost(batch) > st.budget) {
+		(st.acked-st.meta.removedSeq >= rideMin || st.cost <= costPage || st.cost+batchCost(batch) > st.budget) {
 		if err := st.deleteHidden(eb); err != nil {
 			return err
 		}
