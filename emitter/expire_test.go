@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clock/clocktest"
+	"github.com/evspool/evspool/internal/clocktest"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clock/clocktest"
+	"github.com/evspool/evspool/internal/clocktest"
 )
 
 func TestReporter(t *testing.T) {

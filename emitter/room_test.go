@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/emitter/clock"
 	"github.com/evspool/evspool/internal/sockwait"
 )
 

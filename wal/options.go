@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/emitter/clock"
 )
 
 // Policy decides what Append does when the spool is at its size cap.

@@ -5,7 +5,7 @@ package clocktest
 
 import (
 	"context"
-	"github.com/evspool/evspool/internal/clock"
+	"github.com/evspool/evspool/emitter/clock"
 	"sort"
 	"sync"
 	"time"

@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evspool/evspool/internal/clock"
-	"github.com/evspool/evspool/internal/clock/clocktest"
+	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/internal/clocktest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
