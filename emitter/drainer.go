@@ -14,7 +14,8 @@ import (
 )
 
 // The drainer's loop: it dials, passes the gate, sends what delivery asks
-// for and idles until something happens. Its primitives are in shell.go.
+// for and idles until something happens; while it idles, Emit callers may
+// send in its place (sendInline, below). Its primitives are in shell.go.
 
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
@@ -345,9 +346,10 @@ func (d *drainer) preamble() error {
 	return err
 }
 
-// Sending inline: when the drainer idles caught up on a watched Unix socket
-// that has read everything, the Emit caller that committed the next events
-// writes them itself, under ctl.run, instead of waking the drainer to do it.
+// Sending inline: when the drainer idles caught up on a watched Unix socket,
+// the Emit caller that committed the next few events writes them itself,
+// under ctl.run, instead of waking the drainer to do it; it first looks
+// whether the receiver read the last write.
 // It does what the drainer's loop would (sendBatch), except wait: where the
 // drainer would wait (no room proven in the send buffer, the gate shut, a
 // damaged record, the receiver not done reading), it stops and wakes the
@@ -416,10 +418,10 @@ func (d *drainer) sendInline(last uint64) bool {
 }
 
 // inlineable reports whether the next write needs no wait the drainer does:
-// connected on a watched Unix socket that read everything, gate open and no
-// preamble due.
+// connected on a watched Unix socket with room proven, not frozen, gate open
+// and no preamble due.
 func (d *drainer) inlineable() bool {
-	w := d.w
+	w := &d.w
 	if w.conn == nil || !w.unix || w.waiter == nil || !w.waiter.Supported() || w.hup == nil || !w.room.ok ||
 		d.opts.AckOnWrite || d.view.frozen || d.w.peer.scan != nil {
 		return false
