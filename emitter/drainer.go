@@ -103,39 +103,45 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	// wake-up finds is acted on once the lock is back.
 	hup := d.w.hup
 	d.ctl.run.Unlock()
-	var woke <-chan time.Time
+	var woke idleWake
 	select {
 	case <-d.ctl.wake:
 	case <-gate:
 	case <-holdLimit:
 	case <-expiry:
-		woke = expiry
+		woke = wokeDeadline
 	case <-poll:
-		woke = poll
+		woke = wokeLook
 	case <-hup:
-		woke = idleHup
+		woke = wokeHup
 	case <-d.ctx.Done():
 	}
 	d.ctl.run.Lock()
 	d.ctl.parked = false
 	switch {
-	case woke == nil:
-	case woke == expiry:
+	case woke == wokeDeadline:
 		d.onDeadline()
-	case woke == poll:
+	case woke == wokeLook:
 		// A hang-up while idle; acks that otherwise ride on appends (an
 		// error shows again at the next Read).
 		d.checkIdle()
 		d.retryPeer()
 		_ = d.spool.FlushAcks(idleCheck)
-	case hup == d.w.hup: // the connection it watched is still the drainer's
+	case woke == wokeHup && hup == d.w.hup: // the connection it watched is still the drainer's
 		d.w.hup = nil
 		d.checkIdle()
 	}
 }
 
-// idleHup marks a wake-up by the socket becoming readable.
-var idleHup = make(<-chan time.Time)
+// idleWake is what ended an idle wait that the drainer acts on itself.
+type idleWake int
+
+const (
+	wokeOther    idleWake = iota // new events, the gate, ctx: the loop sees to them
+	wokeDeadline                 // delivery's deadline
+	wokeLook                     // the idle's next look
+	wokeHup                      // the socket became readable
+)
 
 // idlePoll reports whether an idle drainer must look again after idleCheck:
 // the receiver has bytes unread or is frozen, the socket cannot be watched,
