@@ -4,14 +4,10 @@ package emitter
 
 import (
 	"context"
-	"io"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/evspool/evspool/internal/testrecv"
 )
 
 // With a receiver connected and nothing pending, the drainer takes no step
@@ -20,18 +16,9 @@ import (
 // noticed when it does, not at the next event.
 func TestIdleTakesNoSteps(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "events.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
-	require.NoError(t, err)
-	defer rcv.Close()
 	const limit = 10 * time.Millisecond // the wedge limit is twice this
-	e, err := Open(sock, filepath.Join(dir, "spool"), &Options{
-		NoSync: true, Stdout: io.Discard, ReplayLinger: 20 * time.Millisecond,
-		DialTimeout: limit, WriteTimeout: limit, StallTimeout: limit,
-	})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
+	e, rcv := openOnReceiver(t, Options{ReplayLinger: 20 * time.Millisecond,
+		DialTimeout: limit, WriteTimeout: limit, StallTimeout: limit})
 	for _, ev := range []string{"one", "two", "three"} {
 		require.NoError(t, e.Emit(context.Background(), []byte(ev)))
 	}

@@ -23,21 +23,36 @@ func settled(d *drainer) bool {
 	return d.ctl.parked && d.w.peer.scan == nil
 }
 
-// With the drainer idle and caught up, Emit writes its events itself: the
-// drainer is not woken, and the receiver has each line in order, once.
-func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
-	t.Parallel()
+// openOnReceiver starts a receiver and opens an emitter on it (NoSync, no
+// echo, opts' other fields as given), both closed at the test's end.
+func openOnReceiver(t *testing.T, opts Options) (*Emitter, *testrecv.Receiver) {
+	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
 	require.NoError(t, err)
-	defer rcv.Close()
-	e, err := Open(sock, filepath.Join(dir, "spool"), &Options{NoSync: true, Stdout: io.Discard, ReplayLinger: 20 * time.Millisecond})
+	t.Cleanup(func() { rcv.Close() })
+	opts.NoSync, opts.Stdout = true, io.Discard
+	e, err := Open(sock, filepath.Join(dir, "spool"), &opts)
 	require.NoError(t, err)
-	defer e.Close(context.Background())
-	ctx := context.Background()
-	require.NoError(t, e.Emit(ctx, []byte("first")))
+	t.Cleanup(func() { e.Close(context.Background()) })
+	return e, rcv
+}
+
+// caughtUp delivers one event and waits until the drainer idles after it.
+func caughtUp(t *testing.T, e *Emitter, rcv *testrecv.Receiver) {
+	t.Helper()
+	require.NoError(t, e.Emit(context.Background(), []byte("first")))
 	require.Eventually(t, func() bool { return len(rcv.Lines()) == 1 && settled(e.d) }, 5*time.Second, time.Millisecond)
+}
+
+// With the drainer idle and caught up, Emit writes its events itself: the
+// drainer is not woken, and the receiver has each line in order, once.
+func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
+	t.Parallel()
+	e, rcv := openOnReceiver(t, Options{ReplayLinger: 20 * time.Millisecond})
+	caughtUp(t, e, rcv)
+	ctx := context.Background()
 
 	const n = 50
 	sent := []string{"first"}
@@ -58,7 +73,7 @@ func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
 	fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	require.NoError(t, e.Flush(fctx))
-	requireInOrderOnce(t, sent, rcv.Lines())
+	require.Equal(t, sent, rcv.Lines(), "every line once, in order")
 }
 
 // An inline send never waits: against a receiver that stopped reading, Emit
@@ -66,18 +81,9 @@ func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
 // the drainer then owns the stall, and all is delivered once it reads again.
 func TestInlineNeverWaits(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	sock := filepath.Join(dir, "events.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
-	require.NoError(t, err)
-	defer rcv.Close()
-	e, err := Open(sock, filepath.Join(dir, "spool"), &Options{NoSync: true, Stdout: io.Discard,
-		WriteTimeout: time.Minute, StallTimeout: time.Minute})
-	require.NoError(t, err)
-	defer e.Close(context.Background())
+	e, rcv := openOnReceiver(t, Options{WriteTimeout: time.Minute, StallTimeout: time.Minute})
+	caughtUp(t, e, rcv)
 	ctx := context.Background()
-	require.NoError(t, e.Emit(ctx, []byte("first")))
-	require.Eventually(t, func() bool { return len(rcv.Lines()) == 1 && settled(e.d) }, 5*time.Second, time.Millisecond)
 	rcv.PauseReading()
 	before := e.d.ctl.inlined.Load()
 
@@ -98,9 +104,4 @@ func TestInlineNeverWaits(t *testing.T) {
 	defer cancel()
 	require.NoError(t, e.Flush(fctx))
 	require.Len(t, rcv.Lines(), 201, "every line once")
-}
-
-func requireInOrderOnce(t *testing.T, sent, got []string) {
-	t.Helper()
-	require.Equal(t, sent, got, "every line once, in order")
 }
