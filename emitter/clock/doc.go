@@ -8,5 +8,7 @@
 // CLOCK_BOOTTIME, which keeps counting through suspend and process restarts
 // and which no wall-clock step moves. Boot readings of different boots
 // (BootID) cannot be compared. System is the real clock; evspool's own tests
-// use a fake one.
+// use a fake one. System reads CLOCK_BOOTTIME with a system call at most once
+// a second and carries it forward on the monotonic clock between: right after
+// a resume from suspend its Boot lags by the suspension for up to a second.
 package clock
