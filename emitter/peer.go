@@ -25,6 +25,8 @@ type peerNote struct {
 	through uint64          // the last sequence noted
 	written uint64          // the last sequence written on this connection
 	noted   bool            // the file names this connection's receiver end
+	covers  uint64          // the file, naming the reader, was written through this (0: not)
+	owed    bool            // acks the note covers may be missing from the spool's marks file
 	scan    chan readerScan // the reader scan in flight on this connection
 }
 

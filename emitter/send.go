@@ -381,7 +381,11 @@ func (d *drainer) identifyPeer() {
 func (d *drainer) writePeerNote(through uint64) {
 	d.w.peer.through, d.w.peer.noted = through, true
 	r := d.w.peer.reader
-	_ = d.w.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.w.peer.ino, Through: through})
+	err := d.w.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.w.peer.ino, Through: through})
+	d.w.peer.covers = 0
+	if err == nil && r.pid != 0 {
+		d.w.peer.covers = through // adoption can prove these read (delivery.adopt)
+	}
 }
 
 // notePeer notes the last event written to the current receiver. Until it

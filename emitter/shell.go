@@ -160,7 +160,17 @@ func (d *drainer) step(m msg) (ready, error) {
 // here and before more delivered; the newest written here is kept as the
 // witness.
 func (d *drainer) ack(seq, before uint64) error {
-	if err := d.spool.Ack(seq); err != nil {
+	// While the receiver note shows them written to a reader it names, a
+	// restart after a kill adopts them: the spool need not write its marks
+	// file as well, until the connection ends (settleAcks).
+	var err error
+	if seq <= d.w.peer.covers {
+		d.w.peer.owed = true
+		err = d.spool.AckNoted(seq)
+	} else {
+		err = d.spool.Ack(seq)
+	}
+	if err != nil {
 		return err // they are resent: duplicates
 	}
 	n := 0
@@ -354,6 +364,7 @@ func (d *drainer) fail(err error) {
 		m = msg{kind: msgHungUp, reset: true}
 	}
 	_, aerr := d.step(m)
+	d.settleAcks()
 	if d.w.peer.notes != nil && d.w.peer.noted {
 		_ = d.w.peer.notes.Clear() // what it did not read is resent anyway
 	}
@@ -363,6 +374,7 @@ func (d *drainer) fail(err error) {
 }
 
 func (d *drainer) disconnect() {
+	d.settleAcks()
 	if d.w.conn == nil {
 		return
 	}
@@ -370,6 +382,15 @@ func (d *drainer) disconnect() {
 	d.w.conn.Close()
 	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
+}
+
+// settleAcks has the spool write the acks the receiver note covered
+// (wal.AckNoted) to its marks file, before the note stops covering them.
+func (d *drainer) settleAcks() {
+	if d.w.peer.owed {
+		d.w.peer.owed = false
+		_ = d.spool.Ack(0) // a failure shows at the next Ack
+	}
 }
 
 // gateState reports whether the gate is open, its generation, the channel

@@ -87,8 +87,11 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.restore(st)
 	w.ackCommitted()
 	w.stats.Commits++
+	if st.dropped || w.acked.Load() > w.meta.removedSeq {
+		// Dropped, or acks AckNoted left to this commit that it kept.
+		w.marks.remove(w.hidden())
+	}
 	if st.dropped {
-		w.marks.remove(st.meta.removedSeq)
 		w.group.freed()
 	}
 	w.enforceCap()

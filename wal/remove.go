@@ -15,9 +15,23 @@ import (
 // It records upTo in the marks file (no fsync) and a later commit deletes the
 // entries (see FlushAcks), so after a power loss entries acked since the last
 // synced deletion may come back, as one in-order run from the head. If the
-// marks file cannot be written, Ack commits at once.
+// marks file cannot be written, Ack commits at once. It also writes what
+// AckNoted left unwritten.
 func (w *WAL) Ack(upTo uint64) error {
-	_, err := w.removeFront(upTo, false)
+	_, err := w.removeFront(upTo, removeAcked)
+	return err
+}
+
+// AckNoted is Ack for a caller that keeps its own record of what it
+// delivered, one a process crash keeps (the emitter's receiver note). While
+// the next append's commit will delete the entries (the pending ones fit a
+// page, see state.apply), it leaves the marks file unwritten, so a paced
+// stream writes one file an event and not two. The number is written once
+// rideMin acks are owed to it, by a commit that does not delete them, by Ack
+// and by Close. After a process crash before then the entries come back,
+// unless the caller's record shows them delivered.
+func (w *WAL) AckNoted(upTo uint64) error {
+	_, err := w.removeFront(upTo, removeNoted)
 	return err
 }
 
@@ -25,12 +39,22 @@ func (w *WAL) Ack(upTo uint64) error {
 // but counts them as expired (Stats.Expired), in the same transaction as the
 // removal. It returns what this call removed.
 func (w *WAL) Expire(upTo uint64) (Counter, error) {
-	return w.removeFront(upTo, true)
+	return w.removeFront(upTo, removeExpired)
 }
+
+// removal is how removeFront removes.
+type removal int
+
+const (
+	removeAcked   removal = iota // hidden; the marks file written
+	removeNoted                  // hidden; the marks file written if the next append will not delete them
+	removeExpired                // deleted at once
+)
 
 // removeFront removes the pending entries through upTo: acked ones are
 // hidden for a later commit to delete; expired ones are deleted at once.
-func (w *WAL) removeFront(upTo uint64, expire bool) (gone Counter, err error) {
+func (w *WAL) removeFront(upTo uint64, how removal) (gone Counter, err error) {
+	expire := how == removeExpired
 	err = w.locked(func() error {
 		st, g, err := w.removeTx(upTo, expire)
 		if err != nil && w.salvageOnWrite(err) {
@@ -45,10 +69,16 @@ func (w *WAL) removeFront(upTo uint64, expire bool) (gone Counter, err error) {
 			return fmt.Errorf("wal: %s through %d in %s: %w", op, upTo, w.path, err)
 		}
 		if st == nil {
+			if how == removeAcked {
+				return w.marks.remove(w.hidden())
+			}
 			return nil
 		}
 		gone = g
-		markErr := w.marks.remove(st.hidden())
+		var markErr error
+		if how != removeNoted || !st.acksRide() || st.hidden()-w.marks.removed >= rideMin {
+			markErr = w.marks.remove(st.hidden())
+		}
 		if !expire {
 			w.debt += w.cost.Load() - st.cost
 			w.stats.Acked += gone.Events

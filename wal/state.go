@@ -44,16 +44,23 @@ func (w *WAL) restore(st *state) {
 // hidden is the number through which entries are removed or acked.
 func (st *state) hidden() uint64 { return max(st.meta.removedSeq, st.acked) }
 
+// hidden is the number through which entries are removed or acked.
+func (w *WAL) hidden() uint64 { return max(w.meta.removedSeq, w.acked.Load()) }
+
+// acksRide reports whether the next append's commit deletes the acked
+// entries whatever its batch: once there are rideMin of them, or while what
+// is pending fits one leaf (the front is in the tail's leaf, and a tree kept
+// that small takes fewer pages a commit). A batch that may need their room
+// takes them too.
+func (st *state) acksRide() bool {
+	return st.acked > st.meta.removedSeq && (st.acked-st.meta.removedSeq >= rideMin || st.cost <= costPage)
+}
+
 // apply stores the batch's events, dropping per the policy to make room.
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	eb := tx.Bucket(eventsBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
-	// Acked entries ride this commit once there are rideMin of them, while
-	// what is pending fits one leaf (the front is in the tail's leaf, and a
-	// tree kept that small takes fewer pages a commit), or when the batch
-	// may need their room.
-	if st.acked > st.meta.removedSeq &&
-		(st.acked-st.meta.removedSeq >= rideMin || st.cost <= costPage || st.cost+batchCost(batch) > st.budget) {
+	if st.acksRide() || st.acked > st.meta.removedSeq && st.cost+batchCost(batch) > st.budget {
 		if err := st.deleteHidden(eb); err != nil {
 			return err
 		}
