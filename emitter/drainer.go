@@ -361,13 +361,13 @@ func (d *drainer) preamble() error {
 // damaged record, the receiver not done reading), it stops and wakes the
 // drainer, which carries on from there.
 
-// notifyFor hands the events committed through last to the drainer: sent
-// inline when few, else it is woken; nothing if it read them already, so the
-// callers of one group commit wake it once. This is safe because the
-// drainer idles only after a Read found nothing.
-func (d *drainer) notifyFor(last uint64) {
-	read := d.ctl.readTo.Load()
-	if last > read && (last-read > inlineMax || !d.sendInline(last)) {
+// notifyFor hands the events c committed to the drainer: sent inline when
+// few, else it is woken; nothing if it read them already, so the callers of
+// one group commit wake it once. This is safe because the drainer idles only
+// after a Read found nothing.
+func (d *drainer) notifyFor(c committed) {
+	last, read := c.first+uint64(len(c.events))-1, d.ctl.readTo.Load()
+	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
 		d.notify()
 	}
 }
@@ -377,10 +377,11 @@ func (d *drainer) notifyFor(last uint64) {
 // its next one.
 const inlineMax = 16
 
-// sendInline sends what was committed through last from the caller's
-// goroutine if the drainer idles and nothing needs a wait; false if the
-// drainer must be woken.
-func (d *drainer) sendInline(last uint64) bool {
+// sendInline sends what was committed through c's last event from the
+// caller's goroutine if the drainer idles and nothing needs a wait; false if
+// the drainer must be woken.
+func (d *drainer) sendInline(c committed) bool {
+	last := c.first + uint64(len(c.events)) - 1
 	if !d.ctl.run.TryLock() {
 		return false
 	}
@@ -388,8 +389,8 @@ func (d *drainer) sendInline(last uint64) bool {
 	if !d.ctl.parked || !d.inlineable() {
 		return false
 	}
-	d.ctl.inline = true
-	defer func() { d.ctl.inline = false }()
+	d.ctl.inline, d.ctl.fresh = true, c
+	defer func() { d.ctl.inline, d.ctl.fresh = false, committed{} }()
 	d.checkDrops(false)
 	d.takeReader(false)
 	var err error

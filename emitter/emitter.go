@@ -138,7 +138,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
-		e.d.notifyFor(last)
+		e.d.notifyFor(committed{first: last - uint64(len(clean)) + 1, events: clean})
 	}
 	e.writeEcho(clean)
 	return err

@@ -56,12 +56,20 @@ func TestEmitSendsInlineWhenCaughtUp(t *testing.T) {
 
 	const n = 50
 	sent := []string{"first"}
+	buf := make([]byte, 0, 64)
 	for i := range n {
 		ev := fmt.Sprintf("inline %d", i)
 		sent = append(sent, ev)
 		require.Eventually(t, func() bool { return settled(e.d) }, 5*time.Second, time.Millisecond)
 		before := e.d.ctl.inlined.Load()
-		require.NoError(t, e.Emit(ctx, []byte(ev)))
+		buf = append(buf[:0], ev...)
+		require.NoError(t, e.Emit(ctx, buf))
+		copy(buf, "reused") // the caller's to change once Emit returns
+		e.d.ctl.run.Lock()
+		for _, s := range e.d.w.sent { // kept for a resend: copies
+			require.Equal(t, sent[s.Seq-1], string(s.Data))
+		}
+		e.d.ctl.run.Unlock()
 		if e.d.ctl.inlined.Load() == before {
 			continue // the drainer was busy (a look, a receiver slower to read): it sent
 		}

@@ -32,7 +32,7 @@ func (d *drainer) sendBatch() (int, error) {
 	case p.resendWitness != 0:
 		entries = []wal.Entry{d.w.witness}
 	default:
-		entries, err = d.spool.Read(p.from, p.max, min(p.max*avgEventGuess, d.opts.BatchBytes))
+		entries, err = d.readNext(p)
 		d.noteRead(entries) // see notifyFor
 		if errors.Is(err, wal.ErrCorrupt) {
 			if d.ctl.inline {
@@ -64,6 +64,26 @@ func (d *drainer) sendBatch() (int, error) {
 	}
 	d.logs.out.up(d.spool.Len) // it reads: any outage is over
 	return len(entries), nil
+}
+
+// readNext reads what delivery asks for from the spool or, sending inline,
+// takes it from what the caller committed when that is all of it: the same
+// bytes, copied (the caller may reuse them), without a read transaction.
+// Entries taken so carry no stamps, which only MaxAge reads.
+func (d *drainer) readNext(p sendPlan) ([]wal.Entry, error) {
+	maxBytes := min(p.max*avgEventGuess, d.opts.BatchBytes)
+	c := d.ctl.fresh
+	if !d.ctl.inline || p.from != c.first || len(c.events) > p.max || d.opts.MaxAge > 0 {
+		return d.spool.Read(p.from, p.max, maxBytes)
+	}
+	entries, size := make([]wal.Entry, len(c.events)), 0
+	for i, ev := range c.events {
+		if size += len(ev); i > 0 && size > maxBytes {
+			return d.spool.Read(p.from, p.max, maxBytes)
+		}
+		entries[i] = wal.Entry{Seq: c.first + uint64(i), Data: bytes.Clone(ev)}
+	}
+	return entries, nil
 }
 
 // writeChunk bounds one write(2). A Unix socket frees a write's buffer only
@@ -122,20 +142,43 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error
 // is SIOCOUTQ just before the write, so the growth never overestimates the
 // write's memory: a read in between only lowers it.
 func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
-	watched := d.w.waiter != nil && d.w.waiter.Supported()
 	mem, unread, gone, err := 0, 0, (*sockwait.PeerGoneError)(nil), error(nil)
 	switch {
-	case !watched:
+	case d.w.waiter == nil || !d.w.waiter.Supported():
 		err = errors.ErrUnsupported
-	case look:
-		unread, gone, err = d.w.waiter.Probe()
+		d.w.room.ok = false
+	case d.ctl.inline && d.w.room.ok && d.w.room.queued == 0:
+		// Alone in the queue, which the look before found empty: delivery
+		// takes the payload for its memory (mem 0), less than it is, which
+		// can only delay seeing it read, and it is seen read whole at the
+		// next look; the room takes a bound above it until then.
+		payload := 0
+		for _, e := range entries {
+			payload += len(e.Data) + 1
+		}
+		d.w.room.queued = 2*payload + 4096
 	default:
-		unread, err = d.w.waiter.Unread()
+		if look {
+			unread, gone, err = d.w.waiter.Probe()
+		} else {
+			unread, err = d.w.waiter.Unread()
+		}
+		if err == nil {
+			mem = unread - before
+		}
+		d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
 	}
-	if err == nil {
-		mem = unread - before
+	d.step(msg{kind: msgWrote, lines: d.sentLines(entries), n: mem})
+	d.notePeer(entries[len(entries)-1].Seq)
+	if !look || err != nil || d.opts.AckOnWrite {
+		return nil // no look now; an error shows at the next one
 	}
-	d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
+	return d.probed(unread, gone)
+}
+
+// sentLines keeps the entries written for a resend of the witness and
+// returns them as delivery counts them.
+func (d *drainer) sentLines(entries []wal.Entry) []line {
 	lines := make([]line, len(entries))
 	for i, e := range entries {
 		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
@@ -143,12 +186,7 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 			d.w.sent = append(d.w.sent, e)
 		}
 	}
-	d.step(msg{kind: msgWrote, lines: lines, n: mem})
-	d.notePeer(lines[len(lines)-1].seq)
-	if !look || err != nil || d.opts.AckOnWrite {
-		return nil // no look now; an error shows at the next one
-	}
-	return d.probed(unread, gone)
+	return lines
 }
 
 // unread is SIOCOUTQ, when it can be read.

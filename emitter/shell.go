@@ -53,9 +53,16 @@ type control struct {
 	run     sync.Mutex
 	parked  bool          // under run: the run goroutine waits in idle, planned as below
 	inline  bool          // under run: an Emit caller is sending; nothing may wait
+	fresh   committed     // under run, while inline: what that caller committed
 	wakeAt  time.Time     // under run: the idle's deadline timer, zero if none
 	polls   bool          // under run: the idle looks again after idleCheck
 	inlined atomic.Uint64 // sends Emit callers made
+}
+
+// committed is what one Emit committed: events, from sequence first on.
+type committed struct {
+	first  uint64
+	events [][]byte
 }
 
 // logs are the drainer's rate-limited reports.

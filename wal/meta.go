@@ -52,9 +52,13 @@ type metaField struct {
 	val *uint64
 }
 
+// metaFields is how many values meta has.
+const metaFields = 12
+
 // fields lists the meta values: stored, loaded, salvaged and migrated alike.
-func (m *meta) fields() []metaField {
-	return []metaField{
+// An array, not a slice: it stays on the stack of a commit.
+func (m *meta) fields() [metaFields]metaField {
+	return [metaFields]metaField{
 		{keyNextSeq, &m.nextSeq}, {keyRemovedSeq, &m.removedSeq},
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},

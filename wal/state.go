@@ -28,9 +28,13 @@ type state struct {
 	path     string // the spool file, for errors
 }
 
+// snapshot starts a working copy of the counters. It needs wmu (or a WAL
+// no other goroutine has yet): the copy is the WAL's one scratch state, in
+// use until the next snapshot.
 func (w *WAL) snapshot() *state {
-	return &state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
+	w.scratch = state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
 		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path}
+	return &w.scratch
 }
 
 // restore keeps st once its transaction has ended well.

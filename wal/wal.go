@@ -41,6 +41,7 @@ type WAL struct {
 	// (ackdefer.go). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
 	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
+	scratch    state     // wmu: the working copy snapshot hands out
 	lastCommit time.Time // wmu: when a commit last deleted or appended
 
 	// cost and budget (see entryCost) change under wmu but are atomics for
