@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"os"
+	"runtime/debug"
 
 	"github.com/evspool/evspool/wal"
 )
@@ -33,8 +34,18 @@ const peerMarkSize = 1 + 4 + 8*4 + 4 // version, fields, then a CRC-32C
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // PeerNotes writes PeerMarks. It is not safe for concurrent use.
+//
+// The emitter writes a note after each write to the receiver, so on Linux
+// PeerNotes stores it into a shared mapping of the file: into the page
+// cache, as pwrite(2) would, without a system call (the first store after
+// the kernel wrote the page back faults once to mark it dirty again). A
+// process kill keeps it as it keeps a pwrite; a note torn by a kill in the
+// middle of the store fails its CRC and is not used, which resends, never
+// skips. Where the file cannot be mapped, or the mapping faults (the file
+// cut short under it), it writes with pwrite.
 type PeerNotes struct {
 	f   *os.File
+	m   []byte // the file's first peerMarkSize bytes, mapped shared; nil: pwrite
 	buf [peerMarkSize]byte
 }
 
@@ -44,7 +55,7 @@ func OpenPeerNotes(dir string) (*PeerNotes, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ledger: open %s: %w", PeerFile, err)
 	}
-	return &PeerNotes{f: f}, nil
+	return &PeerNotes{f: f, m: mapNote(f)}, nil
 }
 
 // Write replaces the note with m.
@@ -55,15 +66,38 @@ func (p *PeerNotes) Write(m PeerMark) error {
 		b = binary.BigEndian.AppendUint64(b, v)
 	}
 	b = binary.BigEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	if p.m != nil && p.store(b) {
+		return nil
+	}
 	_, err := p.f.WriteAt(b, 0)
 	return err
+}
+
+// store copies b into the mapping. It returns false if that faulted, and
+// the mapping is not used again.
+func (p *PeerNotes) store(b []byte) (ok bool) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if recover() != nil {
+			unmapNote(p.m)
+			p.m, ok = nil, false
+		}
+	}()
+	copy(p.m, b)
+	return true
 }
 
 // Clear removes the note: nothing is known written to a live receiver.
 func (p *PeerNotes) Clear() error { return p.Write(PeerMark{}) }
 
 // Close closes the file.
-func (p *PeerNotes) Close() error { return p.f.Close() }
+func (p *PeerNotes) Close() error {
+	if p.m != nil {
+		unmapNote(p.m)
+		p.m = nil
+	}
+	return p.f.Close()
+}
 
 // errPeerMark is a note that cannot be used.
 var errPeerMark = errors.New("ledger: no usable receiver note")
