@@ -366,7 +366,7 @@ func (d *drainer) preamble() error {
 // one group commit wake it once. This is safe because the drainer idles only
 // after a Read found nothing.
 func (d *drainer) notifyFor(c committed) {
-	last, read := c.first+uint64(len(c.events))-1, d.ctl.readTo.Load()
+	last, read := c.last(), d.ctl.readTo.Load()
 	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
 		d.notify()
 	}
@@ -381,7 +381,6 @@ const inlineMax = 16
 // caller's goroutine if the drainer idles and nothing needs a wait; false if
 // the drainer must be woken.
 func (d *drainer) sendInline(c committed) bool {
-	last := c.first + uint64(len(c.events)) - 1
 	if !d.ctl.run.TryLock() {
 		return false
 	}
@@ -411,7 +410,7 @@ func (d *drainer) sendInline(c committed) bool {
 	case err != nil:
 		d.fail(err)
 		return false
-	case d.ctl.readTo.Load() < last:
+	case d.ctl.readTo.Load() < c.last():
 		return false // more than one batch: the drainer writes the rest
 	case d.replan():
 		return false

@@ -65,6 +65,9 @@ type committed struct {
 	events [][]byte
 }
 
+// last is the sequence of c's last event.
+func (c committed) last() uint64 { return c.first + uint64(len(c.events)) - 1 }
+
 // logs are the drainer's rate-limited reports.
 type logs struct {
 	delivery, deadLetter, preamble reporter // slow, frozen and crash-looping receivers; poison; preambles

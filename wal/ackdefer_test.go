@@ -275,23 +275,10 @@ func TestAckNotedLeavesTheMarkToTheNextAppend(t *testing.T) {
 	}
 	// What a killed process leaves: the files as they are (page cache kept).
 	afterKill := func() []uint64 {
-		d := t.TempDir()
-		require.NoError(t, os.Chmod(d, 0o700))
-		for _, name := range []string{fileName, marksFileName} {
-			b, err := os.ReadFile(filepath.Join(dir, name))
-			require.NoError(t, err)
-			require.NoError(t, os.WriteFile(filepath.Join(d, name), b, 0o600))
-		}
-		c, err := Open(d, nil)
+		c, err := Open(salvageCopy(t, dir), nil)
 		require.NoError(t, err)
 		defer c.Close()
-		es, err := c.Read(0, 0, 0)
-		require.NoError(t, err)
-		var out []uint64
-		for _, e := range es {
-			out = append(out, e.Seq)
-		}
-		return out
+		return salvageSeqs(t, c)
 	}
 
 	_, err = w.Append(ctx, ackEvent(1))
