@@ -75,45 +75,28 @@ type msg struct {
 	seq     uint64          // msgRestore, msgFirst, msgNext: the spool's oldest pending; msgSetAside: the event; msgBatch: the batch's first
 	reset   bool            // msgHungUp: it closed with bytes unread
 	strikes strikeRecord    // msgRestore: what an earlier process saved
-	prev    *prevConn       // msgPrevClosing, msgPrevConn
-}
-
-// prevConn is what the shell found of the last connection of an earlier
-// process on this spool: its receiver note (peer.go) and what the spool and
-// /proc show now.
-type prevConn struct {
-	waited      time.Duration // msgPrevClosing: since the shell began to look
-	closed      bool          // the receiver's end of it is closed
-	first, last uint64        // the spool's oldest and newest pending; 0 when empty
-	through     uint64        // written there through
-	pid         int32         // the process reading it, 0 if not known
-	alive       bool          // that process still runs
-	long        uint64        // the first of first..through longer than the receiver reads; 0: none
-	unreadable  bool          // first..through could not be read from the spool
 }
 
 type msgKind int
 
 const (
-	msgRestore     msgKind = iota + 1 // at start: the spool's oldest pending, the saved strikes
-	msgConnected                      // a connection was made
-	msgFirst                          // the spool's oldest pending is seq (others expired or were dropped)
-	msgNext                           // as msgFirst, and what to write next (ready.send)
-	msgBatch                          // the batch ready.send asked for was read, with its ages (ready.keep, ready.expire)
-	msgHeld                           // the live gate is held, for m.held (ready.release, ready.holdLeft)
-	msgWrote                          // lines were written
-	msgRead                           // a SIOCOUTQ reading: n bytes unread
-	msgTick                           // time passed
-	msgFin                            // the receiver's FIN, with n bytes unread (ready.closed)
-	msgHungUp                         // the receiver hung up
-	msgLost                           // the shell dropped the connection for a reason of its own
-	msgSetAside                       // seq was moved to the dead letters and removed from the spool
-	msgRewind                         // the spool was salvaged: write from the oldest pending
-	msgNoWitness                      // the witness is not at hand
-	msgDialFailed                     // a dial, or the preamble on its connection, failed
-	msgAppeared                       // the socket path appeared (the receiver is binding)
-	msgPrevClosing                    // an earlier process's last connection, waiting for its end to close (ready.lookAgain)
-	msgPrevConn                       // an earlier process's last connection, as found (ready.ackThrough)
+	msgRestore    msgKind = iota + 1 // at start: the spool's oldest pending, the saved strikes
+	msgConnected                     // a connection was made
+	msgFirst                         // the spool's oldest pending is seq (others expired or were dropped)
+	msgNext                          // as msgFirst, and what to write next (ready.send)
+	msgBatch                         // the batch ready.send asked for was read, with its ages (ready.keep, ready.expire)
+	msgHeld                          // the live gate is held, for m.held (ready.release, ready.holdLeft)
+	msgWrote                         // lines were written
+	msgRead                          // a SIOCOUTQ reading: n bytes unread
+	msgTick                          // time passed
+	msgFin                           // the receiver's FIN, with n bytes unread (ready.closed)
+	msgHungUp                        // the receiver hung up
+	msgLost                          // the shell dropped the connection for a reason of its own
+	msgSetAside                      // seq was moved to the dead letters and removed from the spool
+	msgRewind                        // the spool was salvaged: write from the oldest pending
+	msgNoWitness                     // the witness is not at hand
+	msgDialFailed                    // a dial, or the preamble on its connection, failed
+	msgAppeared                      // the socket path appeared (the receiver is binding)
 )
 
 // step is the only way into delivery: it takes one msg and returns what the
@@ -161,10 +144,6 @@ func (d *delivery) step(m msg) ready {
 		d.cursor = 0
 	case msgNoWitness:
 		d.witness = 0
-	case msgPrevClosing:
-		r.lookAgain = d.prevClosing(*m.prev)
-	case msgPrevConn:
-		r = d.adopt(*m.prev)
 	}
 	r.view = d.view(m.now)
 	return r
@@ -186,17 +165,12 @@ type ready struct {
 	expire     int           // msgBatch: expire the batch's first expire events, then read again
 	release    bool          // msgHeld: the hold passed MaxHold: release it
 	holdLeft   time.Duration // msgHeld: look again after this (0: no limit)
-	lookAgain  time.Duration // msgPrevClosing: look again after this; 0: stop waiting
-	// handledBefore counts what an earlier process wrote, acknowledged here,
-	// as delivered (msgPrevConn).
-	handledBefore uint64
 	view
 }
 
 // then is r followed by o, as one ready.
 func (r ready) then(o ready) ready {
 	r.ackThrough = max(r.ackThrough, o.ackThrough)
-	r.handledBefore += o.handledBefore
 	if o.setAside != 0 {
 		r.setAside = o.setAside
 	}
@@ -211,6 +185,7 @@ type view struct {
 	acked    uint64       // acknowledged or set aside through
 	strikes  strikeRecord // the suspect, to persist
 	unread   int          // the last SIOCOUTQ reading on this connection
+	inFlight int          // payload bytes written on this connection and not known read
 	frozen   bool         // the receiver reads nothing, connected
 	reading  bool         // written bytes wait to be read
 	readSome bool         // it has read something on this connection
@@ -227,6 +202,7 @@ func (d *delivery) view(now time.Time) view {
 		dialAt: d.dial.at, early: d.dial.early}
 	if c := d.conn; c != nil {
 		v.unread, v.frozen, v.reading, v.readSome = c.unread, c.frozen, !c.allRead(), c.read > 0
+		v.inFlight = int(c.written - c.read)
 		v.poll = idleCheck
 		if !c.frozen {
 			v.poll = pollAfter(now.Sub(later(c.lastMove, c.lastWrite)))
@@ -242,30 +218,16 @@ type note struct {
 	seq   uint64
 	n     int
 	since time.Time
-	why   adoptWhy // noteNotAdopted
-	pid   int32    // noteAdopted: the reader
 }
 
 type noteKind int
 
 const (
-	noteStrike     noteKind = iota + 1 // seq earned strike n
-	noteFrozen                         // the receiver read nothing since
-	noteCrashLoop                      // the receiver failed n times in a row before handling anything
-	noteStuck                          // it stopped inside seq: cannot read it
-	noteSlow                           // it read nothing since, for warnAfter
-	noteAdopted                        // an earlier process's receiver handled n events through seq
-	noteNotAdopted                     // what an earlier process wrote from seq, n events, is resent: why (adoptWhy)
-	noteAdoptLong                      // nothing after seq, longer than the receiver reads, is known handled
-)
-
-// adoptWhy is why what an earlier process wrote proves nothing handled.
-type adoptWhy int
-
-const (
-	adoptNoReader adoptWhy = iota + 1 // its reader was not known
-	adoptOpen                         // its end of the connection is still open
-	adoptGone                         // its reader is gone
+	noteStrike    noteKind = iota + 1 // seq earned strike n
+	noteFrozen                        // the receiver read nothing since
+	noteCrashLoop                     // the receiver failed n times in a row before handling anything
+	noteStuck                         // it stopped inside seq: cannot read it
+	noteSlow                          // it read nothing since, for warnAfter
 )
 
 // sendPlan is what the shell writes next: max events from from (0: the
@@ -749,51 +711,4 @@ func (d *delivery) aged(first uint64, ages []time.Duration) (keep, expire int) {
 		}
 	}
 	return len(ages), 0
-}
-
-// prevClosing says how long the shell waits, looking every peerPoll, for the
-// receiver's end of an earlier process's last connection to close: up to
-// stallAfter, as for a receiver that reads nothing.
-func (d *delivery) prevClosing(p prevConn) time.Duration {
-	if p.closed || p.waited >= d.cfg.stallAfter {
-		return 0
-	}
-	return min(peerPoll, d.cfg.stallAfter-p.waited)
-}
-
-// adopt acknowledges what an earlier process wrote on its last connection as
-// far as the evidence goes (docs/delivery.md, "Handled means proven"): its
-// end closed by the reader the note names, which still runs (it read to the
-// end and moved on), and only the lines before the first one longer than it
-// reads (its scanner stops there).
-func (d *delivery) adopt(p prevConn) ready {
-	var r ready
-	if p.first == 0 || p.through < p.first || p.through > p.last || p.unreadable {
-		return r // nothing written there is pending, or nothing can be proven
-	}
-	why := adoptWhy(0)
-	switch {
-	case p.pid == 0:
-		why = adoptNoReader
-	case !p.closed:
-		why = adoptOpen
-	case !p.alive:
-		why = adoptGone
-	}
-	if why != 0 {
-		r.notes = append(r.notes, note{kind: noteNotAdopted, seq: p.first, n: int(p.through - p.first + 1), why: why})
-		return r
-	}
-	through := p.through
-	if p.long != 0 && p.long <= through {
-		through = p.long - 1
-		r.notes = append(r.notes, note{kind: noteAdoptLong, seq: p.long})
-	}
-	if through < p.first {
-		return r
-	}
-	r.saveStrike = d.ackedThrough(through, false)
-	r.ackThrough, r.handledBefore = through, through-p.first+1
-	r.notes = append(r.notes, note{kind: noteAdopted, seq: through, n: int(through - p.first + 1), pid: p.pid})
-	return r
 }

@@ -30,7 +30,6 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 			drops: newReporter(opts), dropsSeen: dropped, expired: newReporter(opts)},
 	}
 	d.restoreStrikes()
-	d.openPeerNotes()
 	return d
 }
 
@@ -38,15 +37,11 @@ func (d *drainer) run() {
 	defer close(d.ctl.done)
 	d.ctl.run.Lock()
 	defer d.ctl.run.Unlock()
-	defer d.scans.Wait()
 	defer d.disconnect()
 	defer d.closeWatch()
-	defer d.closeNotes()
-	d.adoptPeerMark()
 	for d.ctx.Err() == nil {
 		d.pub.health.beat()
 		d.checkDrops(false)
-		d.takeReader(false)
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
@@ -125,7 +120,6 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 		// A hang-up while idle; acks that otherwise ride on appends (an
 		// error shows again at the next Read).
 		d.checkIdle()
-		d.retryPeer()
 		_ = d.spool.FlushAcks(idleCheck)
 	case woke == wokeHup && hup == d.w.hup: // the connection it watched is still the drainer's
 		d.w.hup = nil
@@ -145,14 +139,12 @@ const (
 
 // idlePoll reports whether an idle drainer must look again after idleCheck:
 // the receiver has bytes unread or is frozen, the socket cannot be watched,
-// the receiver note is unfinished, or acks wait to be committed.
+// or acks wait to be committed.
 func (d *drainer) idlePoll() bool {
 	switch {
 	case d.view.frozen, d.view.unread > 0:
 		return true
 	case d.w.conn != nil && d.w.waiter.Supported() && d.w.hup == nil:
-		return true
-	case d.w.peer.scan != nil, d.w.conn != nil && d.w.peer.written > d.w.peer.through:
 		return true
 	}
 	return d.spool.AcksPending()
@@ -185,7 +177,6 @@ func (d *drainer) connect() bool {
 		cancel()
 		if err == nil {
 			d.onConnect(conn)
-			d.identifyPeer() // before the first write: see peer.go
 			if d.passGate(true) != nil {
 				d.step(msg{kind: msgDialFailed})
 				continue // dropped: back off and dial again (gate.go, preamble.go)
@@ -210,20 +201,11 @@ func (d *drainer) onConnect(conn net.Conn) {
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either
 	}
-	d.w.peer = peerNote{notes: d.w.peer.notes, told: d.w.peer.told}
 	d.step(msg{kind: msgConnected})
 	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
 	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
-}
-
-func (d *drainer) closeNotes() {
-	if d.w.peer.notes != nil {
-		d.takeReader(true) // a scan in flight takes milliseconds
-		d.retryPeer()      // the connection is still open: run's deferred disconnect comes after
-		d.w.peer.notes.Close()
-	}
 }
 
 // checkIdle notices a receiver that hung up or reads again while idle.
@@ -391,7 +373,6 @@ func (d *drainer) sendInline(c committed) bool {
 	d.ctl.inline, d.ctl.fresh = true, c
 	defer func() { d.ctl.inline, d.ctl.fresh = false, committed{} }()
 	d.checkDrops(false)
-	d.takeReader(false)
 	var err error
 	if d.view.reading { // what the last send wrote: read by now, mostly
 		if err = d.check(); err == nil && d.view.reading {
@@ -429,7 +410,7 @@ func (d *drainer) sendInline(c committed) bool {
 func (d *drainer) inlineable() bool {
 	w := &d.w
 	if w.conn == nil || !w.unix || w.waiter == nil || !w.waiter.Supported() || w.hup == nil || !w.room.ok ||
-		d.opts.AckOnWrite || d.view.frozen || d.w.peer.scan != nil {
+		d.opts.AckOnWrite || d.view.frozen {
 		return false
 	}
 	g := &d.pub.gate

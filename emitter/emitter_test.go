@@ -44,7 +44,17 @@ func TestTCP(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	require.NoError(t, em.Flush(ctx))
+	// Over TCP nothing proves an event handled: Flush says so, and counts
+	// them written, never delivered.
+	err = em.Flush(ctx)
+	var fe *emitter.FlushError
+	require.ErrorAs(t, err, &fe)
+	require.ErrorIs(t, err, emitter.ErrUnproven)
+	require.NotErrorIs(t, err, emitter.ErrNotDelivered, "nothing is known lost")
+	require.Equal(t, emitter.FlushError{Waited: 500, Unproven: 500}, *fe)
+	st := em.Stats()
+	require.EqualValues(t, 500, st.Unproven)
+	require.Zero(t, st.Delivered)
 	waitDelivered(t, rcv, sent)
 }
 

@@ -10,6 +10,11 @@ var (
 	// events it waited for left the spool without reaching the receiver.
 	ErrNotDelivered = errors.New("emitter: events left the spool undelivered")
 
+	// ErrUnproven is matched by the *FlushError Flush returns when events it
+	// waited for were acknowledged without proof that the receiver handled
+	// them (over TCP its kernel took them: see Stats.Unproven).
+	ErrUnproven = errors.New("emitter: events acknowledged without proof the receiver handled them")
+
 	// ErrClosed is returned by Emit and Flush after Close.
 	ErrClosed = errors.New("emitter: closed")
 
@@ -40,7 +45,9 @@ func (e *EventSizeError) Error() string {
 func (e *EventSizeError) Is(target error) bool { return target == ErrEventTooLarge }
 
 // FlushError is what Flush returns when every event it waited for has left
-// the spool but not all reached the receiver. It matches ErrNotDelivered.
+// the spool but not all are known to have reached the receiver. It matches
+// ErrNotDelivered when some were dropped, expired or dead-lettered, and
+// ErrUnproven when some were acknowledged without proof.
 // The counts add up to Waited; events emitted meanwhile may blur them.
 type FlushError struct {
 	Waited       uint64 // events Flush waited for
@@ -48,12 +55,22 @@ type FlushError struct {
 	Dropped      uint64 // dropped by the full-spool policy
 	Expired      uint64 // dropped for exceeding the maximum age
 	DeadLettered uint64 // moved to the dead-letter file
+	Unproven     uint64 // acknowledged without proof of handling (Stats.Unproven)
 }
 
 func (e *FlushError) Error() string {
-	return fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d dropped (spool full), %d expired, %d dead-lettered",
-		e.Waited, e.Delivered, e.Dropped, e.Expired, e.DeadLettered)
+	return fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d acknowledged without proof of handling, %d dropped (spool full), %d expired, %d dead-lettered",
+		e.Waited, e.Delivered, e.Unproven, e.Dropped, e.Expired, e.DeadLettered)
 }
 
-// Is reports whether target is ErrNotDelivered.
-func (e *FlushError) Is(target error) bool { return target == ErrNotDelivered }
+// Is reports whether target is ErrNotDelivered (some left undelivered) or
+// ErrUnproven (some acknowledged without proof).
+func (e *FlushError) Is(target error) bool {
+	switch target {
+	case ErrNotDelivered:
+		return e.Dropped+e.Expired+e.DeadLettered > 0
+	case ErrUnproven:
+		return e.Unproven > 0
+	}
+	return false
+}

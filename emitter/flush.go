@@ -13,8 +13,9 @@ const flushPoll = 10 * time.Millisecond
 // Flush returns once every event emitted before it was called has left the
 // spool (a delivered one, at most ReplayLinger after it was read), or ctx
 // ends. It returns nil when all were delivered, a *FlushError when some were
-// not, an error matching ctx.Err() when ctx ended first, and ErrClosed after
-// Close.
+// not or were acknowledged without proof of handling (over TCP: see
+// Stats.Unproven), an error matching ctx.Err() when ctx ended first, and
+// ErrClosed after Close.
 func (e *Emitter) Flush(ctx context.Context) error {
 	if e.closed.Load() {
 		return ErrClosed
@@ -39,7 +40,8 @@ func (e *Emitter) Flush(ctx context.Context) error {
 				settle = e.opts.Clock.Now().Add(flushSettle)
 			}
 			// Every waited-for event explained, or the counters had their time.
-			gone := (after.Delivered - before.Delivered) + (after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
+			gone := (after.Delivered - before.Delivered) + (after.Unproven - before.Unproven) +
+				(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
 				(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
 			if gone >= waited || e.opts.Clock.Now().After(settle) {
 				return flushResult(waited, before, after)
@@ -65,11 +67,12 @@ const flushSettle = time.Second
 // the spool undelivered is counted from the head, where those events were.
 func flushResult(waited uint64, before, after Stats) error {
 	r := &FlushError{Waited: waited}
-	take := func(n uint64) uint64 { return min(n, waited-r.Dropped-r.Expired-r.DeadLettered) }
+	take := func(n uint64) uint64 { return min(n, waited-r.Dropped-r.Expired-r.DeadLettered-r.Unproven) }
 	r.Dropped = take(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events)
 	r.Expired = take(after.Expired - before.Expired)
 	r.DeadLettered = take(after.DeadLettered - before.DeadLettered)
-	r.Delivered = waited - r.Dropped - r.Expired - r.DeadLettered
+	r.Unproven = take(after.Unproven - before.Unproven)
+	r.Delivered = waited - r.Dropped - r.Expired - r.DeadLettered - r.Unproven
 	if r.Delivered == waited {
 		return nil
 	}

@@ -38,7 +38,6 @@ func TestLingerProbesBeforeAcknowledging(t *testing.T) {
 	o, err := (&Options{Stdout: io.Discard}).withDefaults()
 	require.NoError(t, err)
 	d := newDrainer(sock, &o, spool)
-	defer d.closeNotes()
 	clk := clocktest.NewFake(time.Now())
 	d.opts.Clock = clk
 

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"runtime"
 	"time"
 
-	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -117,6 +115,9 @@ func (d *drainer) write(entries []wal.Entry) error {
 // reading (a stall, not a failure: delivery judges it where reads can be
 // seen), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error {
+	if err := d.awaitWindow(len(chunk)); err != nil {
+		return err
+	}
 	for {
 		err := d.awaitRoom(len(chunk)) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
@@ -169,7 +170,6 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 		d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
 	}
 	d.step(msg{kind: msgWrote, lines: d.sentLines(entries), n: mem})
-	d.notePeer(entries[len(entries)-1].Seq)
 	if !look || err != nil || d.opts.AckOnWrite {
 		return nil // no look now; an error shows at the next one
 	}
@@ -225,7 +225,6 @@ func (d *drainer) probed(unread int, gone *sockwait.PeerGoneError) error {
 	}
 	d.w.room.queued = unread
 	_, err := d.step(msg{kind: msgRead, n: unread})
-	d.seekReader() // once a connection, after its first read: see peer.go
 	return err
 }
 
@@ -244,23 +243,79 @@ func chunkEnd(buf []byte) int {
 	return len(buf)
 }
 
-// waitRead polls until the receiver has read everything written or the
-// connection fails, as often as delivery says (view.poll). looked says the
-// socket was just looked at (the look after a write): the first look waits.
+// waitRead waits until the receiver has read everything written or the
+// connection fails. looked says the socket was just looked at (the look
+// after a write).
 func (d *drainer) waitRead(looked bool) error {
-	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
-		d.pub.health.beat()
-		if !looked {
-			if err := d.check(); err != nil {
+	if !looked {
+		if err := d.check(); err != nil {
+			return err
+		}
+	}
+	return d.awaitReads(func() bool { return !d.view.reading })
+}
+
+// inFlightMax bounds the payload written to a Unix socket and not yet seen
+// read: about one receiver read (cloud-event-proxy's is 4 KiB). The next
+// start after an evspool crash resends everything not shown handled, so
+// this and the receiver's last read are what such a crash duplicates
+// (docs/delivery.md, "When evspool itself dies").
+const inFlightMax = 4 << 10
+
+// awaitReadMax bounds a wait in real time for a read (awaitReads): a
+// receiver that reads does within it; one that does not is looked at on
+// the emitter's clock.
+const awaitReadMax = 2 * time.Millisecond
+
+// awaitWindow waits until n more bytes keep the payload in flight within
+// inFlightMax, or nothing is in flight (a longer event goes alone).
+func (d *drainer) awaitWindow(n int) error {
+	if !d.w.unix || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite {
+		return nil
+	}
+	fits := func() bool { return d.view.inFlight == 0 || d.view.inFlight+n <= inFlightMax }
+	if !fits() && d.ctl.inline {
+		return errNotNow
+	}
+	return d.awaitReads(fits)
+}
+
+// awaitReads looks at the socket until done holds or the connection fails.
+// On a Unix socket it first waits up to awaitReadMax for the receiver to
+// read (sockwait's AwaitRead: woken by the read itself); a receiver that
+// reads nothing in that time, and any other socket, is looked at again
+// after delivery's pause (view.poll) on the clock.
+func (d *drainer) awaitReads(done func() bool) error {
+	if !d.w.unix {
+		return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
+			d.pub.health.beat()
+			if done() {
+				return 0, nil
+			}
+			if err := d.check(); err != nil || done() {
 				return 0, err
 			}
+			return d.view.poll, nil
+		})
+	}
+	for !done() {
+		d.pub.health.beat()
+		if err := d.ctx.Err(); err != nil {
+			return err
 		}
-		looked = false
-		if !d.view.reading {
-			return 0, nil
+		last := d.view.unread
+		unread, err := d.w.waiter.AwaitRead(d.w.conn, awaitReadMax, func(unread int) bool { return unread < last })
+		if err != nil {
+			return err
 		}
-		return d.view.poll, nil
-	})
+		if unread >= last && !d.sleep(d.view.poll) {
+			return d.ctx.Err()
+		}
+		if err := d.check(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // repair salvages a spool whose records turned out damaged while draining.
@@ -371,194 +426,3 @@ func (d *drainer) awaitRoom(n int) error {
 // line's end and is written only once the send buffer can take it whole
 // (with the kernel's per-buffer overhead), so that write(2) copies all of it
 // or, past its deadline, nothing.
-
-// openPeerNotes opens the notes, where they can be used.
-func (d *drainer) openPeerNotes() {
-	if d.opts.Network != "unix" || deliveryConfigOf(d.opts).mode != lastRead {
-		return
-	}
-	n, err := ledger.OpenPeerNotes(d.spool.Dir())
-	if err != nil {
-		d.opts.Logger.Warn("cannot note the receiver written to; after a crash its window is resent", "error", err.Error())
-		return
-	}
-	d.w.peer.notes = n
-}
-
-// identifyPeer notes the receiver's end of a new connection before the first
-// write, so that the next start after a kill does not interleave its resend
-// with the old connection's last lines. Waiting for the receiver to accept
-// costs no delivery: it cannot read before.
-func (d *drainer) identifyPeer() {
-	if d.w.peer.notes == nil {
-		return
-	}
-	start, spins := d.opts.Clock.Now(), 0
-	_ = d.poll(time.Millisecond, func() (time.Duration, error) {
-		for ; ; spins++ {
-			d.pub.health.beat() // waiting, by design: not wedged
-			ino, retry := peerEnd(d.w.conn)
-			if ino != 0 {
-				d.w.peer.ino = ino
-				d.writePeerNote(d.view.acked)
-				return 0, nil
-			}
-			if !retry || d.opts.Clock.Now().Sub(start) > peerAcceptWait || d.ctx.Err() != nil {
-				return 0, nil
-			}
-			if spins >= peerSpins {
-				return 50 * time.Millisecond, nil
-			}
-			runtime.Gosched()
-		}
-	})
-}
-
-// writePeerNote notes that the current receiver end was written through
-// seq, with its reader if known.
-func (d *drainer) writePeerNote(through uint64) {
-	d.w.peer.through, d.w.peer.noted = through, true
-	r := d.w.peer.reader
-	err := d.w.peer.notes.Write(ledger.PeerMark{Pid: r.pid, Start: r.start, Stack: r.stack, Ino: d.w.peer.ino, Through: through})
-	d.w.peer.covers = 0
-	if err == nil && r.pid != 0 {
-		d.w.peer.covers = through // adoption can prove these read (delivery.adopt)
-	}
-}
-
-// notePeer notes the last event written to the current receiver. Until it
-// has accepted, its end cannot be found; retryPeer tries again later.
-func (d *drainer) notePeer(through uint64) {
-	if d.w.peer.notes == nil || through <= d.w.peer.through {
-		return
-	}
-	d.w.peer.written = max(d.w.peer.written, through)
-	if d.w.peer.ino == 0 && d.w.peer.tries < peerTriesMax {
-		d.w.peer.tries++
-		d.w.peer.ino, _ = peerEnd(d.w.conn)
-	}
-	if d.w.peer.ino == 0 {
-		return
-	}
-	d.writePeerNote(through)
-}
-
-// seekReader starts, once a connection and after the receiver's first read,
-// a scan for the one process holding its end (readerOf). The scan of /proc
-// is slow, so it runs in its own goroutine; takeReader takes its answer.
-func (d *drainer) seekReader() {
-	d.takeReader(false)
-	if d.w.peer.notes == nil || d.w.peer.sought || !d.view.readSome {
-		return
-	}
-	if d.w.peer.ino == 0 {
-		d.retryPeer() // it read, so it accepted: its end can be found now
-		if d.w.peer.ino == 0 {
-			return
-		}
-	}
-	d.w.peer.sought = true
-	ch, ino := make(chan readerScan, 1), d.w.peer.ino
-	d.w.peer.scan = ch
-	d.scans.Add(1)
-	go func() {
-		defer d.scans.Done()
-		id, why := readerOf(ino)
-		ch <- readerScan{id: id, why: why}
-		d.notify() // an idle drainer takes it at once
-	}()
-}
-
-// takeReader notes the reader the scan found, if it answered (if wait, once
-// it does).
-func (d *drainer) takeReader(wait bool) {
-	if d.w.peer.scan == nil {
-		return
-	}
-	var r readerScan
-	if wait {
-		r = <-d.w.peer.scan
-	} else {
-		select {
-		case r = <-d.w.peer.scan:
-		default:
-			return
-		}
-	}
-	d.w.peer.scan = nil
-	if r.why != "" {
-		if !d.w.peer.told {
-			d.w.peer.told = true
-			d.opts.Logger.Info("cannot tell which process reads the connection; if evspool dies, what it wrote there is resent",
-				"addr", d.addr, "reason", r.why)
-		}
-		return
-	}
-	d.w.peer.reader = r.id
-	if d.w.peer.noted {
-		d.writePeerNote(d.w.peer.through)
-	}
-}
-
-// retryPeer notes writes made before the receiver's end could be found.
-func (d *drainer) retryPeer() {
-	if d.w.conn != nil && d.w.peer.written > d.w.peer.through {
-		d.notePeer(d.w.peer.written)
-	}
-}
-
-// adoptPeerMark steps delivery with what an earlier process's receiver note
-// and /proc show of its last connection: first while it waits for the old end
-// to close (msgPrevClosing), then with the facts (msgPrevConn), and carries
-// out what delivery makes of them (docs/delivery.md, "Handled means proven").
-func (d *drainer) adoptPeerMark() {
-	if d.w.peer.notes == nil {
-		return
-	}
-	m, err := ledger.ReadPeerMark(d.spool.Dir())
-	if err != nil {
-		return
-	}
-	defer d.w.peer.notes.Clear()
-	p := prevConn{through: m.Through, pid: m.Pid}
-	start := d.opts.Clock.Now()
-	_ = d.poll(peerPoll, func() (time.Duration, error) {
-		d.pub.health.beat() // waiting, by design: not wedged
-		gone, err := unixSocketGone(m.Ino)
-		p.closed, p.waited = err == nil && gone, d.opts.Clock.Now().Sub(start)
-		if err != nil {
-			return 0, nil // cannot tell: not closed
-		}
-		r, _ := d.step(msg{kind: msgPrevClosing, prev: &p})
-		return r.lookAgain, nil
-	})
-	p.first, p.last = d.spool.FirstSeq(), d.spool.LastSeq()
-	if p.pid != 0 {
-		p.alive = peerIdent{pid: m.Pid, start: m.Start, stack: m.Stack, ino: m.Ino}.alive()
-	}
-	if p.first != 0 && p.first <= p.through && p.through <= p.last {
-		p.long, p.unreadable = d.firstLong(p.first, p.through)
-	}
-	d.step(msg{kind: msgPrevConn, prev: &p})
-}
-
-// firstLong returns the first of first..through longer than the receiver
-// reads (receiverMaxLine), or 0; unreadable if the spool could not be read.
-func (d *drainer) firstLong(first, through uint64) (seq uint64, unreadable bool) {
-	for seq := first; seq <= through; {
-		entries, err := d.spool.Read(seq, 256, 1<<20)
-		if err != nil || len(entries) == 0 {
-			return 0, true
-		}
-		for _, e := range entries {
-			if e.Seq > through {
-				return 0, false
-			}
-			if len(e.Data)+1 > receiverMaxLine {
-				return e.Seq, false
-			}
-		}
-		seq = entries[len(entries)-1].Seq + 1
-	}
-	return 0, false
-}

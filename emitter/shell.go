@@ -21,8 +21,8 @@ import (
 // every decision. Its run goroutine acts for it, or, while that idles, an
 // Emit caller sending inline; ctl.run makes them one at a time. Others talk
 // to it through wake (a notify channel of capacity 1) and ctx. This file holds the
-// shell's primitives, the gate's side and the loss logs; send.go (writing,
-// and the receiver note) and the loop (drainer.go) use them. The drainer's
+// shell's primitives, the gate's side and the loss logs; send.go (writing)
+// and the loop (drainer.go) use them. The drainer's
 // methods are in these three files.
 type drainer struct {
 	addr  string
@@ -32,11 +32,10 @@ type drainer struct {
 	ctl   control
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
-	dv    *delivery // stepped through step, never read
-	view  view      // delivery's state as of its last step
-	w     wire
-	logs  logs
-	scans sync.WaitGroup // reader scans in flight (peer.go), waited for at stop
+	dv   *delivery // stepped through step, never read
+	view view      // delivery's state as of its last step
+	w    wire
+	logs logs
 
 	pub shared // read by Emitter's methods on other goroutines
 }
@@ -105,7 +104,6 @@ type wire struct {
 
 	sent    []wal.Entry      // written, not yet acknowledged: the witness comes from here
 	witness wal.Entry        // the newest acknowledged event, resent as proof
-	peer    peerNote         // see peer.go
 	preGen  uint64           // the gate's generation at this connection's last preamble
 	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
 }
@@ -152,7 +150,7 @@ func (d *drainer) step(m msg) (ready, error) {
 	}
 	var err error
 	if r.ackThrough != 0 {
-		err = d.ack(r.ackThrough, r.handledBefore)
+		err = d.ack(r.ackThrough)
 	}
 	if r.setAside != 0 {
 		d.deadLetter(r.setAside)
@@ -166,21 +164,11 @@ func (d *drainer) step(m msg) (ready, error) {
 	return r, err
 }
 
-// ack removes the events through seq from the spool, counting those written
-// here and before more delivered; the newest written here is kept as the
-// witness.
-func (d *drainer) ack(seq, before uint64) error {
-	// While the receiver note shows them written to a reader it names, a
-	// restart after a kill adopts them: the spool need not write its marks
-	// file as well, until the connection ends (settleAcks).
-	var err error
-	if seq <= d.w.peer.covers {
-		d.w.peer.owed = true
-		err = d.spool.AckNoted(seq)
-	} else {
-		err = d.spool.Ack(seq)
-	}
-	if err != nil {
+// ack removes the events through seq from the spool and counts them
+// delivered, or unproven where the connection proves no handling (proves);
+// the newest is kept as the witness.
+func (d *drainer) ack(seq uint64) error {
+	if err := d.spool.Ack(seq); err != nil {
 		return err // they are resent: duplicates
 	}
 	n := 0
@@ -191,7 +179,14 @@ func (d *drainer) ack(seq, before uint64) error {
 		d.w.witness = d.w.sent[n-1]
 		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
 	}
-	d.progressed(func(l *linkStats) { l.delivered += uint64(n) + before })
+	proven := d.proves()
+	d.progressed(func(l *linkStats) {
+		if proven {
+			l.delivered += uint64(n)
+		} else {
+			l.unproven += uint64(n)
+		}
+	})
 	return nil
 }
 
@@ -289,17 +284,6 @@ func (d *drainer) logNote(n note) {
 	case noteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
 			"max_attempts", d.opts.MaxAttempts)
-	case noteNotAdopted:
-		reason := map[adoptWhy]string{adoptNoReader: "its reader was not known", adoptOpen: "its end of the connection is still open",
-			adoptGone: "its reader is gone"}[n.why]
-		d.opts.Logger.Info("resending what the previous run wrote to the receiver: nothing shows its reader handled it",
-			"events", n.n, "from_seq", n.seq, "reason", reason)
-	case noteAdoptLong:
-		d.opts.Logger.Info("resending from a line longer than the receiver reads: its closed connection proves nothing after it",
-			"seq", n.seq, "max_line", receiverMaxLine)
-	case noteAdopted:
-		d.opts.Logger.Info("the receiver handled what the previous run wrote to it; not resending that",
-			"receiver_pid", n.pid, "events", n.n, "through_seq", n.seq)
 	}
 }
 
@@ -374,33 +358,19 @@ func (d *drainer) fail(err error) {
 		m = msg{kind: msgHungUp, reset: true}
 	}
 	_, aerr := d.step(m)
-	d.settleAcks()
-	if d.w.peer.notes != nil && d.w.peer.noted {
-		_ = d.w.peer.notes.Clear() // what it did not read is resent anyway
-	}
-	d.w.peer = peerNote{notes: d.w.peer.notes, told: d.w.peer.told}
 	d.disconnect()
 	d.logs.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
 }
 
 func (d *drainer) disconnect() {
-	d.settleAcks()
 	if d.w.conn == nil {
 		return
 	}
+	d.saveUnproven()
 	d.w.unhook()
 	d.w.conn.Close()
 	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
-}
-
-// settleAcks has the spool write the acks the receiver note covered
-// (wal.AckNoted) to its marks file, before the note stops covering them.
-func (d *drainer) settleAcks() {
-	if d.w.peer.owed {
-		d.w.peer.owed = false
-		_ = d.spool.Ack(0) // a failure shows at the next Ack
-	}
 }
 
 // gateState reports whether the gate is open, its generation, the channel
@@ -530,4 +500,31 @@ func (d *drainer) logExpired(gone wal.Counter, final bool) {
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
 	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
+}
+
+// proves reports whether an acknowledgement on this connection is proof of
+// handling: on a Unix socket whose reads SIOCOUTQ shows, by the replay
+// window's rule. Over TCP a read is the receiver's kernel's; with
+// AckOnWrite or a negative ReplayWindow nothing after the write is seen.
+func (d *drainer) proves() bool {
+	return d.w.unix && d.w.waiter != nil && d.w.waiter.Supported() && !d.opts.AckOnWrite && d.opts.ReplayWindow >= 0
+}
+
+// saveUnproven adds the events acknowledged without proof since the last
+// save to the spool's count (inspect shows it), at the end of a connection.
+func (d *drainer) saveUnproven() {
+	d.pub.mu.Lock()
+	n := d.pub.link.unproven - d.pub.link.unprovenSaved
+	d.pub.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	if err := ledger.AddUnproven(d.spool, n); err != nil {
+		d.opts.Logger.Warn("cannot count events acknowledged without proof in the spool; inspect shows fewer",
+			"events", n, "error", err.Error())
+		return
+	}
+	d.pub.mu.Lock()
+	d.pub.link.unprovenSaved += n
+	d.pub.mu.Unlock()
 }

@@ -15,6 +15,11 @@ type Stats struct {
 	SpoolErrors  uint64 // events echoed but not spooled (disk full, I/O error)
 	EchoErrors   uint64 // failed writes to Stdout
 	Delivered    uint64 // events the receiver handled: read, then out of the replay window
+	// Unproven counts events acknowledged without proof that the receiver
+	// handled them: over TCP (its kernel took them, its application may never
+	// read them), with AckOnWrite or a negative ReplayWindow, or where reads
+	// cannot be seen (not Linux). Neither lost nor known delivered.
+	Unproven     uint64
 	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
 	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
 	Connected    bool
@@ -96,7 +101,7 @@ func (e *Emitter) Stats() Stats {
 	l := &e.d.pub.link
 	e.d.pub.mu.Lock()
 	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
-	s.Stalls, s.Delivered, s.DeadLettered = l.stalls, l.delivered, l.deadLettered
+	s.Stalls, s.Delivered, s.DeadLettered, s.Unproven = l.stalls, l.delivered, l.deadLettered, l.unproven
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
 	e.d.pub.mu.Unlock()
 	s.OutageStart = e.d.logs.out.started()
@@ -111,6 +116,8 @@ type linkStats struct {
 	dialErrors, writeErrors uint64
 	stalls                  uint64
 	delivered               uint64
+	unproven                uint64
+	unprovenSaved           uint64 // of unproven, added to the spool's count (ledger.AddUnproven)
 	deadLettered            uint64
 	lastErr                 string
 	lastErrAt               time.Time

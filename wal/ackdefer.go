@@ -6,8 +6,7 @@ import (
 )
 
 // Ack hides entries at once and records the acked-through number in the
-// marks file (survives a process crash); AckNoted leaves that to the next
-// append's commit when it deletes them. Their deletion rides an append's
+// marks file (survives a process crash). Their deletion rides an append's
 // commit, or is committed alone (debt past ackDebtMax, FlushAcks, compaction,
 // Close). See docs/spool.md, "Acknowledgements".
 

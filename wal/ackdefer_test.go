@@ -254,12 +254,11 @@ func TestAckedAfterCrashAndPowerLoss(t *testing.T) {
 	require.Equal(t, []uint64{4, 5, 6, 7, 8, 9, 10, 11}, seqs(powerCut), "after a power loss")
 }
 
-// TestAckNotedLeavesTheMarkToTheNextAppend: AckNoted writes no marks file
-// while the next append's commit deletes what it acked, so a kill in
-// between brings the entry back (the caller's own record covers it) and a
-// kill after does not. The number is written once rideMin are owed, while
-// the queue is longer than a page, by Ack, and by Close.
-func TestAckNotedLeavesTheMarkToTheNextAppend(t *testing.T) {
+// TestAckSurvivesAKillBeforeTheNextCommit: Ack writes its number to the
+// marks file at once, so a kill before any commit deletes the entry (what a
+// killed process leaves: the files as they are, page cache kept) does not
+// bring it back, in a queue that fits a page and in a longer one.
+func TestAckSurvivesAKillBeforeTheNextCommit(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	w, err := Open(dir, &Options{NoSync: true})
@@ -273,7 +272,6 @@ func TestAckNotedLeavesTheMarkToTheNextAppend(t *testing.T) {
 		m.parse(b)
 		return m.removed
 	}
-	// What a killed process leaves: the files as they are (page cache kept).
 	afterKill := func() []uint64 {
 		c, err := Open(salvageCopy(t, dir), nil)
 		require.NoError(t, err)
@@ -283,42 +281,18 @@ func TestAckNotedLeavesTheMarkToTheNextAppend(t *testing.T) {
 
 	_, err = w.Append(ctx, ackEvent(1))
 	require.NoError(t, err)
-	require.NoError(t, w.AckNoted(1))
-	require.Zero(t, w.Len(), "hidden at once")
-	require.Zero(t, marked(), "left to the next append")
-	require.Equal(t, []uint64{1}, afterKill(), "a kill before the next append brings it back")
+	require.NoError(t, w.Ack(1))
+	require.Equal(t, uint64(1), marked(), "written at the Ack")
+	require.Empty(t, afterKill(), "a kill before the next commit keeps the ack")
 
-	_, err = w.Append(ctx, ackEvent(2))
-	require.NoError(t, err)
-	require.Equal(t, 1, fileKeys(t, w), "the append deleted it")
-	require.Zero(t, marked(), "nothing to write: the commit holds it")
-	require.Equal(t, []uint64{2}, afterKill())
-
-	require.NoError(t, w.Ack(0), "Ack writes what AckNoted left")
-	require.Equal(t, uint64(1), marked())
-
-	// Owed no more than rideMin.
 	var last uint64
-	for i := range 2 * rideMin {
-		require.NoError(t, w.AckNoted(last))
-		last, err = w.Append(ctx, ackEvent(3+i))
-		require.NoError(t, err)
-		require.GreaterOrEqual(t, marked()+rideMin, last-1, "after %d", last)
-	}
-
-	// Behind more than a page, the next append keeps acked entries: AckNoted
-	// writes the number at once.
 	for i := range 60 {
-		last, err = w.Append(ctx, ackEvent(1000+i))
+		last, err = w.Append(ctx, ackEvent(2+i))
 		require.NoError(t, err)
 	}
-	require.NoError(t, w.AckNoted(last-50))
+	require.NoError(t, w.Ack(last-50))
 	require.Equal(t, last-50, marked())
-
-	// Close writes what is owed.
-	_, err = w.Append(ctx, ackEvent(2000))
-	require.NoError(t, err)
-	require.NoError(t, w.AckNoted(last+1))
-	require.NoError(t, w.Close())
-	require.Equal(t, last+1, marked())
+	got := afterKill()
+	require.Len(t, got, 50)
+	require.Equal(t, last-49, got[0], "what follows the ack, from the first not acked")
 }

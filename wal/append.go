@@ -87,11 +87,8 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.restore(st)
 	w.ackCommitted()
 	w.stats.Commits++
-	if st.dropped || w.acked.Load() > w.meta.removedSeq {
-		// Dropped, or acks AckNoted left to this commit that it kept.
-		w.marks.remove(w.hidden())
-	}
 	if st.dropped {
+		w.marks.remove(w.hidden())
 		w.group.freed()
 	}
 	w.enforceCap()

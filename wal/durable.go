@@ -74,12 +74,13 @@ func syncParent(path string) error {
 	return fsyncDir(path, d)
 }
 
-// removeLeftovers removes what an interrupted compaction or salvage left:
-// never renamed over spool.db, so nothing spool.db lacks.
+// removeLeftovers removes what an interrupted compaction or salvage left
+// (never renamed over spool.db, so nothing spool.db lacks) and the files of
+// earlier evspools that nothing reads now (migrate.go).
 func (w *WAL) removeLeftovers() error {
 	removed := false
-	for _, suffix := range []string{compactSuffix, salvageSuffix} {
-		err := w.sd.remove(fileName + suffix)
+	for _, name := range append([]string{fileName + compactSuffix, fileName + salvageSuffix}, obsoleteFiles...) {
+		err := w.sd.remove(name)
 		switch {
 		case err == nil:
 			removed = true

@@ -19,8 +19,7 @@ import (
 // "marks"; a missing or damaged file reads as zeros. reserved is raised
 // markStep ahead and fsync'd before a commit would reach it, so numbering
 // never goes back even if spool.db is lost. removed is written after each
-// Ack without fsync: it survives a process crash, not a power loss. After an
-// AckNoted it may lag the acks by up to rideMin while commits delete them.
+// Ack without fsync: it survives a process crash, not a power loss.
 const (
 	marksFileName = "marks"
 	markStep      = 1 << 16

@@ -7,7 +7,13 @@ import (
 
 // What earlier evspools wrote, read here and nowhere else. The first Open
 // rewrites an earlier meta bucket in today's format (records stay as they
-// are); the marks file is rewritten at its next write.
+// are); the marks file is rewritten at its next write; files that no
+// evspool reads any more are removed (obsoleteFiles).
+
+// obsoleteFiles are what earlier evspools kept beside the spool and none
+// reads now: "receiver" held a note of the process reading the last
+// connection, which proved nothing handled. Open removes them (removeLeftovers).
+var obsoleteFiles = []string{"receiver"}
 
 // A version 1 record (record.go has today's versions):
 //

@@ -15,23 +15,9 @@ import (
 // It records upTo in the marks file (no fsync) and a later commit deletes the
 // entries (see FlushAcks), so after a power loss entries acked since the last
 // synced deletion may come back, as one in-order run from the head. If the
-// marks file cannot be written, Ack commits at once. It also writes what
-// AckNoted left unwritten.
+// marks file cannot be written, Ack commits at once.
 func (w *WAL) Ack(upTo uint64) error {
 	_, err := w.removeFront(upTo, removeAcked)
-	return err
-}
-
-// AckNoted is Ack for a caller that keeps its own record of what it
-// delivered, one a process crash keeps (the emitter's receiver note). While
-// the next append's commit will delete the entries (the pending ones fit a
-// page, see state.apply), it leaves the marks file unwritten, so a paced
-// stream writes one file an event and not two. The number is written once
-// rideMin acks are owed to it, by a commit that does not delete them, by Ack
-// and by Close. After a process crash before then the entries come back,
-// unless the caller's record shows them delivered.
-func (w *WAL) AckNoted(upTo uint64) error {
-	_, err := w.removeFront(upTo, removeNoted)
 	return err
 }
 
@@ -47,7 +33,6 @@ type removal int
 
 const (
 	removeAcked   removal = iota // hidden; the marks file written
-	removeNoted                  // hidden; the marks file written if the next append will not delete them
 	removeExpired                // deleted at once
 )
 
@@ -75,10 +60,7 @@ func (w *WAL) removeFront(upTo uint64, how removal) (gone Counter, err error) {
 			return nil
 		}
 		gone = g
-		var markErr error
-		if how != removeNoted || !st.acksRide() || st.hidden()-w.marks.removed >= rideMin {
-			markErr = w.marks.remove(st.hidden())
-		}
+		markErr := w.marks.remove(st.hidden())
 		if !expire {
 			w.debt += w.cost.Load() - st.cost
 			w.stats.Acked += gone.Events

@@ -246,7 +246,6 @@ func (w *WAL) Close() error {
 		// Best effort: the marks file says the same if this fails.
 		_ = w.flushAcksLocked()
 	}
-	_ = w.marks.remove(w.hidden()) // what AckNoted left, if not deleted
 	w.dbmu.Lock()
 	defer w.dbmu.Unlock()
 	err := w.db.Close() // a no-op if a failed compaction or repair closed it

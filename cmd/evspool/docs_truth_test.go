@@ -284,7 +284,7 @@ func exitConstants(t *testing.T) map[int]string {
 		out[v] = strings.ToLower(strings.Fields(vs.Comment.Text())[0])
 		return true
 	})
-	require.Len(t, out, 5, "exitOK, exitFatal, exitUsage, exitSpooled, exitLost")
+	require.Len(t, out, 6, "exitOK, exitFatal, exitUsage, exitSpooled, exitLost, exitUnproven")
 	return out
 }
 

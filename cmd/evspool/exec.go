@@ -248,6 +248,12 @@ func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logg
 	case st.Pending > 0:
 		logger.Warn("command exited; events still spooled, the next run on this spool delivers them",
 			"exit_status", code, "pending_events", st.Pending, "delivered", st.Delivered, "lost", 0)
+	case st.Unproven > 0:
+		logger.Warn("command exited; everything written, but not all known handled: the receiver's kernel took them",
+			"exit_status", code, "delivered", st.Delivered, "unproven", st.Unproven, "lost", 0)
+		if code == exitOK {
+			code = exitUnproven
+		}
 	default:
 		logger.Info("command exited; everything delivered", "exit_status", code, "delivered", st.Delivered, "lost", 0)
 	}

@@ -16,11 +16,12 @@ import (
 // Exit codes of the CLI contract: --help and docs/operations.md list them
 // (docs_test.go checks the table against these).
 const (
-	exitOK      = 0 // everything delivered, nothing lost
-	exitFatal   = 1 // fatal error
-	exitUsage   = 2 // bad command line
-	exitSpooled = 3 // stopped with events still spooled, nothing lost
-	exitLost    = 4 // events lost: not spooled, refused, dropped, expired, dead-lettered, unreadable
+	exitOK       = 0 // everything delivered, nothing lost
+	exitFatal    = 1 // fatal error
+	exitUsage    = 2 // bad command line
+	exitSpooled  = 3 // stopped with events still spooled, nothing lost
+	exitLost     = 4 // events lost: not spooled, refused, dropped, expired, dead-lettered, unreadable
+	exitUnproven = 5 // written, nothing known lost, but some acknowledged without proof of handling (TCP)
 )
 
 // version is set at build time with -ldflags "-X main.version=...";
@@ -103,8 +104,11 @@ Examples:
 
 Exit status of run: 0 everything delivered, nothing lost; 3 stopped with events
 still spooled, nothing lost; 4 events lost (not spooled, refused, dropped,
-expired, dead-lettered, unreadable in a damaged spool); 1 fatal; 2 bad usage. exec exits with COMMAND's status, 4
-instead of 0 if events were lost. A loss never exits 0.
+expired, dead-lettered, unreadable in a damaged spool); 5 everything written,
+nothing known lost, but some acknowledged without proof that the receiver
+handled them (--network tcp); 1 fatal; 2 bad usage. exec exits with COMMAND's
+status, 4 instead of 0 if events were lost, 5 instead of 0 if some were
+acknowledged without proof. A loss never exits 0.
 
 Sizes take KiB/MiB/GiB or KB/MB/GB (64MiB, 1GB); durations 500ms, 5s, 1m30s.
 Run 'evspool <command> --help' for a command's flags and examples, and

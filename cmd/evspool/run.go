@@ -50,6 +50,9 @@ Exit status:
      salvage could not recover); whether or not some are still spooled. The
      final log line gives the counts by kind; losses a killed run left
      unreported are reported, and counted, by the next run.
+  5  everything written, nothing known lost, but some acknowledged without
+     proof that the receiver handled them (--network tcp: its kernel took
+     them; nothing shows its application read them)
   1  fatal error
   2  bad usage
 A stdout reader that goes away (run ... | head -1) does not change the
@@ -121,7 +124,8 @@ func runCmd(args []string, e *env) int {
 
 // exitStatus logs the final figures in one line and returns the status that
 // tells the truth: 4 if anything was lost, else 3 if events are still
-// spooled, else 0.
+// spooled, else 5 if some were acknowledged without proof of handling,
+// else 0.
 func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 	if lost := st.Lost(); lost > 0 {
 		logger.Error("events were lost", lossAttrs(st)...)
@@ -132,8 +136,13 @@ func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 	}
 	if st.Pending > 0 {
 		logger.Info("stopped with events still spooled; the next run on this spool delivers them",
-			"pending_events", st.Pending, "delivered", st.Delivered, "lost", 0)
+			"pending_events", st.Pending, "delivered", st.Delivered, "unproven", st.Unproven, "lost", 0)
 		return exitSpooled
+	}
+	if st.Unproven > 0 {
+		logger.Warn("everything written, but not all known handled: the receiver's kernel took them, nothing shows its application read them",
+			"delivered", st.Delivered, "unproven", st.Unproven, "lost", 0)
+		return exitUnproven
 	}
 	logger.Info("everything delivered", "delivered", st.Delivered, "lost", 0)
 	return exitOK
@@ -151,5 +160,6 @@ func lossAttrs(st emitter.Stats) []any {
 		"refused", l.Refused,
 		"unreadable", l.Unreadable,
 		"pending_events", st.Pending,
-		"delivered", st.Delivered}
+		"delivered", st.Delivered,
+		"unproven", st.Unproven}
 }

@@ -57,6 +57,8 @@ func statsMetrics() []metric {
 			func(s *emitter.Stats) uint64 { return s.Emitted }),
 		counter("events_delivered_total", "Events the receiver read, out of the replay window and removed from the spool.",
 			func(s *emitter.Stats) uint64 { return s.Delivered }),
+		counter("events_unproven_total", "Events acknowledged without proof that the receiver handled them (over TCP its kernel took them; with ack-on-write they were written): neither lost nor known delivered.",
+			func(s *emitter.Stats) uint64 { return s.Unproven }),
 		counter("events_dead_lettered_total", "Events the receiver kept failing on, set aside in the dead-letter file by this process, so never delivered.",
 			func(s *emitter.Stats) uint64 { return s.DeadLettered }),
 		counter("spool_errors_total", "Events echoed but not committed to the spool (disk full, I/O error), so never delivered.",

@@ -1,6 +1,7 @@
 package ledger_test
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,8 +17,9 @@ import (
 // TestSpoolOfWalDays: a spool written when package wal kept these records
 // itself (testdata/spool-today.tar.gz: events 1..10, 1..2 expired, 5
 // refused; reported 1 expired and 2 refused; strikes on 4 with witness 3;
-// a receiver note; one dead letter) opens with its strikes, receiver note,
-// reported counts and dead letters, and keeps them through a compaction.
+// a receiver note; one dead letter) opens with its strikes, reported
+// counts and dead letters, and keeps them through a compaction; the
+// receiver note, which nothing reads now, is removed.
 func TestSpoolOfWalDays(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "spool")
@@ -36,9 +38,8 @@ func TestSpoolOfWalDays(t *testing.T) {
 		total, reported := ledger.Reported(w)
 		require.Equal(t, ledger.Losses{Expired: 2, Refused: 5}, total)
 		require.Equal(t, ledger.Losses{Expired: 1, Refused: 2}, reported)
-		m, err := ledger.ReadPeerMark(dir)
-		require.NoError(t, err)
-		require.Equal(t, ledger.PeerMark{Pid: 4242, Start: 7, Stack: 0x7ffd0000, Ino: 99, Through: 6}, m)
+		_, err = os.Lstat(filepath.Join(dir, "receiver"))
+		require.ErrorIs(t, err, fs.ErrNotExist, "the receiver note of earlier evspools is removed at open")
 		dls, err := ledger.ReadDeadLetters(dir)
 		require.NoError(t, err)
 		require.Len(t, dls, 1)

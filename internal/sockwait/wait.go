@@ -2,7 +2,10 @@ package sockwait
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"os"
 	"time"
 )
 
@@ -55,4 +58,36 @@ func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
 		return nil
 	})
 	return unread, gone, err
+}
+
+// AwaitRead waits at most max for the peer to read, and returns SIOCOUTQ
+// once enough(unread) holds or the wait ends. On a Unix stream socket each
+// buffer the peer frees wakes a writer waiting in the runtime's poller
+// while the socket holds under a quarter of its send buffer, so a reading
+// peer is seen within microseconds, without timers; a hang-up wakes it too
+// (the caller probes). Past max it returns the last reading and a nil
+// error: the caller looks again on its own schedule. It uses conn's write
+// deadline, which the next write sets anew; nothing else may write
+// meanwhile.
+func (w *Waiter) AwaitRead(conn net.Conn, max time.Duration, enough func(unread int) bool) (unread int, err error) {
+	if !w.ok {
+		return 0, ErrUnsupported
+	}
+	if err := conn.SetWriteDeadline(time.Now().Add(max)); err != nil {
+		return 0, err
+	}
+	var ferr error
+	err = w.rc.Write(func(fd uintptr) bool {
+		unread, ferr = outq(fd)
+		return ferr != nil || enough(unread)
+	})
+	switch {
+	case ferr != nil:
+		return unread, ferr
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return unread, nil
+	case err != nil:
+		return unread, fmt.Errorf("sockwait: connection unusable: %w", err)
+	}
+	return unread, nil
 }

@@ -52,6 +52,10 @@ type CEPConfig struct {
 	// collects at least every 2 minutes and whenever its heap grows.
 	// Default DefaultGCInterval; negative: only when the runtime decides.
 	GCInterval time.Duration
+	// NoASLR starts the child under setarch -R (address randomisation off,
+	// kept across its re-executions): a re-executed receiver then has the
+	// same pid, start time and stack as before.
+	NoASLR bool
 }
 
 // DefaultGCInterval is CEPConfig.GCInterval's default: short, so that tests

@@ -40,6 +40,9 @@ func (c *CEP) Restart() error {
 	}
 	before := c.Starts()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	if c.cfg.NoASLR {
+		cmd = exec.Command("setarch", "-R", os.Args[0], "-test.run=^$")
+	}
 	cmd.Env = append(os.Environ(), cepEnv+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {

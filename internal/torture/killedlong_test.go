@@ -70,10 +70,10 @@ func (r *leakyReceiver) got() []string {
 // evspool run is SIGKILLed with a 70,000-byte line (let through by a raised
 // --max-event-size) written to a cloud-event-proxy-like receiver, whose
 // scanner failed on it; the connection is then closed as a garbage
-// collection would, the receiver staying up. The next start finds the same
-// reader alive and its end closed: that proves what came before the long
-// line handled, not the long line, which must not be taken as delivered.
-func TestLongLineNotAdoptedAfterEvspoolKill(t *testing.T) {
+// collection would, the receiver staying up. The next start resends what
+// the killed one did not see handled: the long line is set aside, never
+// taken as delivered, and nothing else is lost.
+func TestLongLineAfterEvspoolKill(t *testing.T) {
 	dir, err := os.MkdirTemp("", "ad")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
