@@ -18,7 +18,8 @@ type connState struct {
 	unread    int       // the last SIOCOUTQ reading, plus what was written since
 	written   uint64    // payload bytes written
 	read      uint64    // payload bytes known read: whole writes
-	lastFrom  uint64    // read before its last increase: the last read began at or after it
+	lastFrom  uint64    // the last read began at or after it: a point seen with nothing unread, since passed
+	emptyAt   uint64    // read when a reading last showed nothing unread (the receiver had taken it all)
 	partial   bool      // the oldest unread write is partly read
 	handled   bool      // an event was shown handled on this connection
 	slow      bool      // read nothing for warnAfter (noted)
@@ -75,7 +76,10 @@ func (c *connState) observe(now time.Time, unread int) bool {
 	// Less held than the writes account for: the oldest was read in part.
 	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
 	if newRead > c.read {
-		c.lastFrom, c.read = c.read, newRead
+		// Bytes past a point where the queue was seen empty were written
+		// after the read that took everything before it: a later read.
+		// Two buffers freed between two readings may be one read(2).
+		c.lastFrom, c.read = max(c.lastFrom, c.emptyAt), newRead
 		for i := range c.lines {
 			if c.lines[i].end <= c.read && c.lines[i].readAt.IsZero() {
 				c.lines[i].readAt = now
@@ -86,6 +90,9 @@ func (c *connState) observe(now time.Time, unread int) bool {
 		// Written after everything before it was read, it was begun by a
 		// read of its own.
 		c.lastFrom = c.read
+	}
+	if len(c.writes) == 0 {
+		c.emptyAt = c.read
 	}
 	if moved {
 		c.lastMove, c.frozen, c.slow = now, false, false

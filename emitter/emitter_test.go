@@ -204,12 +204,12 @@ func TestNeverReadingReceiver(t *testing.T) {
 	waitDelivered(t, good, sent)
 }
 
-// A slow receiver (1,000 lines/s, so an 8 KiB write takes ~80 ms to read)
+// A slow receiver (200 lines/s, so a 2 KiB write takes ~100 ms to read)
 // against a 20 ms write timeout: deadlines fire, the stall is logged and
 // counted, and the connection is kept, so nothing is resent or reordered.
 func TestSlowReceiver(t *testing.T) {
-	r := newRig(t, &testrecv.Options{Rate: 1000}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
-	sent := events("slow", 1500)
+	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
+	sent := events("slow", 300)
 	r.emitAll(sent)
 	r.flush(30 * time.Second)
 	res := waitDelivered(t, r.rcv, sent)

@@ -92,6 +92,18 @@ func (r *rig) flush(d time.Duration) {
 	require.NoError(r.t, r.em.Flush(ctx), "stats: %+v", r.em.Stats())
 }
 
+// flushUnproven is flush for a connection whose reads cannot be seen (a
+// Dial that wraps the socket): every event leaves the spool unproven.
+func (r *rig) flushUnproven(d time.Duration) {
+	r.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	err := r.em.Flush(ctx)
+	require.ErrorIs(r.t, err, emitter.ErrUnproven, "stats: %+v", r.em.Stats())
+	require.NotErrorIs(r.t, err, emitter.ErrNotDelivered)
+	require.Zero(r.t, r.em.Stats().Delivered, "nothing proven")
+}
+
 // waitLines waits until rcv has recorded at least n lines: an event counts as
 // consumed once the receiver read it from the socket, a moment before it
 // records the line.

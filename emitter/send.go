@@ -256,11 +256,12 @@ func (d *drainer) waitRead(looked bool) error {
 }
 
 // inFlightMax bounds the payload written to a Unix socket and not yet seen
-// read: about one receiver read (cloud-event-proxy's is 4 KiB). The next
+// read: one chunk, so each receiver read takes at most one write (half of
+// cloud-event-proxy's 4 KiB read) and every read is told apart. The next
 // start after an evspool crash resends everything not shown handled, so
 // this and the receiver's last read are what such a crash duplicates
 // (docs/delivery.md, "When evspool itself dies").
-const inFlightMax = 4 << 10
+const inFlightMax = writeChunk
 
 // awaitReadMax bounds a wait in real time for a read (awaitReads): a
 // receiver that reads does within it; one that does not is looked at on

@@ -126,20 +126,22 @@ func precisionEvspoolKills(t *testing.T, rate int) {
 	go produceFrom(c, evs, next, float64(rate), nil)
 	require.Equal(t, 0, c.exitCode(t, 2*time.Minute), c.logs())
 	res := verify.Check(evs, r.rcv.Lines())
-	t.Logf("precision: evspool kills at %d/s, receiver up: %d kills, %d duplicates, %.1f per kill; %v",
-		rate, kills, res.Duplicates, float64(res.Duplicates)/float64(kills), res)
-	assert.True(t, res.OK(), res.String())
+	t.Logf("precision: evspool kills at %d/s, receiver up: %d kills, %d duplicates, %.1f per kill, %d interleaved; %v",
+		rate, kills, res.Duplicates, float64(res.Duplicates)/float64(kills), res.Interleaved, res)
+	// The receiver handles the end of the old connection beside the resend
+	// (docs/delivery.md, "When evspool itself dies"): interleaved, counted.
+	assert.True(t, res.InOrder(), res.String())
 	assert.LessOrEqual(t, float64(res.Duplicates)/float64(kills), 45.0, "duplicates per kill")
 }
 
 // precisionEvspoolKillsCatchUp spools a backlog while the receiver is down,
 // brings it back and SIGKILLs evspool while the backlog drains.
 func precisionEvspoolKillsCatchUp(t *testing.T) {
-	n, kills := 50_000, 3
+	n, kills := 30_000, 3
 	if long() {
-		n, kills = 200_000, 10
+		n, kills = 100_000, 10
 	}
-	r := newCEPRig(t, testrecv.CEPConfig{PerLine: 20 * time.Microsecond})
+	r := newCEPRig(t, testrecv.CEPConfig{}) // handling a line costs its write to the record file
 	evs := precisionEvents(n)
 	r.rcv.Kill()
 	c := r.run("unix")
@@ -161,9 +163,9 @@ func precisionEvspoolKillsCatchUp(t *testing.T) {
 	c.stdin.Close()
 	require.Equal(t, 0, c.exitCode(t, 2*time.Minute), c.logs())
 	res := verify.Check(evs, r.rcv.Lines())
-	t.Logf("precision: evspool kills during a catch-up of %d events: %d kills, %d duplicates, %.1f per kill; %v",
-		n, killed, res.Duplicates, float64(res.Duplicates)/float64(max(killed, 1)), res)
-	assert.True(t, res.OK(), res.String())
+	t.Logf("precision: evspool kills during a catch-up of %d events: %d kills, %d duplicates, %.1f per kill, %d interleaved; %v",
+		n, killed, res.Duplicates, float64(res.Duplicates)/float64(max(killed, 1)), res.Interleaved, res)
+	assert.True(t, res.InOrder(), res.String())
 	require.Positive(t, killed, "killed during the catch-up")
 	assert.LessOrEqual(t, float64(res.Duplicates)/float64(killed), 90.0, "duplicates per kill")
 }

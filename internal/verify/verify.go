@@ -12,6 +12,11 @@ type Result struct {
 	Missing    int // sent events never received
 	Duplicates int // lines received more than once (beyond the first)
 	Reordered  int // lines that skipped ahead of an event not yet received
+	// Interleaved counts lines that skipped ahead of the replay in
+	// progress to an event after every earlier one had been received: a
+	// receiver handling the end of an old connection beside a resend on a
+	// new one. It is counted in Reordered too.
+	Interleaved int
 	Foreign    int // lines that were never sent
 	FirstError string
 }
@@ -20,9 +25,16 @@ type Result struct {
 // out of order, nothing foreign.
 func (r Result) OK() bool { return r.Missing == 0 && r.Reordered == 0 && r.Foreign == 0 }
 
+// InOrder reports whether nothing is missing or foreign and every event
+// first arrived after all events sent before it: OK, except that a replay
+// may be interleaved with lines after it (Interleaved).
+func (r Result) InOrder() bool {
+	return r.Missing == 0 && r.Reordered == r.Interleaved && r.Foreign == 0
+}
+
 func (r Result) String() string {
-	return fmt.Sprintf("sent %d, received %d: %d missing, %d duplicates, %d out of order, %d foreign (first problem: %s)",
-		r.Sent, r.Received, r.Missing, r.Duplicates, r.Reordered, r.Foreign, r.FirstError)
+	return fmt.Sprintf("sent %d, received %d: %d missing, %d duplicates, %d out of order (%d interleaved), %d foreign (first problem: %s)",
+		r.Sent, r.Received, r.Missing, r.Duplicates, r.Reordered, r.Interleaved, r.Foreign, r.FirstError)
 }
 
 // Check compares got with sent, whose lines must be unique. The allowed moves
@@ -35,7 +47,7 @@ func Check(sent, got []string) Result {
 	}
 	r := Result{Sent: len(sent), Received: len(got)}
 	seen := make([]bool, len(sent))
-	pos := -1
+	pos, prefix := -1, 0 // prefix: every event before it was received
 	for n, line := range got {
 		i, ok := index[line]
 		switch {
@@ -48,10 +60,16 @@ func Check(sent, got []string) Result {
 		}
 		if i > pos+1 {
 			r.Reordered++
+			if i <= prefix {
+				r.Interleaved++
+			}
 			r.note("line %d is event %d but event %d was expected next", n, i, pos+1)
 		}
 		seen[i] = true
 		pos = i
+		for prefix < len(seen) && seen[prefix] {
+			prefix++
+		}
 	}
 	for i, s := range seen {
 		if !s {

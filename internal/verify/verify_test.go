@@ -35,3 +35,21 @@ func TestCheck(t *testing.T) {
 		})
 	}
 }
+
+// A resend on a new connection handled beside the end of the old one: the
+// first arrivals stay in order (InOrder), the replay is not contiguous
+// (not OK), and the lines that jumped ahead of it are counted interleaved.
+func TestCheckInterleaved(t *testing.T) {
+	t.Parallel()
+	sent := []string{"a", "b", "c", "d", "e"}
+	r := Check(sent, []string{"a", "b", "c", "a", "d", "b", "e", "c"})
+	require.False(t, r.OK(), r.String())
+	require.True(t, r.InOrder(), r.String())
+	require.Equal(t, 3, r.Duplicates)
+	require.Equal(t, 2, r.Interleaved, "d and e jumped ahead of the replay")
+	require.Equal(t, 2, r.Reordered)
+
+	r = Check(sent, []string{"a", "c", "a", "b", "d", "e"})
+	require.False(t, r.InOrder(), "c first arrived before b: %s", r)
+	require.Equal(t, 1, r.Interleaved, "d, after the replay of a and b")
+}
