@@ -17,8 +17,8 @@ type Result struct {
 	// receiver handling the end of an old connection beside a resend on a
 	// new one. It is counted in Reordered too.
 	Interleaved int
-	Foreign    int // lines that were never sent
-	FirstError string
+	Foreign     int // lines that were never sent
+	FirstError  string
 }
 
 // OK reports whether the delivery kept the promise: nothing missing, nothing
