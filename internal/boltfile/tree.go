@@ -76,7 +76,7 @@ func CheckTrees(r io.ReaderAt, m Meta, free []uint64, required ...[]byte) error 
 }
 
 // allAccounted checks that every page but the two meta pages is in a tree
-// or free: a damaged branch can orphan a subtree whose events bbolt would
+// or free: a damaged branch can orphan a subtree whose entries bbolt would
 // never show.
 func (c *treeCheck) allAccounted() error {
 	for id := uint64(2); id < c.m.PageCount; id++ {
