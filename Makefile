@@ -108,7 +108,8 @@ torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime 300000x ./wal
-	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./wal
+	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./internal/boltfile
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodePage$$' -fuzztime 150000x ./internal/boltfile
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 20000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./internal/units

@@ -19,3 +19,6 @@ func (w *WAL) ValueSpan(seq uint64) (first, last uint64) {
 	})
 	return first, last
 }
+
+// Path is, for the tests outside the package, the path of the spool file.
+func (w *WAL) Path() string { return w.path }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/evspool/evspool/internal/boltfile"
 	bolt "go.etcd.io/bbolt"
 )
 
@@ -259,27 +260,27 @@ func (s *fuzzSpool) classify(path string) error {
 		return err
 	}
 	defer db.Close()
-	m, _ := bestMeta(bytes.NewReader(s.db))
+	m, _ := boltfile.BestMeta(bytes.NewReader(s.db))
 	err = db.View(func(tx *bolt.Tx) error {
 		for id := 0; ; {
 			info, err := tx.Page(id)
 			if err != nil || info == nil {
 				return err
 			}
-			s.classifyPage(uint64(id), info.Type, uint64(info.OverflowCount), m.root)
+			s.classifyPage(uint64(id), info.Type, uint64(info.OverflowCount), m.Root)
 			id += 1 + info.OverflowCount
 		}
 	})
 	if err != nil {
 		return err
 	}
-	root := s.db[m.root*4096 : (m.root+1)*4096]
-	_ = leafElems(root, func(i int, _ uint32, k, v []byte) error {
-		s.rootElems = append(s.rootElems, int(m.root*4096)+pageHeaderSize+i*leafElemSize)
+	root := s.db[m.Root*4096 : (m.Root+1)*4096]
+	_ = boltfile.LeafElems(root, func(i int, _ uint32, k, v []byte) error {
+		s.rootElems = append(s.rootElems, int(m.Root*4096)+boltfile.PageHeaderSize+i*boltfile.LeafElemSize)
 		if string(k) == "meta" {
-			inline := int(m.root*4096) + bytes.Index(root, v) + bucketHeader
-			_ = leafElems(s.db[inline:inline+len(v)-bucketHeader], func(j int, _ uint32, _, _ []byte) error {
-				s.metaElems = append(s.metaElems, inline+pageHeaderSize+j*leafElemSize)
+			inline := int(m.Root*4096) + bytes.Index(root, v) + boltfile.BucketHeaderSize
+			_ = boltfile.LeafElems(s.db[inline:inline+len(v)-boltfile.BucketHeaderSize], func(j int, _ uint32, _, _ []byte) error {
+				s.metaElems = append(s.metaElems, inline+boltfile.PageHeaderSize+j*boltfile.LeafElemSize)
 				return nil
 			})
 		}
@@ -299,7 +300,7 @@ func (s *fuzzSpool) classifyPage(id uint64, typ string, overflow, root uint64) {
 	}
 	var seqs []uint64
 	page := s.db[id*4096 : (id+1+overflow)*4096]
-	_ = leafElems(page, func(_ int, _ uint32, k, v []byte) error {
+	_ = boltfile.LeafElems(page, func(_ int, _ uint32, k, v []byte) error {
 		// A frame's events are all on the page of its element.
 		first, n := binary.BigEndian.Uint64(k), 1
 		if val, err := decodeValue(k, v); err == nil {

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,13 +19,13 @@ func lockDir(d *spoolDir, timeout time.Duration) (*os.File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("wal: open lock file: %w", err)
 	}
-	deadline := time.Now().Add(timeout)
+	r := lockSchedule(timeout).start(realTime{})
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return f, nil
 		}
-		if !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+		if !errors.Is(err, unix.EWOULDBLOCK) || !r.again() {
 			f.Close()
 			if errors.Is(err, unix.EWOULDBLOCK) {
 				return nil, fmt.Errorf("%w: the spool at %s is locked (waited %v for %s); stop the other evspool or use another --spool directory",
@@ -32,6 +33,6 @@ func lockDir(d *spoolDir, timeout time.Duration) (*os.File, error) {
 			}
 			return nil, fmt.Errorf("wal: lock %s: %w", path, err)
 		}
-		time.Sleep(10 * time.Millisecond)
+		_ = r.wait(context.Background())
 	}
 }

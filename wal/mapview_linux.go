@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"syscall"
@@ -16,19 +17,5 @@ func mapFile(f *os.File, size int64) (r io.ReaderAt, unmap func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return mapView(b), func() { _ = syscall.Munmap(b) }, nil
-}
-
-// mapView reads a mapping as a file.
-type mapView []byte
-
-func (v mapView) ReadAt(p []byte, off int64) (int, error) {
-	if off < 0 || off >= int64(len(v)) {
-		return 0, io.EOF
-	}
-	n := copy(p, v[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return bytes.NewReader(b), func() { _ = syscall.Munmap(b) }, nil
 }

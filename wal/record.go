@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math/bits"
 	"os"
+
+	"github.com/evspool/evspool/internal/boltfile"
 )
 
 // A record is the value stored under an event's key (docs/spool.md,
@@ -23,8 +25,8 @@ import (
 // read as another version fails it. Version 1: migrate.go.
 const (
 	keySize       = 8
-	recordHeader  = 20                          // the header of the records written now
-	entryOverhead = 16 + keySize + recordHeader // leaf element, key, header
+	recordHeader  = 20                                             // the header of the records written now
+	entryOverhead = boltfile.LeafElemSize + keySize + recordHeader // an element beside its event
 	v2Flag        = uint64(1) << 63
 )
 
@@ -43,11 +45,11 @@ var costPage = int64(os.Getpagesize())
 // larger element takes whole pages of its own.
 func entryCost(n int) int64 {
 	e := int64(n) + entryOverhead
-	if room := costPage - pageHeaderSize; e <= room {
+	if room := costPage - boltfile.PageHeaderSize; e <= room {
 		k := room / e
 		return (costPage + k - 1) / k
 	}
-	return (e + pageHeaderSize + costPage - 1) / costPage * costPage
+	return (e + boltfile.PageHeaderSize + costPage - 1) / costPage * costPage
 }
 
 var (
@@ -136,7 +138,7 @@ var errBadFrame = errors.New("frame lengths do not add up to its bytes")
 // the budget leaves room for.
 
 // frameRoom is the most bytes a frame's value may take.
-var frameRoom = int((costPage-pageHeaderSize)/2) - leafElemSize - keySize
+var frameRoom = int((costPage-boltfile.PageHeaderSize)/2) - boltfile.LeafElemSize - keySize
 
 // frameHead is a frame's fixed header and the count for n events.
 func frameHead(n int) int { return recordHeader + uvarintLen(uint64(n)) }

@@ -3,9 +3,12 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"time"
+
+	"github.com/evspool/evspool/internal/boltfile"
 )
 
 // Repair salvages the spool after Read reported a *CorruptionError: every
@@ -124,7 +127,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	size := w.sd.size(fileName)
 	kept := copies{}
 	var maxSeq uint64
-	if err := scanPages(src, size, func(k, v []byte) {
+	if err := boltfile.Scan(src, size, costPage, func(k, v []byte) {
 		kept.add(k, v)
 		if val, err := decodeValue(k, v); err == nil {
 			maxSeq = max(maxSeq, val.last())
@@ -152,7 +155,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	defer f.close()
 	seen := make(map[uint64]struct{})
 	var werr error
-	if err := scanPages(src, size, func(k, v []byte) {
+	if err := boltfile.Scan(src, size, costPage, func(k, v []byte) {
 		val, err := decodeValue(k, v)
 		if err != nil {
 			return
@@ -189,4 +192,25 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 func mustSeq(k []byte) uint64 {
 	seq, _ := keySeq(k)
 	return seq
+}
+
+// inForceMeta reads the meta bucket in force in the size bytes of f; ok
+// only if it is whole. Else salvage takes, per value, the largest checked
+// copy in the file's pages (every value only grows); the records and the
+// marks file then raise them.
+func inForceMeta(f io.ReaderAt, size int64) (m meta, ok bool) {
+	pairs := map[string][]byte{}
+	dup := false
+	found := boltfile.InForceRoot(f, size, func(k, v []byte) {
+		if len(k) == keySize {
+			return // an inline events bucket's entry
+		}
+		_, dup = pairs[string(k)]
+		pairs[string(k)] = v
+	})
+	if !found || dup || pairs[string(keyNextSeq)] == nil || pairs[string(keyRemovedSeq)] == nil {
+		return m, false
+	}
+	state, err := m.decode(func(k []byte) []byte { return pairs[string(k)] }, nil)
+	return m, err == nil && state != metaEmpty
 }

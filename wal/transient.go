@@ -5,20 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"time"
 )
 
 // A failed read (EIO, ESTALE) faults through bbolt's mapping like damage.
 // guard recovers it as a *faultError, and the file is read again through
 // pread(2): an I/O error is retried with backoff and returned, not salvaged.
 // Only if pread reads every byte and bbolt still faults is the file damaged.
-
-const (
-	// openAttempts is how often Open tries a file whose reads fail.
-	openAttempts = 4
-	// firstBackoff is the wait after the first failure; each next is 4x.
-	firstBackoff = 20 * time.Millisecond
-)
 
 // faultError is a memory fault raised while bbolt read the mapping.
 type faultError struct{ v any }
@@ -76,32 +68,28 @@ func (w *WAL) preadFile() error {
 	return nil
 }
 
-// openRetrying runs openOnce, retried with backoff while it fails in a way
-// that may pass; the last failure is damage only if pread reads the file.
+// openRetrying runs openOnce, retried on openSchedule while it fails in a
+// way that may pass; the last failure is damage only if pread reads the file.
 func (w *WAL) openRetrying(openOnce func() error) error {
-	backoff, waited := firstBackoff, time.Duration(0)
-	for attempt := 1; ; attempt++ {
+	r := openSchedule.start(realTime{})
+	for {
 		err := openOnce()
 		if err == nil || !transient(err) {
 			return err
 		}
 		ioErr := w.preadFile()
-		if attempt == openAttempts {
+		if !r.again() {
 			if ioErr != nil {
 				return fmt.Errorf("wal: reading spool file %s failed %d times over %v (%v; through pread: %w): not salvaged, the file may be sound; check the disk or the filesystem, then start again",
-					w.path, attempt, waited, err, ioErr)
+					w.path, r.tries, r.waited, err, ioErr)
 			}
 			return &CorruptionError{Path: w.path, Err: fmt.Errorf("every byte reads through pread, yet bbolt faults at every try: %w", err)}
 		}
 		w.opts.Logger.Warn("reading the spool file failed; retrying before deciding it is damaged",
-			"path", w.path, "error", err, "pread_error", ioErr, "attempt", attempt, "backoff", backoff)
-		select {
-		case <-time.After(backoff):
-		case <-w.opts.Context.Done():
-			return fmt.Errorf("wal: open %s: %w", w.path, w.opts.Context.Err())
+			"path", w.path, "error", err, "pread_error", ioErr, "attempt", r.tries, "backoff", r.next)
+		if err := r.wait(w.opts.Context); err != nil {
+			return fmt.Errorf("wal: open %s: %w", w.path, err)
 		}
-		waited += backoff
-		backoff *= 4
 	}
 }
 

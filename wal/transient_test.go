@@ -82,7 +82,7 @@ func TestIntegrityTransientReadError(t *testing.T) {
 				require.NotErrorIs(t, err, ErrCorrupt)
 				require.ErrorIs(t, err, syscall.ENOTCONN)
 				require.Contains(t, err.Error(), "not salvaged")
-				require.Equal(t, openAttempts-1, strings.Count(log.String(), "retrying before deciding"), "tries")
+				require.Equal(t, openSchedule.tries-1, strings.Count(log.String(), "retrying before deciding"), "tries")
 				return
 			}
 			require.NoError(t, err)

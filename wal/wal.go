@@ -339,8 +339,5 @@ var crashPoint = func(string) {}
 // Dir returns the spool directory.
 func (w *WAL) Dir() string { return w.sd.path }
 
-// Path returns the path of the spool file.
-func (w *WAL) Path() string { return w.path }
-
 // Salvaged returns what Open did about a damaged file; nil if it was sound.
 func (w *WAL) Salvaged() *SalvageReport { return w.salvage }

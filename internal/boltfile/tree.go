@@ -1,20 +1,18 @@
-package wal
+package boltfile
 
 import (
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"runtime/debug"
 	"slices"
 )
 
 // The tree check walks the bucket trees before bbolt maps the file, for the
 // damage bbolt loops or reads wild on instead of failing (a branch pointing
 // at an ancestor, past the file, or at a meta or freelist page). It reads
-// each tree page once (of the events' leaves only the header) and keeps one
-// bit per page.
+// each tree page once (of a non-root bucket's leaves only the header and the
+// two keys that bound it) and keeps one bit per page.
 
 // maxTreeDepth bounds a walk whatever the pages say (real trees are ~5 deep).
 const maxTreeDepth = 32
@@ -22,43 +20,32 @@ const maxTreeDepth = 32
 // treeCheck is one walk over a file's trees.
 type treeCheck struct {
 	pageReader
-	m    boltMeta
+	m    Meta
 	seen []uint64 // one bit per page: in a tree, or free
 	elem []byte   // leafBounds' element and key, reused
 	key  []byte
 }
 
-// checkMappedTrees is checkTrees over a read-only mapping of f, or over
-// pread where it cannot be mapped. A fault while reading the mapping is a
-// *faultError, not a crash.
-func checkMappedTrees(f *os.File, pread io.ReaderAt, m boltMeta, free []uint64) (err error) {
-	r, unmap, err := mapFile(f, int64(m.pgid)*int64(m.pageSize))
-	if err != nil {
-		return checkTrees(pread, m, free)
-	}
-	defer unmap()
-	old := debug.SetPanicOnFault(true)
-	defer func() {
-		debug.SetPanicOnFault(old)
-		if p := recover(); p != nil {
-			err = &faultError{p}
-		}
-	}()
-	return checkTrees(r, m, free)
-}
-
-// checkTrees walks the root bucket's tree and every non-inline bucket's.
-func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
-	c := &treeCheck{pageReader: pageReader{r: r, ps: int64(m.pageSize)}, m: m, seen: make([]uint64, (m.pgid+63)/64)}
+// CheckTrees walks the root bucket's tree and every non-inline bucket's in
+// r, whose meta page in force and free pages Layout returned: every page in
+// the file, a branch or a leaf, reached once (free pages not at all), its
+// leaves at one depth and its keys in the ranges their branches give; every
+// page but the meta pages in a tree or free; the root bucket holding only
+// buckets, among them each of required.
+func CheckTrees(r io.ReaderAt, m Meta, free []uint64, required ...[]byte) error {
+	c := &treeCheck{pageReader: pageReader{r: r, ps: int64(m.PageSize)}, m: m, seen: make([]uint64, (m.PageCount+63)/64)}
 	// Free pages are marked first: a tree reaching one is damage.
 	for _, id := range free {
+		if id >= m.PageCount {
+			return fmt.Errorf("free page id %d outside the file's %d pages", id, m.PageCount)
+		}
 		if !c.mark(id) {
 			return fmt.Errorf("page %d is twice in the freelist", id)
 		}
 	}
 	var buckets []uint64
 	names := map[string]bool{}
-	err := c.walk(m.root, func(p []byte) error {
+	err := c.walk(m.Root, func(p []byte) error {
 		return bucketRoots(p, func(name []byte, root uint64, inline []byte) error {
 			names[string(name)] = true
 			if root == 0 {
@@ -75,7 +62,7 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 	if err != nil {
 		return fmt.Errorf("root bucket: %w", err)
 	}
-	for _, name := range [][]byte{eventsBucket, metaBucket} {
+	for _, name := range required {
 		if !names[string(name)] {
 			return fmt.Errorf("root bucket: no bucket %q", name)
 		}
@@ -89,10 +76,10 @@ func checkTrees(r io.ReaderAt, m boltMeta, free []uint64) error {
 }
 
 // allAccounted checks that every page but the two meta pages is in a tree
-// or free: a damaged branch can orphan a subtree whose events bbolt would
+// or free: a damaged branch can orphan a subtree whose entries bbolt would
 // never show.
 func (c *treeCheck) allAccounted() error {
-	for id := uint64(2); id < c.m.pgid; id++ {
+	for id := uint64(2); id < c.m.PageCount; id++ {
 		if c.seen[id/64]&(1<<(id%64)) == 0 {
 			return fmt.Errorf("page %d is in no tree and not free: a subtree lost", id)
 		}
@@ -189,7 +176,7 @@ func (c *treeCheck) leafBounds(id uint64, count int, span uint64, lo, hi []byte)
 		return nil
 	}
 	if c.elem == nil {
-		c.elem, c.key = make([]byte, leafElemSize), make([]byte, maxBoundKey)
+		c.elem, c.key = make([]byte, LeafElemSize), make([]byte, maxBoundKey)
 	}
 	for _, i := range []int{0, count - 1} {
 		if _, err := c.r.ReadAt(c.elem, int64(id)*c.ps+int64(elemAt(i))); err != nil {
@@ -220,8 +207,8 @@ func inBounds(k, lo, hi []byte) bool {
 
 // visit reads page id's header and marks it and its overflow pages seen.
 func (c *treeCheck) visit(id uint64) (pageHeader, error) {
-	if id < 2 || id >= c.m.pgid {
-		return pageHeader{}, fmt.Errorf("page %d is not a data page of the file's %d", id, c.m.pgid)
+	if id < 2 || id >= c.m.PageCount {
+		return pageHeader{}, fmt.Errorf("page %d is not a data page of the file's %d", id, c.m.PageCount)
 	}
 	h, err := c.header(id)
 	if err != nil {
@@ -230,8 +217,8 @@ func (c *treeCheck) visit(id uint64) (pageHeader, error) {
 	if h.id != id {
 		return pageHeader{}, fmt.Errorf("page %d says it is page %d", id, h.id)
 	}
-	if h.overflow >= c.m.pgid-id {
-		return pageHeader{}, fmt.Errorf("page %d and its %d overflow pages run past the file's %d", id, h.overflow, c.m.pgid)
+	if h.overflow >= c.m.PageCount-id {
+		return pageHeader{}, fmt.Errorf("page %d and its %d overflow pages run past the file's %d", id, h.overflow, c.m.PageCount)
 	}
 	for o := id; o <= id+h.overflow; o++ {
 		if !c.mark(o) {
@@ -245,7 +232,7 @@ func (c *treeCheck) visit(id uint64) (pageHeader, error) {
 // its name, root page id (0 for an inline bucket) and inline page. The root
 // bucket holds buckets only: anything else is damage.
 func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) error) error {
-	return leafElems(p, func(i int, flags uint32, k, v []byte) error {
+	return LeafElems(p, func(i int, flags uint32, k, v []byte) error {
 		if flags != bucketLeafFlag {
 			return fmt.Errorf("element %d (%q) has flags %#x: not a bucket", i, k, flags)
 		}
@@ -259,11 +246,11 @@ func bucketRoots(p []byte, fn func(name []byte, root uint64, inline []byte) erro
 
 // checkInline checks an inline bucket's page: a leaf of values, keys in order.
 func checkInline(p []byte) error {
-	if len(p) < pageHeaderSize || decodeHeader(p).flags != leafPageFlag {
+	if len(p) < PageHeaderSize || decodeHeader(p).flags != leafPageFlag {
 		return errors.New("its page is not a leaf")
 	}
 	var prev []byte
-	return leafElems(p, func(i int, flags uint32, k, _ []byte) error {
+	return LeafElems(p, func(i int, flags uint32, k, _ []byte) error {
 		switch {
 		case flags != 0:
 			return fmt.Errorf("element %d (%q) has flags %#x: not a value", i, k, flags)

@@ -1,16 +1,12 @@
-package wal
+package boltfile
 
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/fnv"
-	"io"
 )
 
 // bbolt's file layout (go.etcd.io/bbolt, internal/common), decoded here and
-// nowhere else, for the checks made before bbolt maps a file (filecheck.go,
-// treecheck.go) and for salvage, which reads a damaged file without bbolt
-// (salvagescan.go). Little-endian, on every platform evspool runs on:
+// nowhere else. Little-endian, on every platform evspool runs on:
 //
 //	page header     id u64 | flags u16 | count u16 | overflow u32
 //	leaf element    flags u32 | pos u32 | ksize u32 | vsize u32
@@ -24,21 +20,23 @@ import (
 //	                instead in a u64 before the ids)
 //
 // A page's overflow pages follow it. An element's key starts pos bytes after
-// the element; a leaf's value follows its key. Every offset read is checked.
+// the element; a leaf's value follows its key. A branch element has the
+// size of a leaf element.
 const (
-	pageHeaderSize   = 16
-	leafElemSize     = 16
-	branchElemSize   = 16
-	bucketHeader     = 16
+	// PageHeaderSize is the bytes of a page's header, before its elements.
+	PageHeaderSize = 16
+	// LeafElemSize is the bytes of a leaf element's header (and of a branch
+	// element), before its key.
+	LeafElemSize = 16
+	// BucketHeaderSize is the bytes of a bucket value before an inline
+	// bucket's page.
+	BucketHeaderSize = 16
+
 	branchPageFlag   = 0x01
 	leafPageFlag     = 0x02
 	freelistPageFlag = 0x10
 	bucketLeafFlag   = 0x01 // a leaf element whose value is a bucket
-	boltMagic        = 0xED0CDAED
-	boltVersion      = 2
-	metaChecksumAt   = 56
-	noFreelist       = ^uint64(0) // the freelist page id when it is not written
-	// maxOverflowScan bounds what salvage reads of one page: a damaged
+	// maxOverflowScan bounds what Scan reads of one page: a damaged
 	// overflow count must not make it allocate more.
 	maxOverflowScan = 64 << 20
 )
@@ -50,6 +48,8 @@ type pageHeader struct {
 	overflow uint64 // pages after this one that it takes
 }
 
+// decodeHeader decodes the header at the start of b (PageHeaderSize bytes
+// at least).
 func decodeHeader(b []byte) pageHeader {
 	le := binary.LittleEndian
 	return pageHeader{id: le.Uint64(b[0:8]), flags: le.Uint16(b[8:10]),
@@ -60,15 +60,15 @@ func decodeHeader(b []byte) pageHeader {
 func (h pageHeader) span(ps uint64) uint64 { return (1 + h.overflow) * ps }
 
 // elemAt is the offset of element i (leaf or branch: the same size).
-func elemAt(i int) uint64 { return pageHeaderSize + uint64(i)*leafElemSize }
+func elemAt(i int) uint64 { return PageHeaderSize + uint64(i)*LeafElemSize }
 
 // fitting is how many of count elements lie in page p (header included).
 func fitting(p []byte, count int) int {
-	return max(0, min(count, (len(p)-pageHeaderSize)/leafElemSize))
+	return max(0, min(count, (len(p)-PageHeaderSize)/LeafElemSize))
 }
 
-// leafElem decodes leaf element i: its flags and key [k0, k1) and value
-// [k1, v1) offsets in the page.
+// leafElem decodes leaf element i from its header e: its flags and key
+// [k0, k1) and value [k1, v1) offsets in the page.
 func leafElem(e []byte, i int) (flags uint32, k0, k1, v1 uint64) {
 	le := binary.LittleEndian
 	k0 = elemAt(i) + uint64(le.Uint32(e[4:8]))
@@ -96,8 +96,13 @@ func branchAt(p []byte, i int) (child uint64, k []byte, ok bool) {
 	return le.Uint64(e[8:16]), p[k0:k1], true
 }
 
-// leafElems calls fn for every element of leaf page p, each checked to lie in p.
-func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
+// LeafElems calls fn for every element of leaf page p (a page with its
+// overflow, or an inline bucket's page), each checked to lie in p: its
+// index, flags, key and value. It stops at the first error, its own or fn's.
+func LeafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error {
+	if len(p) < PageHeaderSize {
+		return fmt.Errorf("%d bytes: shorter than a page header", len(p))
+	}
 	count := decodeHeader(p).count
 	if fitting(p, count) < count {
 		return fmt.Errorf("%d elements do not fit in %d bytes", count, len(p))
@@ -114,10 +119,10 @@ func leafElems(p []byte, fn func(i int, flags uint32, k, v []byte) error) error 
 	return nil
 }
 
-// parseLeaf is leafElems for salvage: it skips bad elements and enters
+// parseLeaf is LeafElems for salvage: it skips bad elements and enters
 // top-level inline buckets.
 func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
-	if len(p) < pageHeaderSize {
+	if len(p) < PageHeaderSize {
 		return
 	}
 	h := decodeHeader(p)
@@ -131,8 +136,8 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 		case flags&bucketLeafFlag == 0:
 			fn(key, val)
 		case depth < 1:
-			// Only meta is inline, in the root leaf: one level bounds the
-			// work a crafted page can cause.
+			// One level of inline buckets (a bucket in the root leaf)
+			// bounds the work a crafted page can cause.
 			if root, inline, ok := bucketValue(val); ok && root == 0 {
 				parseLeaf(inline, depth+1, fn)
 			}
@@ -142,90 +147,17 @@ func parseLeaf(p []byte, depth int, fn func(key, val []byte)) {
 
 // bucketValue decodes a bucket's root page id and inline page (root 0).
 func bucketValue(v []byte) (root uint64, inline []byte, ok bool) {
-	if len(v) < bucketHeader {
+	if len(v) < BucketHeaderSize {
 		return 0, nil, false
 	}
-	return binary.LittleEndian.Uint64(v[0:8]), v[bucketHeader:], true
+	return binary.LittleEndian.Uint64(v[0:8]), v[BucketHeaderSize:], true
 }
 
 // freelistIDs returns where a freelist page's ids start (in u64s after the
-// header) and how many there are.
+// header) and how many there are. b holds the header and 8 bytes more.
 func freelistIDs(b []byte) (first, count uint64) {
 	if count = uint64(decodeHeader(b).count); count == 0xFFFF {
-		return 1, binary.LittleEndian.Uint64(b[pageHeaderSize:])
+		return 1, binary.LittleEndian.Uint64(b[PageHeaderSize:])
 	}
 	return 0, count
-}
-
-// boltMeta is what evspool uses of a meta page.
-type boltMeta struct {
-	pageSize                   uint32
-	root, freelist, pgid, txid uint64
-}
-
-// bestMeta returns the valid meta page with the highest txid, the one bbolt
-// uses, probing page 1 at each possible page size as bbolt does.
-func bestMeta(f io.ReaderAt) (boltMeta, bool) {
-	var best boltMeta
-	found := false
-	for _, off := range []int64{0, 1 << 10, 2 << 10, 4 << 10, 8 << 10, 16 << 10, 32 << 10, 64 << 10} {
-		m, ok := readMeta(f, off)
-		if ok && (off == 0 || int64(m.pageSize) == off) && (!found || m.txid > best.txid) {
-			best, found = m, true
-		}
-	}
-	return best, found
-}
-
-// readMeta reads the meta page at off; ok if magic, version, checksum and
-// page size hold.
-func readMeta(f io.ReaderAt, off int64) (boltMeta, bool) {
-	buf := make([]byte, pageHeaderSize+metaChecksumAt+8)
-	if _, err := f.ReadAt(buf, off); err != nil {
-		return boltMeta{}, false
-	}
-	b := buf[pageHeaderSize:]
-	le := binary.LittleEndian
-	h := fnv.New64a()
-	h.Write(b[:metaChecksumAt])
-	ps := le.Uint32(b[8:12])
-	if le.Uint32(b[0:4]) != boltMagic || le.Uint32(b[4:8]) != boltVersion ||
-		le.Uint64(b[metaChecksumAt:]) != h.Sum64() || ps < 512 || ps > 1<<16 || ps&(ps-1) != 0 {
-		return boltMeta{}, false
-	}
-	return boltMeta{pageSize: ps, root: le.Uint64(b[16:24]), freelist: le.Uint64(b[32:40]),
-		pgid: le.Uint64(b[40:48]), txid: le.Uint64(b[48:56])}, true
-}
-
-// pageReader reads a file's pages of ps bytes through r.
-type pageReader struct {
-	r   io.ReaderAt
-	ps  int64
-	hdr [pageHeaderSize]byte
-}
-
-func (pr *pageReader) header(id uint64) (pageHeader, error) {
-	if _, err := pr.r.ReadAt(pr.hdr[:], int64(id)*pr.ps); err != nil {
-		return pageHeader{}, err
-	}
-	return decodeHeader(pr.hdr[:]), nil
-}
-
-// read reads n bytes from page id's first on.
-func (pr *pageReader) read(id, n uint64) ([]byte, error) {
-	p := make([]byte, n)
-	if _, err := pr.r.ReadAt(p, int64(id)*pr.ps); err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// whole reads page id with its overflow, within size and maxOverflowScan.
-func (pr *pageReader) whole(id uint64, h pageHeader, size int64) ([]byte, error) {
-	off := int64(id) * pr.ps
-	p := make([]byte, min(int64(h.span(uint64(pr.ps))), size-off, maxOverflowScan))
-	if _, err := pr.r.ReadAt(p, off); err != nil && err != io.EOF {
-		return nil, err
-	}
-	return p, nil
 }
