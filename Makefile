@@ -46,12 +46,13 @@ test-go-min:
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -timeout 5m ./wal ./emitter
 # The .deb and .rpm (packaging/, a module of its own: nfpm as a library):
 # a static evspool whose --version is VERSION, its man page, the systemd
-# unit (Type=notify, watchdog), /etc/default/evspool, the alert rules and
-# dashboard. Written to dist/.
+# units (Type=notify, watchdog), /etc/default/evspool (/etc/sysconfig/evspool
+# in the rpm), the licence, a changelog, the alert rules and dashboard.
+# Dated SOURCE_DATE_EPOCH, else the commit's time. Written to dist/.
 VERSION ?= 0.1.0~git$(shell git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)
 ARCH ?= $(shell $(GO) env GOARCH)
 package:
-	cd packaging && $(GO) run . -version '$(VERSION)' -arch $(ARCH) -out ../dist
+	cd packaging && $(GO) run . -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' -arch $(ARCH) -out ../dist
 
 # The OCI image deploy/kubernetes.yaml mounts (packaging/image.go, with
 # go-containerregistry; no container daemon, no base image to pull): a

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -38,7 +39,7 @@ func imageTag(version string) string {
 }
 
 // buildImage compiles evspool for o.arch and writes the image, named
-// evspool:<version> and evspool:latest, to o.out.
+// evspool:<tag> (imageTag of the version) and evspool:latest, to o.out.
 func buildImage(o options) (built, error) {
 	if !validVersion.MatchString(o.version) {
 		return built{}, fmt.Errorf("-version %q: give a version that starts with a digit, made of letters, digits and . + ~ (e.g. 0.1.0 or 0.1.0~git1a2b3c4d)", o.version)
@@ -53,6 +54,9 @@ func buildImage(o options) (built, error) {
 	defer os.RemoveAll(work)
 	bin := filepath.Join(work, "evspool")
 	if err := goBuild(o.arch, o.version, bin); err != nil {
+		return built{}, err
+	}
+	if o.date, err = sourceDate(); err != nil {
 		return built{}, err
 	}
 	img, err := image(o, bin)
@@ -81,7 +85,11 @@ func image(o options, bin string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := rootfs(raw)
+	license, err := os.ReadFile(licenseFile)
+	if err != nil {
+		return nil, err
+	}
+	layerTar, err := rootfs(raw, license)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +115,10 @@ func image(o options, bin string) (v1.Image, error) {
 	cf.Config.User = fmt.Sprintf("%d:%d", imageUID, imageUID)
 	cf.Config.Env = []string{"PATH=/usr/local/bin"}
 	cf.Config.WorkingDir = "/"
+	cf.Created = v1.Time{Time: o.date}
 	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.licenses":    licenseID,
+		"org.opencontainers.image.created":     o.date.Format(time.RFC3339),
 		"org.opencontainers.image.title":       "evspool",
 		"org.opencontainers.image.description": "Durable event forwarding for node daemons: a bounded on-disk spool in front of a receiver's socket",
 		"org.opencontainers.image.version":     o.version,
@@ -121,10 +132,11 @@ func image(o options, bin string) (v1.Image, error) {
 }
 
 // rootfs is the layer's tar: the binary, /etc/passwd and /etc/group with
-// root and the evspool user, and /tmp (evspool demo and a spool on the
-// container's own file system need somewhere to write). Owners are
-// numeric, times zero, so that the same binary makes the same layer.
-func rootfs(bin []byte) ([]byte, error) {
+// root and the evspool user, /tmp (evspool demo and a spool on the
+// container's own file system need somewhere to write) and the licence's
+// text. Owners are numeric, times zero, so that the same binary makes the
+// same layer.
+func rootfs(bin, license []byte) ([]byte, error) {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/nonexistent:/sbin/nologin\n", imageUser, imageUID, imageUID, imageUser)
 	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\n", imageUser, imageUID)
 	entries := []struct {
@@ -139,6 +151,10 @@ func rootfs(bin []byte) ([]byte, error) {
 		{"usr/", 0o755, nil},
 		{"usr/local/", 0o755, nil},
 		{"usr/local/bin/", 0o755, nil},
+		{"usr/share/", 0o755, nil},
+		{"usr/share/licenses/", 0o755, nil},
+		{"usr/share/licenses/evspool/", 0o755, nil},
+		{"usr/share/licenses/evspool/LICENSE", 0o644, license},
 		{strings.TrimPrefix(imageBin, "/"), 0o755, bin},
 	}
 	var buf bytes.Buffer

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -49,11 +50,21 @@ func TestImage(t *testing.T) {
 	require.Equal(t, "0123abcd", cf.Config.Labels["org.opencontainers.image.revision"])
 	require.Equal(t, "evspool", cf.Config.Labels["org.opencontainers.image.title"])
 	require.Equal(t, sourceRepo, cf.Config.Labels["org.opencontainers.image.source"])
+	require.Equal(t, licenseID, cf.Config.Labels["org.opencontainers.image.licenses"])
+	date, err := sourceDate()
+	require.NoError(t, err)
+	require.Equal(t, date, cf.Created.UTC(), "created: the commit's time (or SOURCE_DATE_EPOCH), not year 1")
+	require.Equal(t, date.Format(time.RFC3339), cf.Config.Labels["org.opencontainers.image.created"])
 
 	files := readLayer(t, mutate.Extract(img))
-	require.Equal(t, []string{"etc", "etc/group", "etc/passwd", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/evspool"},
-		slices.Sorted(maps.Keys(files)), "nothing but evspool and what naming its user needs")
-	for path, mode := range map[string]int64{"usr/local/bin/evspool": 0o755, "etc/passwd": 0o644, "etc/group": 0o644, "tmp": 0o1777} {
+	require.Equal(t, []string{"etc", "etc/group", "etc/passwd", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/evspool",
+		"usr/share", "usr/share/licenses", "usr/share/licenses/evspool", "usr/share/licenses/evspool/LICENSE"},
+		slices.Sorted(maps.Keys(files)), "nothing but evspool, what naming its user needs and its licence")
+	license, err := os.ReadFile(licenseFile)
+	require.NoError(t, err)
+	require.Equal(t, string(license), string(files["usr/share/licenses/evspool/LICENSE"].body))
+	for path, mode := range map[string]int64{"usr/local/bin/evspool": 0o755, "etc/passwd": 0o644, "etc/group": 0o644, "tmp": 0o1777,
+		"usr/share/licenses/evspool/LICENSE": 0o644} {
 		require.Equal(t, mode, files[path].hdr.Mode, path)
 		require.Zero(t, files[path].hdr.Uid, path)
 	}
@@ -70,8 +81,9 @@ func TestImage(t *testing.T) {
 	require.NoError(t, ef.Close())
 	version := run(t, bin, "--version")
 	require.Equal(t, "evspool "+testVersion+" ("+runtime.Version()+")\n", version)
-	t.Logf("image %s: %d bytes (binary %d bytes), base scratch (empty.Image), entrypoint %v, user %s; --version: %s",
-		filepath.Base(b.path), b.size, len(files["usr/local/bin/evspool"].body), cf.Config.Entrypoint, cf.Config.User, strings.TrimSpace(version))
+	t.Logf("image %s: %d bytes (binary %d bytes), base scratch (empty.Image), entrypoint %v, user %s, licenses %s, created %s; --version: %s",
+		filepath.Base(b.path), b.size, len(files["usr/local/bin/evspool"].body), cf.Config.Entrypoint, cf.Config.User,
+		cf.Config.Labels["org.opencontainers.image.licenses"], cf.Created.UTC().Format(time.RFC3339), strings.TrimSpace(version))
 }
 
 // openImage unpacks the oci-archive at path, checks that index.json names
