@@ -3,6 +3,7 @@ package metrics
 import (
 	"runtime"
 	"runtime/debug"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -19,12 +20,11 @@ type BuildInfo struct {
 	GoVersion string // the Go toolchain that built it, e.g. go1.26.8
 }
 
-// ReadBuildInfo reads the running binary's BuildInfo (runtime/debug): in a
+// ReadBuildInfo reads the running binary's BuildInfo (runtime/debug): in
+// evspool's own binaries, the main module's version and vcs.revision; in a
 // daemon that embeds evspool, the version of the evspool module it was
-// built with (a pseudo-version names its commit) and, the daemon's own
-// revision being no answer, the revision is "unknown" unless a replace
-// points at a module version; in evspool's own binaries, the main module's
-// version and its vcs.revision.
+// built with (after its replace, if any) and the commit a pseudo-version
+// names (the daemon's own vcs.revision is not evspool's).
 func ReadBuildInfo() BuildInfo {
 	b := BuildInfo{Version: unknown, Revision: unknown, GoVersion: runtime.Version()}
 	bi, ok := debug.ReadBuildInfo()
@@ -51,11 +51,24 @@ func ReadBuildInfo() BuildInfo {
 			m = m.Replace // a replace names what was built; a directory has no version
 		}
 		b.Version = known(m.Version)
-		if m.Sum != "" {
-			b.Revision = m.Sum
-		}
+		b.Revision = pseudoRevision(m.Version)
 	}
 	return b
+}
+
+// pseudoRevision is the commit prefix a pseudo-version ends with
+// (v0.0.0-20261204182602-0123456789ab), else "unknown".
+func pseudoRevision(v string) string {
+	i := strings.LastIndexByte(v, '-')
+	if i < 0 || len(v)-i-1 != 12 {
+		return unknown
+	}
+	for _, r := range v[i+1:] {
+		if !strings.ContainsRune("0123456789abcdef", r) {
+			return unknown
+		}
+	}
+	return v[i+1:]
 }
 
 const unknown = "unknown"
