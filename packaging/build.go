@@ -115,6 +115,16 @@ func goBuild(arch, version, bin string) error {
 // packageRelease is the packages' release (the -1 of 0.1.0-1).
 const packageRelease = "1"
 
+// goBuildInstaller builds the image's evspool-install (installer/), static.
+func goBuildInstaller(arch, bin string) error {
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./installer")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./installer (GOARCH=%s): %v\n%s", arch, err, out)
+	}
+	return nil
+}
+
 // pack writes one package under its conventional name, as nfpm's CLI does,
 // every file in it dated date.
 func pack(cfg *nfpm.Config, format, dir string, date time.Time) (built, error) {

@@ -25,9 +25,10 @@ import (
 // a tar (an oci-archive), which docker load (25 and later), podman load,
 // ctr images import, kind load image-archive and skopeo read.
 const (
-	imageRepo  = "evspool"                // the image's name in the tarball; kubernetes.yaml uses it
-	imageBin   = "/usr/local/bin/evspool" // the entrypoint
-	imageUID   = 65532                    // the user "evspool", as distroless names its nonroot
+	imageRepo  = "evspool"                        // the image's name in the tarball; kubernetes.yaml uses it
+	imageBin   = "/usr/local/bin/evspool"         // the entrypoint
+	installBin = "/usr/local/bin/evspool-install" // copies imageBin into a volume (installer/)
+	imageUID   = 65532                            // the user "evspool", as distroless names its nonroot
 	imageUser  = "evspool"
 	imageFile  = "evspool-image_%s_%s.tar" // version tag, arch
 	sourceRepo = "https://github.com/evspool/evspool"
@@ -56,10 +57,14 @@ func buildImage(o options) (built, error) {
 	if err := goBuild(o.arch, o.version, bin); err != nil {
 		return built{}, err
 	}
+	installer := filepath.Join(work, "evspool-install")
+	if err := goBuildInstaller(o.arch, installer); err != nil {
+		return built{}, err
+	}
 	if o.date, err = sourceDate(); err != nil {
 		return built{}, err
 	}
-	img, err := image(o, bin)
+	img, err := image(o, bin, installer)
 	if err != nil {
 		return built{}, err
 	}
@@ -79,9 +84,14 @@ func buildImage(o options) (built, error) {
 	return built{path: path, size: fi.Size()}, nil
 }
 
-// image is the empty image plus one layer holding bin, with its config.
-func image(o options, bin string) (v1.Image, error) {
+// image is the empty image plus one layer holding bin and installer, with
+// its config.
+func image(o options, bin, installer string) (v1.Image, error) {
 	raw, err := os.ReadFile(bin)
+	if err != nil {
+		return nil, err
+	}
+	inst, err := os.ReadFile(installer)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +99,7 @@ func image(o options, bin string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := rootfs(raw, license)
+	layerTar, err := rootfs(raw, inst, license)
 	if err != nil {
 		return nil, err
 	}
@@ -133,10 +143,10 @@ func image(o options, bin string) (v1.Image, error) {
 
 // rootfs is the layer's tar: the binary, /etc/passwd and /etc/group with
 // root and the evspool user, /tmp (evspool demo and a spool on the
-// container's own file system need somewhere to write) and the licence's
-// text. Owners are numeric, times zero, so that the same binary makes the
-// same layer.
-func rootfs(bin, license []byte) ([]byte, error) {
+// container's own file system need somewhere to write), the installer an
+// init container runs, and the licence's text. Owners are numeric, times
+// zero, so that the same binaries make the same layer.
+func rootfs(bin, installer, license []byte) ([]byte, error) {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/nonexistent:/sbin/nologin\n", imageUser, imageUID, imageUID, imageUser)
 	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\n", imageUser, imageUID)
 	entries := []struct {
@@ -156,6 +166,7 @@ func rootfs(bin, license []byte) ([]byte, error) {
 		{"usr/share/licenses/evspool/", 0o755, nil},
 		{"usr/share/licenses/evspool/LICENSE", 0o644, license},
 		{strings.TrimPrefix(imageBin, "/"), 0o755, bin},
+		{strings.TrimPrefix(installBin, "/"), 0o755, installer},
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
