@@ -131,6 +131,7 @@ func checkFileList(t *testing.T, deb string) {
 		"/usr/share/doc/evspool/docs/delivery.md":         "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/docs/daemon.md":           "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/docs/spool.md":            "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/troubleshooting.md":  "-rw-r--r-- root/root",
 		"/usr/lib/systemd/system/evspool-ptp4l.service":   "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/copyright":                "-rw-r--r-- root/root",
 		"/usr/share/doc/evspool/changelog.Debian.gz":      "-rw-r--r-- 0/0", // nfpm writes it with numeric owners: root too
