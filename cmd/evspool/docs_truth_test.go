@@ -682,3 +682,34 @@ func literalMessage(e ast.Expr) (string, bool) {
 	s, _, _ = strings.Cut(s, "%")
 	return strings.TrimSpace(s), true
 }
+
+// outsideLinks are the links of installed pages that still point at a page
+// the package does not install, each to be made a repository address; none
+// may be added.
+var outsideLinks = map[string]bool{
+	"docs/delivery.md -> ../bench/README.md": true,
+	"docs/spool.md -> ../bench/README.md":    true,
+}
+
+// The pages the package installs link only to pages it installs, so that
+// a link followed on the node finds its page; a page of the repository
+// alone (the bench's) is linked by its repository address.
+func TestInstalledDocsLinkInstalledPages(t *testing.T) {
+	t.Parallel()
+	installed := installedDocs(t)
+	checked := 0
+	for page := range installed {
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(readDoc(t, page)), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			file := filepath.ToSlash(filepath.Join(filepath.Dir(page), target))
+			if !installed[file] && !outsideLinks[page+" -> "+target] {
+				t.Errorf("%s links to %s, which the package does not install: link %s%s instead", page, target, repoBlob, file)
+			}
+		}
+	}
+	require.Greater(t, checked, 20)
+}
