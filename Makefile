@@ -46,27 +46,32 @@ test-go-min:
 	GOTOOLCHAIN=go$(GO_MIN) $(GO) test -count=1 -timeout 5m ./wal ./emitter
 # The .deb and .rpm (packaging/, a module of its own: nfpm as a library):
 # a static evspool whose --version is VERSION, its man page, the systemd
-# unit (Type=notify, watchdog), /etc/default/evspool, the alert rules and
-# dashboard. Written to dist/.
+# units (Type=notify, watchdog), /etc/default/evspool (/etc/sysconfig/evspool
+# in the rpm), the licence, a changelog, the alert rules and dashboard.
+# Dated SOURCE_DATE_EPOCH, else the commit's time. Written to dist/.
 VERSION ?= 0.1.0~git$(shell git rev-parse --short=8 HEAD 2>/dev/null || echo unknown)
 ARCH ?= $(shell $(GO) env GOARCH)
 package:
-	cd packaging && $(GO) run . -version '$(VERSION)' -arch $(ARCH) -out ../dist
+	cd packaging && $(GO) run . -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' -arch $(ARCH) -out ../dist
 
-# The OCI image deploy/kubernetes.yaml mounts (packaging/image.go, with
-# go-containerregistry; no container daemon, no base image to pull): a
-# static evspool at /usr/local/bin/evspool on an empty base, user 65532,
-# org.opencontainers.image labels, as dist/evspool-image_<version>_<arch>.tar
-# (an OCI layout in a tar: docker load, podman load, ctr images import).
+# The OCI image deploy/kubernetes.yaml's init container copies evspool from
+# (packaging/image.go, with go-containerregistry; no container daemon, no
+# base image to pull): a static evspool at /usr/local/bin/evspool and its
+# evspool-install on an empty base, user 65532, the licence,
+# org.opencontainers.image labels, as dist/evspool-image_<tag>_<arch>.tar
+# (<tag>: VERSION with - for ~ and +; an OCI layout in a tar: docker load,
+# podman load, ctr images import).
 image:
 	cd packaging && $(GO) run . -image -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' -arch $(ARCH) -out ../dist
 
 # The operations checks CI runs after make test, each module of its own so
 # that evspool's stays lean: deploy/ (alert rules, PrometheusRule and
 # dashboard through Prometheus' parsers and against a live /metrics scrape,
-# kubernetes.yaml strictly into the Kubernetes types) and packaging/ (builds
-# the .deb, inspects and extracts it, runs the packaged evspool --version,
-# systemd-analyze verify on the packaged units; builds the image, opens it,
+# kubernetes.yaml strictly into the Kubernetes types; promtool test rules and
+# kube-score where installed) and packaging/ (builds the .deb and .rpm,
+# inspects and extracts the .deb, lintian where installed, runs the packaged
+# evspool --version, systemd-analyze verify and security on the packaged
+# units; builds the image, opens it,
 # runs the evspool it holds with --version, and checks that kubernetes.yaml
 # mounts it). The first run downloads Prometheus', Kubernetes' and
 # go-containerregistry's modules (see docs/operations.md, "Deployment").

@@ -49,7 +49,15 @@ func selectorName(vs *parser.VectorSelector) string {
 	return ""
 }
 
+// scrapeSeries are the series Prometheus writes for each target it
+// scrapes, whatever the target exports: up is 1 after a scrape that
+// worked, 0 after one that failed.
+var scrapeSeries = map[string]bool{"up": true}
+
 func checkSelector(name string, matchers []*labels.Matcher, series exported) []error {
+	if scrapeSeries[name] {
+		return checkTargetMatchers(name, matchers)
+	}
 	have, ok := series[name]
 	if !ok {
 		return []error{fmt.Errorf("metric %q is not one evspool exports", name)}
@@ -57,6 +65,18 @@ func checkSelector(name string, matchers []*labels.Matcher, series exported) []e
 	var errs []error
 	for _, m := range matchers {
 		if m.Name != labels.MetricName && !have[m.Name] && !isTargetLabel(m.Name) {
+			errs = append(errs, fmt.Errorf("%s has no label %q", name, m.Name))
+		}
+	}
+	return errs
+}
+
+// checkTargetMatchers checks that a scrape series is matched on target
+// labels only (the only labels it has).
+func checkTargetMatchers(name string, matchers []*labels.Matcher) []error {
+	var errs []error
+	for _, m := range matchers {
+		if m.Name != labels.MetricName && !isTargetLabel(m.Name) {
 			errs = append(errs, fmt.Errorf("%s has no label %q", name, m.Name))
 		}
 	}

@@ -3,6 +3,8 @@ package deploy
 import (
 	"log/slog"
 	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -38,13 +40,57 @@ func TestAlertRules(t *testing.T) {
 			require.Contains(t, []string{"critical", "warning", "info"}, r.Labels["severity"], "alert %s: severity", r.Alert)
 			require.NotEmpty(t, r.Annotations["summary"], "alert %s: summary", r.Alert)
 			require.NotEmpty(t, r.Annotations["description"], "alert %s: description", r.Alert)
+			// cmd/evspool's docs tests check that the section exists.
+			require.True(t, strings.HasPrefix(r.Annotations["runbook_url"], runbookPage+"#"), "alert %s: runbook_url into %s", r.Alert, runbookPage)
 		}
 	}
 	// Every way evspool loses an event has an alert.
-	for _, a := range []string{"EvspoolDroppingEvents", "EvspoolNotSpooling", "EvspoolDeadLetters", "EvspoolEventsExpired"} {
+	// And evspool itself being gone.
+	for _, a := range []string{"EvspoolDroppingEvents", "EvspoolNotSpooling", "EvspoolDeadLetters", "EvspoolEventsExpired", "EvspoolGone"} {
 		require.True(t, seen[a], "no alert %s", a)
 	}
 	t.Logf("%d alerts parsed and checked against %d exported series names", len(seen), len(series))
+}
+
+// runbookPage is where every alert's runbook_url points, at a section.
+const runbookPage = "https://github.com/evspool/evspool/blob/main/docs/troubleshooting.md"
+
+// alerts_test.yaml has promtool test cases for the alerts that matter
+// most, and passes promtool test rules where promtool is installed (go
+// install github.com/prometheus/prometheus/cmd/promtool@v0.316.0, or
+// Debian's prometheus package); without it the cases are not run, and the
+// test says so.
+func TestAlertRulesPromtool(t *testing.T) {
+	raw, err := os.ReadFile("alerts_test.yaml")
+	require.NoError(t, err)
+	var cases struct {
+		RuleFiles []string `json:"rule_files"`
+		Tests     []struct {
+			AlertRuleTest []struct {
+				Alertname string `json:"alertname"`
+				ExpAlerts []any  `json:"exp_alerts"`
+			} `json:"alert_rule_test"`
+		} `json:"tests"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &cases))
+	require.Equal(t, []string{"alerts.yaml"}, cases.RuleFiles)
+	firing := map[string]bool{}
+	for _, tc := range cases.Tests {
+		for _, a := range tc.AlertRuleTest {
+			if len(a.ExpAlerts) > 0 {
+				firing[a.Alertname] = true
+			}
+		}
+	}
+	for _, a := range []string{"EvspoolGone", "EvspoolDroppingEvents"} {
+		require.True(t, firing[a], "alerts_test.yaml has a case where %s fires", a)
+	}
+	if _, err := exec.LookPath("promtool"); err != nil {
+		t.Skip("promtool not found: alerts_test.yaml was not run (go install github.com/prometheus/prometheus/cmd/promtool@v0.316.0)")
+	}
+	out, err := exec.Command("promtool", "test", "rules", "alerts_test.yaml").CombinedOutput()
+	require.NoError(t, err, "promtool test rules alerts_test.yaml:\n%s", out)
+	t.Logf("promtool test rules alerts_test.yaml:\n%s", out)
 }
 
 // The PrometheusRule decodes strictly into the Prometheus Operator's type and

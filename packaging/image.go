@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -24,9 +25,10 @@ import (
 // a tar (an oci-archive), which docker load (25 and later), podman load,
 // ctr images import, kind load image-archive and skopeo read.
 const (
-	imageRepo  = "evspool"                // the image's name in the tarball; kubernetes.yaml uses it
-	imageBin   = "/usr/local/bin/evspool" // the entrypoint
-	imageUID   = 65532                    // the user "evspool", as distroless names its nonroot
+	imageRepo  = "evspool"                        // the image's name in the tarball; kubernetes.yaml uses it
+	imageBin   = "/usr/local/bin/evspool"         // the entrypoint
+	installBin = "/usr/local/bin/evspool-install" // copies imageBin into a volume (installer/)
+	imageUID   = 65532                            // the user "evspool", as distroless names its nonroot
 	imageUser  = "evspool"
 	imageFile  = "evspool-image_%s_%s.tar" // version tag, arch
 	sourceRepo = "https://github.com/evspool/evspool"
@@ -38,7 +40,7 @@ func imageTag(version string) string {
 }
 
 // buildImage compiles evspool for o.arch and writes the image, named
-// evspool:<version> and evspool:latest, to o.out.
+// evspool:<tag> (imageTag of the version) and evspool:latest, to o.out.
 func buildImage(o options) (built, error) {
 	if !validVersion.MatchString(o.version) {
 		return built{}, fmt.Errorf("-version %q: give a version that starts with a digit, made of letters, digits and . + ~ (e.g. 0.1.0 or 0.1.0~git1a2b3c4d)", o.version)
@@ -55,7 +57,14 @@ func buildImage(o options) (built, error) {
 	if err := goBuild(o.arch, o.version, bin); err != nil {
 		return built{}, err
 	}
-	img, err := image(o, bin)
+	installer := filepath.Join(work, "evspool-install")
+	if err := goBuildInstaller(o.arch, installer); err != nil {
+		return built{}, err
+	}
+	if o.date, err = sourceDate(); err != nil {
+		return built{}, err
+	}
+	img, err := image(o, bin, installer)
 	if err != nil {
 		return built{}, err
 	}
@@ -75,13 +84,22 @@ func buildImage(o options) (built, error) {
 	return built{path: path, size: fi.Size()}, nil
 }
 
-// image is the empty image plus one layer holding bin, with its config.
-func image(o options, bin string) (v1.Image, error) {
+// image is the empty image plus one layer holding bin and installer, with
+// its config.
+func image(o options, bin, installer string) (v1.Image, error) {
 	raw, err := os.ReadFile(bin)
 	if err != nil {
 		return nil, err
 	}
-	layerTar, err := rootfs(raw)
+	inst, err := os.ReadFile(installer)
+	if err != nil {
+		return nil, err
+	}
+	license, err := os.ReadFile(licenseFile)
+	if err != nil {
+		return nil, err
+	}
+	layerTar, err := rootfs(raw, inst, license)
 	if err != nil {
 		return nil, err
 	}
@@ -107,7 +125,10 @@ func image(o options, bin string) (v1.Image, error) {
 	cf.Config.User = fmt.Sprintf("%d:%d", imageUID, imageUID)
 	cf.Config.Env = []string{"PATH=/usr/local/bin"}
 	cf.Config.WorkingDir = "/"
+	cf.Created = v1.Time{Time: o.date}
 	cf.Config.Labels = map[string]string{
+		"org.opencontainers.image.licenses":    licenseID,
+		"org.opencontainers.image.created":     o.date.Format(time.RFC3339),
 		"org.opencontainers.image.title":       "evspool",
 		"org.opencontainers.image.description": "Durable event forwarding for node daemons: a bounded on-disk spool in front of a receiver's socket",
 		"org.opencontainers.image.version":     o.version,
@@ -121,10 +142,11 @@ func image(o options, bin string) (v1.Image, error) {
 }
 
 // rootfs is the layer's tar: the binary, /etc/passwd and /etc/group with
-// root and the evspool user, and /tmp (evspool demo and a spool on the
-// container's own file system need somewhere to write). Owners are
-// numeric, times zero, so that the same binary makes the same layer.
-func rootfs(bin []byte) ([]byte, error) {
+// root and the evspool user, /tmp (evspool demo and a spool on the
+// container's own file system need somewhere to write), the installer an
+// init container runs, and the licence's text. Owners are numeric, times
+// zero, so that the same binaries make the same layer.
+func rootfs(bin, installer, license []byte) ([]byte, error) {
 	passwd := fmt.Sprintf("root:x:0:0:root:/root:/sbin/nologin\n%s:x:%d:%d:%s:/nonexistent:/sbin/nologin\n", imageUser, imageUID, imageUID, imageUser)
 	group := fmt.Sprintf("root:x:0:\n%s:x:%d:\n", imageUser, imageUID)
 	entries := []struct {
@@ -139,7 +161,12 @@ func rootfs(bin []byte) ([]byte, error) {
 		{"usr/", 0o755, nil},
 		{"usr/local/", 0o755, nil},
 		{"usr/local/bin/", 0o755, nil},
+		{"usr/share/", 0o755, nil},
+		{"usr/share/licenses/", 0o755, nil},
+		{"usr/share/licenses/evspool/", 0o755, nil},
+		{"usr/share/licenses/evspool/LICENSE", 0o644, license},
 		{strings.TrimPrefix(imageBin, "/"), 0o755, bin},
+		{strings.TrimPrefix(installBin, "/"), 0o755, installer},
 	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)

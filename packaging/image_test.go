@@ -6,11 +6,13 @@ import (
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -49,11 +51,21 @@ func TestImage(t *testing.T) {
 	require.Equal(t, "0123abcd", cf.Config.Labels["org.opencontainers.image.revision"])
 	require.Equal(t, "evspool", cf.Config.Labels["org.opencontainers.image.title"])
 	require.Equal(t, sourceRepo, cf.Config.Labels["org.opencontainers.image.source"])
+	require.Equal(t, licenseID, cf.Config.Labels["org.opencontainers.image.licenses"])
+	date, err := sourceDate()
+	require.NoError(t, err)
+	require.Equal(t, date, cf.Created.UTC(), "created: the commit's time (or SOURCE_DATE_EPOCH), not year 1")
+	require.Equal(t, date.Format(time.RFC3339), cf.Config.Labels["org.opencontainers.image.created"])
 
 	files := readLayer(t, mutate.Extract(img))
-	require.Equal(t, []string{"etc", "etc/group", "etc/passwd", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/evspool"},
-		slices.Sorted(maps.Keys(files)), "nothing but evspool and what naming its user needs")
-	for path, mode := range map[string]int64{"usr/local/bin/evspool": 0o755, "etc/passwd": 0o644, "etc/group": 0o644, "tmp": 0o1777} {
+	require.Equal(t, []string{"etc", "etc/group", "etc/passwd", "tmp", "usr", "usr/local", "usr/local/bin", "usr/local/bin/evspool",
+		"usr/local/bin/evspool-install", "usr/share", "usr/share/licenses", "usr/share/licenses/evspool", "usr/share/licenses/evspool/LICENSE"},
+		slices.Sorted(maps.Keys(files)), "nothing but evspool, what naming its user needs and its licence")
+	license, err := os.ReadFile(licenseFile)
+	require.NoError(t, err)
+	require.Equal(t, string(license), string(files["usr/share/licenses/evspool/LICENSE"].body))
+	for path, mode := range map[string]int64{"usr/local/bin/evspool": 0o755, "usr/local/bin/evspool-install": 0o755,
+		"etc/passwd": 0o644, "etc/group": 0o644, "tmp": 0o1777, "usr/share/licenses/evspool/LICENSE": 0o644} {
 		require.Equal(t, mode, files[path].hdr.Mode, path)
 		require.Zero(t, files[path].hdr.Uid, path)
 	}
@@ -68,10 +80,12 @@ func TestImage(t *testing.T) {
 		require.NotEqual(t, elf.PT_INTERP, p.Type, "static: an empty base has no dynamic loader")
 	}
 	require.NoError(t, ef.Close())
+	checkInstaller(t, files["usr/local/bin/evspool-install"].body)
 	version := run(t, bin, "--version")
 	require.Equal(t, "evspool "+testVersion+" ("+runtime.Version()+")\n", version)
-	t.Logf("image %s: %d bytes (binary %d bytes), base scratch (empty.Image), entrypoint %v, user %s; --version: %s",
-		filepath.Base(b.path), b.size, len(files["usr/local/bin/evspool"].body), cf.Config.Entrypoint, cf.Config.User, strings.TrimSpace(version))
+	t.Logf("image %s: %d bytes (binary %d bytes), base scratch (empty.Image), entrypoint %v, user %s, licenses %s, created %s; --version: %s",
+		filepath.Base(b.path), b.size, len(files["usr/local/bin/evspool"].body), cf.Config.Entrypoint, cf.Config.User,
+		cf.Config.Labels["org.opencontainers.image.licenses"], cf.Created.UTC().Format(time.RFC3339), strings.TrimSpace(version))
 }
 
 // openImage unpacks the oci-archive at path, checks that index.json names
@@ -124,32 +138,58 @@ func readLayer(t *testing.T, rc io.ReadCloser) map[string]layerFile {
 	}
 }
 
-// deploy/kubernetes.yaml runs the evspool of this image: it mounts the
-// image as a volume by the name make image gives it, and its evspool
-// command is that volume's mount path plus the image's entrypoint. It
-// shares the host's pid namespace, as the ptp-operator's DaemonSet does.
+// checkInstaller runs the image's evspool-install: it is static, refuses
+// to run without a directory (exit 2) and fails with exit 1, saying why,
+// where it cannot copy (outside the image there is no
+// /usr/local/bin/evspool; installer/main_test.go checks the copy).
+func checkInstaller(t *testing.T, body []byte) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "evspool-install")
+	require.NoError(t, os.WriteFile(bin, body, 0o755))
+	ef, err := elf.Open(bin)
+	require.NoError(t, err)
+	for _, p := range ef.Progs {
+		require.NotEqual(t, elf.PT_INTERP, p.Type, "static")
+	}
+	require.NoError(t, ef.Close())
+	out, err := exec.Command(bin).CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 2, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "usage: evspool-install DIR")
+	out, err = exec.Command(bin, t.TempDir()).CombinedOutput()
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, 1, ee.ExitCode(), "%s", out)
+	require.Contains(t, string(out), "evspool-install: ")
+}
+
+// deploy/kubernetes.yaml runs the evspool of this image on every
+// Kubernetes: an init container of the image, by the pinned tag make image
+// gives it (not latest), runs its evspool-install into an emptyDir, and the
+// PTP container runs evspool from that volume's mount. It shares the
+// host's pid namespace, as the ptp-operator's DaemonSet does.
 func TestKubernetesUsesImage(t *testing.T) {
 	raw, err := os.ReadFile("../deploy/kubernetes.yaml")
 	require.NoError(t, err)
+	type container struct {
+		Name         string   `yaml:"name"`
+		Image        string   `yaml:"image"`
+		Command      []string `yaml:"command"`
+		VolumeMounts []struct {
+			Name      string `yaml:"name"`
+			MountPath string `yaml:"mountPath"`
+		} `yaml:"volumeMounts"`
+	}
 	var ds struct {
 		Spec struct {
 			Template struct {
 				Spec struct {
-					HostPID    bool `yaml:"hostPID"`
-					Containers []struct {
-						Name         string   `yaml:"name"`
-						Command      []string `yaml:"command"`
-						VolumeMounts []struct {
-							Name      string `yaml:"name"`
-							MountPath string `yaml:"mountPath"`
-						} `yaml:"volumeMounts"`
-					} `yaml:"containers"`
-					Volumes []struct {
-						Name  string `yaml:"name"`
-						Image *struct {
-							Reference  string `yaml:"reference"`
-							PullPolicy string `yaml:"pullPolicy"`
-						} `yaml:"image"`
+					HostPID        bool        `yaml:"hostPID"`
+					InitContainers []container `yaml:"initContainers"`
+					Containers     []container `yaml:"containers"`
+					Volumes        []struct {
+						Name     string    `yaml:"name"`
+						EmptyDir *struct{} `yaml:"emptyDir"`
 					} `yaml:"volumes"`
 				} `yaml:"spec"`
 			} `yaml:"template"`
@@ -158,17 +198,31 @@ func TestKubernetesUsesImage(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &ds))
 	pod := ds.Spec.Template.Spec
 	require.True(t, pod.HostPID, "hostPID: true, as the ptp-operator's linuxptp-daemon")
-	imageVolumes := map[string]string{} // volume: reference
+	emptyDirs := map[string]bool{}
 	for _, v := range pod.Volumes {
-		if v.Image != nil {
-			ref, err := name.ParseReference(v.Image.Reference, name.WeakValidation)
-			require.NoError(t, err, v.Image.Reference)
-			require.Equal(t, "index.docker.io/library/"+imageRepo, ref.Context().Name(), "the name make image gives the image")
-			require.Equal(t, "IfNotPresent", v.Image.PullPolicy, "a loaded image is used without a registry")
-			imageVolumes[v.Name] = v.Image.Reference
+		emptyDirs[v.Name] = v.EmptyDir != nil
+	}
+	installed := map[string]string{} // volume: the evspool installed in it, as the init container sees it
+	for _, c := range pod.InitContainers {
+		ref, err := name.ParseReference(c.Image, name.WeakValidation)
+		require.NoError(t, err, c.Image)
+		if ref.Context().Name() != "index.docker.io/library/"+imageRepo {
+			continue
+		}
+		tag, ok := ref.(name.Tag)
+		require.True(t, ok, "%s: a tag make image gives", c.Image)
+		require.NotEqual(t, "latest", tag.TagStr(), "a pinned tag")
+		require.Equal(t, imageTag(tag.TagStr()), tag.TagStr(), "a tag of imageTag's form")
+		require.Len(t, c.Command, 2)
+		require.Equal(t, installBin, c.Command[0], "the init container runs the image's installer")
+		for _, m := range c.VolumeMounts {
+			if filepath.Clean(m.MountPath) == filepath.Clean(c.Command[1]) {
+				require.True(t, emptyDirs[m.Name], "volume %s is an emptyDir", m.Name)
+				installed[m.Name] = filepath.Join(c.Command[1], "evspool")
+			}
 		}
 	}
-	require.Len(t, imageVolumes, 1)
+	require.Len(t, installed, 1, "one init container installs evspool into a volume")
 	found := 0
 	for _, c := range pod.Containers {
 		if len(c.Command) == 0 || filepath.Base(c.Command[0]) != "evspool" {
@@ -177,11 +231,11 @@ func TestKubernetesUsesImage(t *testing.T) {
 		found++
 		var paths []string
 		for _, m := range c.VolumeMounts {
-			if _, ok := imageVolumes[m.Name]; ok {
-				paths = append(paths, filepath.Join(m.MountPath, imageBin))
+			if _, ok := installed[m.Name]; ok {
+				paths = append(paths, filepath.Join(m.MountPath, "evspool"))
 			}
 		}
-		require.Contains(t, paths, c.Command[0], "container %s runs the image's evspool", c.Name)
+		require.Contains(t, paths, c.Command[0], "container %s runs the evspool the init container installed", c.Name)
 	}
 	require.Equal(t, 1, found)
 }

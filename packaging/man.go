@@ -34,7 +34,10 @@ func writeManPage(bin, version, path string) error {
 	}
 	b.WriteString(manSystemd)
 	var gz bytes.Buffer
-	zw := gzip.NewWriter(&gz)
+	zw, err := gzip.NewWriterLevel(&gz, gzip.BestCompression) // as gzip -9n, what Debian policy asks of a man page
+	if err != nil {
+		return err
+	}
 	if _, err := zw.Write([]byte(b.String())); err != nil {
 		return err
 	}

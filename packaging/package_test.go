@@ -32,6 +32,7 @@ func TestPackage(t *testing.T) {
 	require.Equal(t, "evspool_"+testVersion+"-1_"+debArch+".deb", filepath.Base(deb))
 	require.True(t, strings.HasPrefix(filepath.Base(rpm), "evspool-"+testVersion+"-1.") && strings.HasSuffix(rpm, ".rpm"), rpm)
 	checkRPM(t, rpm)
+	lintian(t, deb)
 
 	if _, err := exec.LookPath("dpkg-deb"); err != nil {
 		t.Skip("dpkg-deb not found (Debian and Ubuntu have it): the .deb was built, not inspected")
@@ -65,12 +66,25 @@ func checkRPM(t *testing.T, path string) {
 		got[fi.Name()] = fi
 	}
 	for path, mode := range map[string]int{"/usr/bin/evspool": 0o755, "/usr/lib/systemd/system/evspool.service": 0o644,
-		"/etc/default/evspool": 0o644, "/usr/share/man/man1/evspool.1.gz": 0o644, "/usr/share/evspool/alerts.yaml": 0o644} {
+		"/usr/lib/systemd/system/evspool-ptp4l.service": 0o644, "/etc/sysconfig/evspool": 0o644,
+		"/usr/share/man/man1/evspool.1.gz": 0o644, "/usr/share/evspool/alerts.yaml": 0o644, "/usr/share/licenses/evspool/LICENSE": 0o644} {
 		require.Contains(t, got, path)
 		require.Equal(t, mode, got[path].Mode()&0o7777, path)
 	}
-	require.Equal(t, rpmutils.RPMFILE_CONFIG|rpmutils.RPMFILE_NOREPLACE, got["/etc/default/evspool"].Flags(),
+	require.NotContains(t, got, "/etc/default/evspool", "rpm distributions keep settings in /etc/sysconfig")
+	require.Equal(t, rpmutils.RPMFILE_CONFIG|rpmutils.RPMFILE_NOREPLACE, got["/etc/sysconfig/evspool"].Flags(),
 		"%config(noreplace): an upgrade keeps the operator's edits")
+	require.Equal(t, rpmutils.RPMFILE_LICENSE, got["/usr/share/licenses/evspool/LICENSE"].Flags(), "%license")
+	license, err := r.Header.GetString(rpmutils.LICENSE)
+	require.NoError(t, err)
+	require.Equal(t, licenseID, license, "the rpm's License: tag")
+	unit := rpmFile(t, path, "/usr/lib/systemd/system/evspool.service")
+	require.Contains(t, unit, "\nEnvironmentFile=/etc/sysconfig/evspool\n", "the rpm's unit reads the rpm's settings")
+	require.NotContains(t, unit, debSettings)
+	post, err := r.Header.GetString(rpmutils.POSTIN)
+	require.NoError(t, err)
+	require.Contains(t, post, "try-restart", "an upgrade restarts the service")
+	t.Logf("rpm License: %s", license)
 	t.Logf("rpm %s: %d files", nevra, len(files))
 }
 
@@ -87,6 +101,7 @@ func checkControl(t *testing.T, deb string) {
 	for _, field := range []string{"Package: evspool", "Version: " + testVersion + "-1", "Architecture: " + debArch, "Section: admin"} {
 		require.Contains(t, info, "\n "+field+"\n")
 	}
+	require.Contains(t, run(t, "dpkg-deb", "-I", deb, "postinst"), "try-restart", "an upgrade restarts the service")
 	require.Equal(t, "/etc/default/evspool\n", run(t, "dpkg-deb", "-I", deb, "conffiles"),
 		"the settings are a conffile: an upgrade keeps the operator's edits")
 	for _, script := range []string{"postinst", "prerm", "postrm"} {
@@ -104,24 +119,29 @@ func checkFileList(t *testing.T, deb string) {
 		files[strings.TrimPrefix(f[5], ".")] = f[0] + " " + f[1]
 	}
 	want := map[string]string{
-		"/usr/bin/evspool":                                      "-rwxr-xr-x root/root",
-		"/usr/lib/systemd/system/evspool.service":               "-rw-r--r-- root/root",
-		"/etc/default/evspool":                                  "-rw-r--r-- root/root",
-		"/usr/share/man/man1/evspool.1.gz":                      "-rw-r--r-- root/root",
-		"/usr/share/evspool/alerts.yaml":                        "-rw-r--r-- root/root",
-		"/usr/share/evspool/prometheusrule.yaml":                "-rw-r--r-- root/root",
-		"/usr/share/evspool/dashboard.json":                     "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/README.md":                      "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/operations.md":             "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/delivery.md":               "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/daemon.md":                 "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/spool.md":                  "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/examples/evspool-ptp4l.service": "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/examples/kubernetes.yaml":       "-rw-r--r-- root/root",
+		"/usr/bin/evspool":                                "-rwxr-xr-x root/root",
+		"/usr/lib/systemd/system/evspool.service":         "-rw-r--r-- root/root",
+		"/etc/default/evspool":                            "-rw-r--r-- root/root",
+		"/usr/share/man/man1/evspool.1.gz":                "-rw-r--r-- root/root",
+		"/usr/share/evspool/alerts.yaml":                  "-rw-r--r-- root/root",
+		"/usr/share/evspool/prometheusrule.yaml":          "-rw-r--r-- root/root",
+		"/usr/share/evspool/dashboard.json":               "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/README.md":                "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/operations.md":       "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/delivery.md":         "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/daemon.md":           "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/spool.md":            "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/troubleshooting.md":  "-rw-r--r-- root/root",
+		"/usr/lib/systemd/system/evspool-ptp4l.service":   "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/copyright":                "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/changelog.Debian.gz":      "-rw-r--r-- 0/0", // nfpm writes it with numeric owners: root too
+		"/usr/share/lintian/overrides/evspool":            "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/examples/kubernetes.yaml": "-rw-r--r-- root/root",
 	}
 	for path, mode := range want {
 		require.Equal(t, mode, files[path], path)
 	}
+	require.NotContains(t, files, "/etc/sysconfig/evspool", "the rpm's settings file")
 }
 
 func checkBinary(t *testing.T, root string) {
@@ -162,4 +182,40 @@ func checkUnits(t *testing.T, root string) {
 		require.Contains(t, string(unit), "\n"+line+"\n")
 	}
 	verify(t, root)
+}
+
+// rpmFile returns the content of the file at name in the .rpm at path.
+func rpmFile(t *testing.T, path, name string) string {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	r, err := rpmutils.ReadRpm(f)
+	require.NoError(t, err)
+	pr, err := r.PayloadReaderExtended()
+	require.NoError(t, err)
+	for {
+		fi, err := pr.Next()
+		require.NoError(t, err, "%s not in %s", name, path)
+		if fi.Name() == name {
+			body, err := io.ReadAll(pr)
+			require.NoError(t, err)
+			return string(body)
+		}
+	}
+}
+
+// lintian finds no error in the .deb (warnings are logged). Without
+// lintian (apt-get install lintian) the check is skipped, saying so.
+func lintian(t *testing.T, deb string) {
+	t.Helper()
+	if _, err := exec.LookPath("lintian"); err != nil {
+		t.Log("lintian not found: the .deb was not linted (apt-get install lintian)")
+		return
+	}
+	out, _ := exec.Command("lintian", "--tag-display-limit", "0", deb).CombinedOutput()
+	t.Logf("lintian %s:\n%s", filepath.Base(deb), out)
+	for _, line := range strings.Split(string(out), "\n") {
+		require.False(t, strings.HasPrefix(line, "E: "), "lintian error: %s", line)
+	}
 }

@@ -3,11 +3,14 @@ package main
 import (
 	"flag"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -59,6 +62,7 @@ type k8sContainer struct {
 
 type k8sProbe struct {
 	HTTPGet *struct {
+		Host string `yaml:"host"`
 		Path string `yaml:"path"`
 		Port any    `yaml:"port"`
 	} `yaml:"httpGet"`
@@ -118,9 +122,12 @@ func TestDeployKubernetes(t *testing.T) {
 		}
 		require.NotEmpty(t, spoolMount, "%s: --spool %s is under no volume mount", where, rf.spool)
 
-		// The probes hit the metrics port on /healthz and /readyz.
+		// The probes hit the metrics port on /healthz and /readyz, on
+		// localhost: with hostNetwork, any other address is the node's.
 		require.NotEmpty(t, rf.metricsAddr, "%s: --metrics-addr serves the probes", where)
-		_, port, _ := strings.Cut(rf.metricsAddr, ":")
+		host, port, err := net.SplitHostPort(rf.metricsAddr)
+		require.NoError(t, err)
+		require.Equal(t, "127.0.0.1", host, "%s: --metrics-addr on localhost only", where)
 		var portName string
 		var portNum int
 		for _, p := range c.Ports {
@@ -134,9 +141,73 @@ func TestDeployKubernetes(t *testing.T) {
 			require.NotNil(t, pr.HTTPGet, where)
 			require.Equal(t, path, pr.HTTPGet.Path, where)
 			require.Contains(t, []any{portName, portNum}, pr.HTTPGet.Port, "%s: the probe of %s is on the metrics port", where, path)
+			require.Equal(t, host, pr.HTTPGet.Host, "%s: the probe of %s goes to the address evspool listens on", where, path)
 		}
+		probeManifest(t, where, cmd[1:], host, map[string]*k8sProbe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe})
 	}
 	require.Equal(t, 1, found, "one evspool container")
+}
+
+// probeManifest runs evspool with the manifest's flags (run for exec, its
+// socket and spool in a temporary directory, the metrics port 0, since
+// 9477 may be taken here, text logs) and probes it as the kubelet would: each probe's
+// host, port and path answer 200, and the metrics address is reachable on
+// 127.0.0.1 and on no other address of this machine.
+func probeManifest(t *testing.T, where string, args []string, host string, probes map[string]*k8sProbe) {
+	t.Helper()
+	sock, spool := paths(t)
+	startSink(t, sock)
+	var flags []string
+	for _, a := range args[1:] {
+		if a == "--" {
+			break
+		}
+		switch {
+		case strings.HasPrefix(a, "--socket="):
+			a = "--socket=" + sock
+		case strings.HasPrefix(a, "--spool="):
+			a = "--spool=" + spool
+		case strings.HasPrefix(a, "--metrics-addr="):
+			a = "--metrics-addr=" + host + ":0"
+		case strings.HasPrefix(a, "--log-format="):
+			a = "--log-format=text" // what waitMetricsAddr reads
+		}
+		flags = append(flags, a)
+	}
+	p := start(t, append([]string{"run"}, flags...)...)
+	addr := waitMetricsAddr(t, p)
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	require.Equal(t, net.JoinHostPort(host, port), addr, "%s: serves on the manifest's host", where)
+	for path, pr := range probes {
+		url := "http://" + net.JoinHostPort(pr.HTTPGet.Host, port) + pr.HTTPGet.Path
+		require.Eventually(t, func() bool {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		}, 5*time.Second, 10*time.Millisecond, "%s: probe %s", where, path)
+	}
+	addrs, err := net.InterfaceAddrs()
+	require.NoError(t, err)
+	others := 0
+	for _, a := range addrs {
+		ip, _, err := net.ParseCIDR(a.String())
+		if err != nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+			continue
+		}
+		others++
+		c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), port), time.Second)
+		if err == nil {
+			c.Close()
+		}
+		require.Error(t, err, "%s: metrics reachable on %s, a node address", where, ip)
+	}
+	t.Logf("%s: probes answered on %s; refused on %d other address(es) of this machine", where, addr, others)
+	require.NoError(t, p.stdin.Close())
+	p.wait(t, 10*time.Second)
 }
 
 func TestDeploySystemd(t *testing.T) {

@@ -176,6 +176,7 @@ func TestShippedFilesReferToDocs(t *testing.T) {
 	for _, f := range files {
 		text := readDoc(t, f)
 		text = regexp.MustCompile(`\s*\n\s*#?\s*`).ReplaceAllString(text, " ") // a reference may wrap in a comment
+		text = strings.ReplaceAll(text, repoBlob, "")                          // a link into the repository names the page it installs
 		for _, m := range regexp.MustCompile(`[A-Za-z0-9_./-]+\.md\b`).FindAllString(text, -1) {
 			m = strings.TrimPrefix(strings.TrimPrefix(m, "/usr/share/doc/evspool/"), "../") // nfpm.yaml's src and dst
 			if m == "bench/README.md" && f == "Makefile" {
@@ -539,4 +540,176 @@ func TestDocsTruthChecksCatch(t *testing.T) {
 	require.Equal(t, map[string]bool{"": true}, makeModules(t, "demo", mods))
 	require.Equal(t, map[string]bool{"packaging": true}, makeModules(t, "image", mods))
 	require.Len(t, goSnippets("x\n```go\na := 1\n```\n```sh\nls\n```\n"), 1)
+}
+
+// troubleshooting is the page the alerts' runbook_urls point into.
+const troubleshooting = "docs/troubleshooting.md"
+
+// repoBlob is the address of the repository's files; runbookBase that of
+// troubleshooting, where Alertmanager's links go.
+const (
+	repoBlob    = "https://github.com/evspool/evspool/blob/main/"
+	runbookBase = repoBlob + troubleshooting
+)
+
+// Every alert of deploy/alerts.yaml has a runbook_url that resolves to a
+// section of docs/troubleshooting.md, its own: a heading with the alert's
+// name.
+func TestRunbooksResolve(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile(filepath.Join(deployDir, "alerts.yaml"))
+	require.NoError(t, err)
+	var rules struct {
+		Groups []struct {
+			Rules []struct {
+				Alert       string            `yaml:"alert"`
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &rules))
+	anchors := headingAnchors(readDoc(t, troubleshooting))
+	n := 0
+	for _, g := range rules.Groups {
+		for _, r := range g.Rules {
+			n++
+			page, anchor, ok := strings.Cut(r.Annotations["runbook_url"], "#")
+			require.True(t, ok, "alert %s: runbook_url %q names no section", r.Alert, r.Annotations["runbook_url"])
+			assert.Equal(t, runbookBase, page, "alert %s: runbook_url into %s", r.Alert, troubleshooting)
+			assert.True(t, anchors[anchor], "alert %s: %s has no section #%s", r.Alert, troubleshooting, anchor)
+			assert.Equal(t, slug(r.Alert), anchor, "alert %s: its runbook is the section named after it", r.Alert)
+		}
+	}
+	require.GreaterOrEqual(t, n, 12, "alerts found")
+	require.True(t, installedDocs(t)[troubleshooting], "the package installs %s", troubleshooting)
+}
+
+// logSources are the directories whose warnings and errors an operator
+// sees (the CLI, the library, the sink's receiver).
+var logSources = []string{"emitter", "wal", "cmd/evspool", "internal/testrecv"}
+
+// notOnPage are the beginnings of the receiver note's log lines, which
+// docs/troubleshooting.md leaves out: the mechanism goes, and its lines
+// with it.
+var notOnPage = []string{"cannot note the receiver written to"}
+
+// Every warning and error evspool logs (a Warn or Error call, or a
+// rate-limited reporter's warn, with a literal message) is on
+// docs/troubleshooting.md, up to the first formatted figure.
+func TestTroubleshootingListsEveryLogLine(t *testing.T) {
+	t.Parallel()
+	page := strings.Join(strings.Fields(readDoc(t, troubleshooting)), " ")
+	msgs := logLineMessages(t)
+	require.Greater(t, len(msgs), 40, "log lines found")
+	for msg, where := range msgs {
+		if hasPrefix(msg, notOnPage) {
+			continue
+		}
+		assert.True(t, strings.Contains(page, "`"+msg), "%s logs %q: %s does not list it", where, msg, troubleshooting)
+	}
+}
+
+func hasPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// logLineMessages returns the literal messages of Warn and Error calls (and
+// reporter warn calls) in logSources' non-test files, each cut at its
+// first verb when it is a format, with where it is.
+func logLineMessages(t *testing.T) map[string]string {
+	t.Helper()
+	msgs := map[string]string{}
+	fset := token.NewFileSet()
+	for _, dir := range logSources {
+		files, err := filepath.Glob(filepath.Join(repoRoot, dir, "*.go"))
+		require.NoError(t, err)
+		for _, file := range files {
+			if strings.HasSuffix(file, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, file, nil, 0)
+			require.NoError(t, err)
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok {
+					return true
+				}
+				arg := -1
+				switch sel.Sel.Name {
+				case "Warn", "Error":
+					arg = 0
+				case "warn":
+					arg = 1
+				}
+				if arg < 0 || len(call.Args) <= arg {
+					return true
+				}
+				if msg, ok := literalMessage(call.Args[arg]); ok {
+					msgs[msg] = fset.Position(call.Pos()).String()
+				}
+				return true
+			})
+		}
+	}
+	return msgs
+}
+
+// literalMessage is e's text if it is a string literal or fmt.Sprintf of
+// one, cut before its first verb.
+func literalMessage(e ast.Expr) (string, bool) {
+	if c, ok := e.(*ast.CallExpr); ok {
+		if sel, ok := c.Fun.(*ast.SelectorExpr); ok && sel.Sel.Name == "Sprintf" && len(c.Args) > 0 {
+			e = c.Args[0]
+		}
+	}
+	lit, ok := e.(*ast.BasicLit)
+	if !ok || lit.Kind != token.STRING {
+		return "", false
+	}
+	s, err := strconv.Unquote(lit.Value)
+	if err != nil {
+		return "", false
+	}
+	s, _, _ = strings.Cut(s, "%")
+	return strings.TrimSpace(s), true
+}
+
+// outsideLinks are the links of installed pages that still point at a page
+// the package does not install, each to be made a repository address; none
+// may be added.
+var outsideLinks = map[string]bool{
+	"docs/delivery.md -> ../bench/README.md": true,
+	"docs/spool.md -> ../bench/README.md":    true,
+}
+
+// The pages the package installs link only to pages it installs, so that
+// a link followed on the node finds its page; a page of the repository
+// alone (the bench's) is linked by its repository address.
+func TestInstalledDocsLinkInstalledPages(t *testing.T) {
+	t.Parallel()
+	installed := installedDocs(t)
+	checked := 0
+	for page := range installed {
+		for _, m := range mdLink.FindAllStringSubmatch(stripCode(readDoc(t, page)), -1) {
+			target, _, _ := strings.Cut(m[1], "#")
+			if target == "" || strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			checked++
+			file := filepath.ToSlash(filepath.Join(filepath.Dir(page), target))
+			if !installed[file] && !outsideLinks[page+" -> "+target] {
+				t.Errorf("%s links to %s, which the package does not install: link %s%s instead", page, target, repoBlob, file)
+			}
+		}
+	}
+	require.Greater(t, checked, 20)
 }

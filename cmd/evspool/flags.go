@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,6 +139,9 @@ func (r *runFlags) validate() error {
 	case r.replayLinger <= 0:
 		return fmt.Errorf("--replay-linger must be positive")
 	}
+	if err := checkMetricsAddr(r.metricsAddr); err != nil {
+		return err
+	}
 	if err := r.checkDropIn(); err != nil { // preamble.go
 		return err
 	}
@@ -145,6 +150,22 @@ func (r *runFlags) validate() error {
 	}
 	if r.logFormat != "text" && r.logFormat != "json" {
 		return fmt.Errorf("--log-format must be text or json, not %q", r.logFormat)
+	}
+	return nil
+}
+
+// checkMetricsAddr refuses a --metrics-addr net.Listen could not take: it
+// is HOST:PORT (HOST may be empty: every interface), PORT a number.
+func checkMetricsAddr(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	_, port, err := net.SplitHostPort(addr)
+	if err == nil {
+		_, err = strconv.ParseUint(port, 10, 16)
+	}
+	if err != nil {
+		return fmt.Errorf("--metrics-addr %q: give HOST:PORT, e.g. 127.0.0.1:9477 (localhost only) or :9477 (every interface)", addr)
 	}
 	return nil
 }

@@ -204,7 +204,7 @@ func inspectLive(dir string, now time.Time) (*report, error) {
 	st, err := readStatus(dir)
 	if err != nil {
 		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running evspool, and its status cannot be read (%v); "+
-			"try its --metrics-addr, or inspect again once it has stopped", dir, err)}
+			"try its metrics (evspool run and exec serve them on --metrics-addr), or inspect again once it has stopped", dir, err)}
 	}
 	if !st.Running || !alive(st.PID) {
 		return nil, &notLiveError{fmt.Sprintf("the spool at %s is in use by a running process that keeps no status here "+

@@ -81,14 +81,11 @@ func (m *metricsServer) close() {
 // cliCollectors are what /metrics reports (docs/operations.md lists them;
 // docs_test.go checks the list).
 func cliCollectors(em *emitter.Emitter, commits *metrics.CommitHistogram) []prometheus.Collector {
+	build := metrics.ReadBuildInfo()
+	build.Version = version // what --version prints, set at link time by make package
 	return []prometheus.Collector{
-		metrics.NewCollector(em, commits),
+		metrics.NewCollector(em, commits).WithBuildInfo(build),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "evspool_build_info",
-			Help:        "Always 1; its version label is evspool's version.",
-			ConstLabels: prometheus.Labels{"version": version},
-		}, func() float64 { return 1 }),
 	}
 }

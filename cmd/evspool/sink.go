@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/evspool/evspool/internal/testrecv"
@@ -51,7 +54,7 @@ func sinkCmd(args []string, e *env) int {
 	logger := newLogger("text", "info", e.stderr)
 	rcv, err := testrecv.Start(*network, *socket, &testrecv.Options{Out: out, CountOnly: true, Logger: logger})
 	if err != nil {
-		fmt.Fprintf(e.stderr, "evspool sink: %v\n", err)
+		fmt.Fprintf(e.stderr, "evspool sink: %v\n", listenError(*network, *socket, err))
 		return exitFatal
 	}
 	logger.Info("listening", "network", *network, "addr", rcv.Addr())
@@ -59,4 +62,21 @@ func sinkCmd(args []string, e *env) int {
 	rcv.Close()
 	logger.Info("stopped", "lines", rcv.Count())
 	return exitOK
+}
+
+// listenError says why sink cannot listen on addr, in the operator's terms:
+// a socket's directory that does not exist is named, with the command that
+// creates it; otherwise the system's own reason.
+func listenError(network, addr string, err error) error {
+	if network == "unix" {
+		dir := filepath.Dir(addr)
+		if _, serr := os.Stat(dir); errors.Is(serr, os.ErrNotExist) {
+			return fmt.Errorf("cannot listen on %s: the directory %s does not exist: create it (mkdir -p %s) or give a --socket in a directory that exists", addr, dir, dir)
+		}
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, addr+": "); i >= 0 {
+		msg = msg[i+len(addr)+2:] // the receiver's own prefix (its internal package's name) says nothing here
+	}
+	return fmt.Errorf("cannot listen on %s %s: %s", network, addr, msg)
 }

@@ -30,16 +30,19 @@ func gauge(name, help string, f func(*emitter.Stats, time.Time) float64) metric 
 }
 
 // Collector is a prometheus.Collector over an Emitter: it reads Stats at
-// each scrape and, when given one, reports a CommitHistogram with it.
+// each scrape and, when given one, reports a CommitHistogram with it, and
+// evspool_build_info.
 type Collector struct {
 	em      *emitter.Emitter
 	commits *CommitHistogram
 	metrics []metric
 	dropped *prometheus.Desc
+	build   prometheus.Metric
 }
 
-// NewCollector returns a Collector of em's figures. commits may be nil, or
-// the histogram em's Options.OnCommit feeds. Register it in one registry.
+// NewCollector returns a Collector of em's figures and of the build
+// ReadBuildInfo reads. commits may be nil, or the histogram em's
+// Options.OnCommit feeds. Register it in one registry.
 func NewCollector(em *emitter.Emitter, commits *CommitHistogram) *Collector {
 	return &Collector{
 		em:      em,
@@ -48,7 +51,16 @@ func NewCollector(em *emitter.Emitter, commits *CommitHistogram) *Collector {
 		dropped: prometheus.NewDesc(namespace+"_events_dropped_total",
 			"Events dropped by the full-spool policy, by policy; kept in the spool file across restarts.",
 			[]string{"reason"}, nil),
+		build: buildInfoMetric(ReadBuildInfo()),
 	}
+}
+
+// WithBuildInfo makes c report b as evspool_build_info, for a binary that
+// knows its version better than its build information does (one whose
+// version is set at link time), and returns c. Call it before registering c.
+func (c *Collector) WithBuildInfo(b BuildInfo) *Collector {
+	c.build = buildInfoMetric(b)
+	return c
 }
 
 func statsMetrics() []metric {
@@ -116,6 +128,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- m.desc
 	}
 	ch <- c.dropped
+	ch <- c.build.Desc()
 	if c.commits != nil {
 		c.commits.h.Describe(ch)
 	}
@@ -130,6 +143,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedOldest.Events), "drop_oldest")
 	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedNewest.Events), "drop_newest")
+	ch <- c.build
 	if c.commits != nil {
 		c.commits.h.Collect(ch)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -112,7 +114,36 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 22, n, "20 figures and two drop reasons")
+	require.Equal(t, 23, n, "20 figures, two drop reasons and build_info")
+}
+
+// evspool_build_info is the library's: a daemon that registers only the
+// Collector exports it (its dashboard's instance picker reads it), with
+// the Go version that built the binary; WithBuildInfo replaces it.
+func TestCollectorBuildInfo(t *testing.T) {
+	em, reg := open(t, false)
+	var build *dto.Metric
+	for name, m := range values(t, reg) {
+		if strings.HasPrefix(name, "evspool_build_info") {
+			require.Nil(t, build, "one evspool_build_info")
+			build = m
+		}
+	}
+	require.NotNil(t, build, "the library's collector exports evspool_build_info")
+	require.Equal(t, 1.0, build.GetGauge().GetValue())
+	labels := map[string]string{}
+	for _, l := range build.GetLabel() {
+		labels[l.GetName()] = l.GetValue()
+	}
+	require.Equal(t, runtime.Version(), labels["goversion"])
+	require.NotEmpty(t, labels["version"])
+	require.NotEmpty(t, labels["revision"])
+	require.Equal(t, metrics.ReadBuildInfo(), metrics.BuildInfo{Version: labels["version"], Revision: labels["revision"], GoVersion: labels["goversion"]})
+
+	want := metrics.BuildInfo{Version: "1.2.3", Revision: "0123abcd", GoVersion: "go1.99"}
+	reg2 := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg2.Register(metrics.NewCollector(em, nil).WithBuildInfo(want)))
+	require.Contains(t, values(t, reg2), "evspool_build_info{goversion=go1.99}{revision=0123abcd}{version=1.2.3}")
 }
 
 // The collector passes Prometheus' naming rules (promlint, as promtool
