@@ -148,7 +148,7 @@ func TestHoldMidBacklog(t *testing.T) {
 		shut.Store(false)
 		r.em.Release()
 	}
-	r.flushUnproven(10 * time.Second) // gateConn hides the socket's reads
+	r.flushUnproven(10*time.Second, len(sent)) // gateConn hides the socket's reads
 	waitDelivered(t, r.rcv, sent)
 	require.Zero(t, violations.Load(), "writes while held")
 }

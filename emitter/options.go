@@ -108,9 +108,10 @@ type Options struct {
 	// receiver has read stays spooled, to be resent if the receiver hangs
 	// up, until it is known handled (docs/delivery.md, "The replay window").
 	// ReplayWindow 0 (the default) holds the receiver's last read on a Unix
-	// socket and relies on ReplayLinger alone over TCP; a positive one holds
-	// that many bytes after each event; a negative one acknowledges events
-	// once read. In every mode an event read ReplayLinger ago by a receiver
+	// socket and relies on ReplayLinger alone over TCP (where nothing proves
+	// an event handled: Stats.Unproven); a positive one holds that many bytes
+	// after each event; a negative one acknowledges events once read
+	// (unproven too). In every mode an event read ReplayLinger ago by a receiver
 	// still connected is handled, and Flush waits up to ReplayLinger after
 	// the last read. Default 2 s.
 	ReplayWindow int

@@ -115,7 +115,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 // reading (a stall, not a failure: delivery judges it where reads can be
 // seen), and tells delivery what it wrote.
 func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error {
-	if err := d.awaitWindow(len(chunk)); err != nil {
+	if err := d.awaitWindow(len(chunk), !last); err != nil {
 		return err
 	}
 	for {
@@ -252,16 +252,23 @@ func (d *drainer) waitRead(looked bool) error {
 			return err
 		}
 	}
-	return d.awaitReads(func() bool { return !d.view.reading })
+	return d.awaitReads(0, func() bool { return !d.view.reading })
 }
 
 // inFlightMax bounds the payload written to a Unix socket and not yet seen
 // read: one chunk, so each receiver read takes at most one write (half of
-// cloud-event-proxy's 4 KiB read) and every read is told apart. The next
-// start after an evspool crash resends everything not shown handled, so
-// this and the receiver's last read are what such a crash duplicates
+// cloud-event-proxy's 4 KiB read). While a batch has more chunks to write
+// (a backlog draining) catchUpInFlight lets a second follow the first at
+// once, one read's worth; then the drainer waits until both are read, so
+// that a reading shows the queue empty between reads (connState.emptyAt:
+// only that tells two reads apart). The next start
+// after an evspool crash resends everything not shown handled, so this and
+// the receiver's last read are what such a crash duplicates
 // (docs/delivery.md, "When evspool itself dies").
-const inFlightMax = writeChunk
+const (
+	inFlightMax     = writeChunk
+	catchUpInFlight = 2 * writeChunk
+)
 
 // awaitReadMax bounds a wait in real time for a read (awaitReads): a
 // receiver that reads does within it; one that does not is looked at on
@@ -269,24 +276,41 @@ const inFlightMax = writeChunk
 const awaitReadMax = 2 * time.Millisecond
 
 // awaitWindow waits until n more bytes keep the payload in flight within
-// inFlightMax, or nothing is in flight (a longer event goes alone).
-func (d *drainer) awaitWindow(n int) error {
+// inFlightMax (catchUpInFlight if more chunks follow), or nothing is in
+// flight (a longer event goes alone).
+func (d *drainer) awaitWindow(n int, more bool) error {
 	if !d.w.unix || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite {
 		return nil
 	}
-	fits := func() bool { return d.view.inFlight == 0 || d.view.inFlight+n <= inFlightMax }
-	if !fits() && d.ctl.inline {
+	limit := inFlightMax
+	if more {
+		limit = catchUpInFlight
+	}
+	if d.view.inFlight == 0 || d.view.inFlight+n <= limit {
+		return nil
+	}
+	if d.ctl.inline {
 		return errNotNow
 	}
-	return d.awaitReads(fits)
+	fits := func() bool { return d.view.inFlight == 0 }
+	spins := 0
+	if more {
+		spins = catchUpSpins
+	}
+	return d.awaitReads(spins, fits)
 }
+
+// catchUpSpins is how many looks a drainer catching up takes at a reading
+// receiver before it waits in the poller: the receiver reads a write in
+// microseconds, the poller's wake-up takes about as long again.
+const catchUpSpins = 64
 
 // awaitReads looks at the socket until done holds or the connection fails.
 // On a Unix socket it first waits up to awaitReadMax for the receiver to
 // read (sockwait's AwaitRead: woken by the read itself); a receiver that
 // reads nothing in that time, and any other socket, is looked at again
 // after delivery's pause (view.poll) on the clock.
-func (d *drainer) awaitReads(done func() bool) error {
+func (d *drainer) awaitReads(spins int, done func() bool) error {
 	if !d.w.unix {
 		return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
 			d.pub.health.beat()
@@ -305,7 +329,7 @@ func (d *drainer) awaitReads(done func() bool) error {
 			return err
 		}
 		last := d.view.unread
-		unread, err := d.w.waiter.AwaitRead(d.w.conn, awaitReadMax, func(unread int) bool { return unread < last })
+		unread, err := d.w.waiter.AwaitRead(d.w.conn, awaitReadMax, spins, func(unread int) bool { return unread < last })
 		if err != nil {
 			return err
 		}

@@ -366,7 +366,6 @@ func (d *drainer) disconnect() {
 	if d.w.conn == nil {
 		return
 	}
-	d.saveUnproven()
 	d.w.unhook()
 	d.w.conn.Close()
 	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
@@ -508,23 +507,4 @@ func (d *drainer) logExpired(gone wal.Counter, final bool) {
 // AckOnWrite or a negative ReplayWindow nothing after the write is seen.
 func (d *drainer) proves() bool {
 	return d.w.unix && d.w.waiter != nil && d.w.waiter.Supported() && !d.opts.AckOnWrite && d.opts.ReplayWindow >= 0
-}
-
-// saveUnproven adds the events acknowledged without proof since the last
-// save to the spool's count (inspect shows it), at the end of a connection.
-func (d *drainer) saveUnproven() {
-	d.pub.mu.Lock()
-	n := d.pub.link.unproven - d.pub.link.unprovenSaved
-	d.pub.mu.Unlock()
-	if n == 0 {
-		return
-	}
-	if err := ledger.AddUnproven(d.spool, n); err != nil {
-		d.opts.Logger.Warn("cannot count events acknowledged without proof in the spool; inspect shows fewer",
-			"events", n, "error", err.Error())
-		return
-	}
-	d.pub.mu.Lock()
-	d.pub.link.unprovenSaved += n
-	d.pub.mu.Unlock()
 }

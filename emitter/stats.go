@@ -117,7 +117,6 @@ type linkStats struct {
 	stalls                  uint64
 	delivered               uint64
 	unproven                uint64
-	unprovenSaved           uint64 // of unproven, added to the spool's count (ledger.AddUnproven)
 	deadLettered            uint64
 	lastErr                 string
 	lastErrAt               time.Time

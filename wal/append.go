@@ -88,6 +88,7 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.ackCommitted()
 	w.stats.Commits++
 	if st.dropped {
+		w.spans.forget()
 		w.marks.remove(w.hidden())
 		w.group.freed()
 	}

@@ -95,8 +95,12 @@ func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err e
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	if expire {
+		w.spans.forget()
 		gone, err = w.commitRemoval(w.db, st, upTo, &st.meta.expired)
 		return st, gone, err
+	}
+	if g, ok := w.spans.remove(st, upTo); ok {
+		return st, g, nil
 	}
 	err = guard(w.path, func() error {
 		return w.db.View(func(tx *bolt.Tx) (err error) {

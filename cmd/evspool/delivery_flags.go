@@ -87,7 +87,8 @@ func (r *runFlags) registerDelivery(fs *flag.FlagSet) {
 			"last-read (default, Unix sockets) keeps what the receiver's last read held, since a receiver that reads, "+
 			"handles every line, then reads again (cloud-event-proxy) can only have its last read unhandled; "+
 			"a SIZE keeps that many bytes after it, for a receiver that hands lines to another goroutine "+
-			"(over TCP, always a size: 64KiB for last-read); 0 acknowledges on read")
+			"(over TCP, last-read keeps an event until the receiver stayed connected --replay-linger after its kernel took it, "+
+			"and nothing proves it handled: such events count as unproven, exit 5); 0 acknowledges on read (unproven)")
 	fs.Var(attemptsFlag{&r.maxAttempts}, "max-attempts",
 		"failures of the receiver shown to be caused by one event (kept in the spool across restarts) that set it aside in DIR/dead-letters (0: never)")
 }

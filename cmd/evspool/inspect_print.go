@@ -79,6 +79,9 @@ func printLive(row func(k, format string, args ...any), rep *report) {
 		row("metrics", "http://%s/metrics", st.MetricsAddr)
 	}
 	row("delivered events", "%d (emitted %d, reconnects %d)", st.DeliveredEvents, st.EmittedEvents, st.Reconnects)
+	if st.UnprovenEvents > 0 {
+		row("unproven events", "%d (acknowledged without proof the receiver handled them: over TCP its kernel took them)", st.UnprovenEvents)
+	}
 	if st.LastError != "" && st.LastErrorAt != nil {
 		row("last error", "%s (at %s)", st.LastError, st.LastErrorAt.Format(time.RFC3339))
 	}

@@ -84,6 +84,7 @@ type status struct {
 	Connected       bool       `json:"connected"`
 	EmittedEvents   uint64     `json:"emitted_events"`
 	DeliveredEvents uint64     `json:"delivered_events"`
+	UnprovenEvents  uint64     `json:"unproven_events"` // acknowledged without proof of handling (TCP)
 	SpoolErrors     uint64     `json:"spool_errors"`
 	DeadLettered    uint64     `json:"dead_lettered_events"`
 	Reconnects      uint64     `json:"reconnects"`
@@ -104,7 +105,7 @@ func (st *status) update(s emitter.Stats, running bool) {
 	st.Running, st.UpdatedAt = running, now.UTC()
 	st.figures = spoolFigures(s.Spool, now)
 	st.Connected = s.Connected
-	st.EmittedEvents, st.DeliveredEvents = s.Emitted, s.Delivered
+	st.EmittedEvents, st.DeliveredEvents, st.UnprovenEvents = s.Emitted, s.Delivered, s.Unproven
 	st.SpoolErrors, st.Reconnects = s.SpoolErrors, s.Reconnects
 	st.DeadLettered = s.DeadLettered
 	st.LastError, st.LastErrorAt = s.LastError, nil

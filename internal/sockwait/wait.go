@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"time"
 )
 
@@ -68,10 +69,18 @@ func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
 // (the caller probes). Past max it returns the last reading and a nil
 // error: the caller looks again on its own schedule. It uses conn's write
 // deadline, which the next write sets anew; nothing else may write
-// meanwhile.
-func (w *Waiter) AwaitRead(conn net.Conn, max time.Duration, enough func(unread int) bool) (unread int, err error) {
+// meanwhile. It first looks up to spins times, yielding the processor in
+// between: a peer reading on another core is seen without the poller's
+// wake-up, at the price of that CPU.
+func (w *Waiter) AwaitRead(conn net.Conn, max time.Duration, spins int, enough func(unread int) bool) (unread int, err error) {
 	if !w.ok {
 		return 0, ErrUnsupported
+	}
+	for range spins {
+		if unread, err = w.Unread(); err != nil || enough(unread) {
+			return unread, err
+		}
+		runtime.Gosched()
 	}
 	if err := conn.SetWriteDeadline(time.Now().Add(max)); err != nil {
 		return 0, err

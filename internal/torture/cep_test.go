@@ -1,10 +1,12 @@
 package torture
 
 import (
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -161,11 +163,22 @@ func TestCEPHalfClosed(t *testing.T) {
 			got := r.rcv.Lines()
 			res := verify.Check(evs, got)
 			t.Logf("half-closed %s: exit %d, %v, %.1f lines per event", network, code, res, float64(len(got))/float64(len(evs)))
-			want := 0
+			want, unproven := 0, 0
 			if network == "tcp" {
-				want = 5 // nothing proven handled over TCP: written, not delivered
+				// Nothing proven handled over TCP: written, not delivered.
+				want, unproven = 5, len(evs)
 			}
 			assert.Equal(t, want, code, c.logs())
+			out, _ := exec.Command(binary, "inspect", "--spool", r.spool, "--json").Output()
+			var rep struct {
+				Status struct {
+					Delivered int `json:"delivered_events"`
+					Unproven  int `json:"unproven_events"`
+				} `json:"status"`
+			}
+			require.NoError(t, json.Unmarshal(out, &rep), "%s", out)
+			assert.Equal(t, unproven, rep.Status.Unproven, "inspect: %s", out)
+			assert.Equal(t, len(evs)-unproven, rep.Status.Delivered, "inspect: %s", out)
 			assert.True(t, res.OK(), res.String())
 			assert.Zero(t, res.Duplicates, "exactly once")
 		})

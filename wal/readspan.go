@@ -1,0 +1,97 @@
+package wal
+
+import "sync"
+
+// An Ack usually removes a prefix of what the last Read returned. Read keeps
+// what it saw of each value it walked (readSpans), so that such an Ack
+// counts what it removes without a read transaction of its own: a drainer
+// catching up acknowledges a receiver read at a time, and that transaction
+// was a third of its work. Values are immutable once committed, and a
+// prefix leaves only by a removal, so the spans stay true until a removal
+// other than Ack (a drop, an expiry) or a new file (salvage, compaction,
+// heal) forgets them (forgetSpans).
+
+// readSpan is what Read saw of one value.
+type readSpan struct {
+	first uint64 // the value's first sequence
+	n     int    // its events
+	cost  int64  // value.cost
+	at    int64  // its stamp's wall clock
+	from  uint64 // the first event sizes has
+	sizes []int  // the sizes of its events from from on
+}
+
+func (s *readSpan) last() uint64 { return s.first + uint64(s.n) - 1 }
+
+// readSpans are the spans of the last Read, in order, and whether the walk
+// went past the last of them (so the value after the last span is known:
+// there is one, in spans, or the walk ended at the queue's end, unknown).
+type readSpans struct {
+	mu    sync.Mutex
+	spans []readSpan
+	gen   uint64 // forgetSpans calls; a Read that began before one keeps nothing
+}
+
+// keep records the spans of a Read that began at generation gen.
+func (r *readSpans) keep(gen uint64, spans []readSpan) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if gen == r.gen {
+		r.spans = spans
+	}
+}
+
+// forget drops the spans: the values they describe may be gone.
+func (r *readSpans) forget() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.spans, r.gen = nil, r.gen+1
+}
+
+// generation returns the current generation, for keep.
+func (r *readSpans) generation() uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gen
+}
+
+// remove is state.remove (with need 0) from the spans: it hides the pending
+// events through upTo and reports false, changing nothing, when the spans
+// do not cover them and the value after upTo's.
+func (r *readSpans) remove(st *state, upTo uint64) (Counter, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var gone Counter
+	from := st.hidden() + 1
+	upTo = max(min(upTo, st.meta.nextSeq-1), st.hidden())
+	i := 0
+	for i < len(r.spans) && r.spans[i].last() < from {
+		i++
+	}
+	if i == len(r.spans) || r.spans[i].first > from || r.spans[i].from > from {
+		return gone, false
+	}
+	cost, firstSeq, firstAt := st.cost, uint64(0), int64(0)
+	for ; i < len(r.spans); i++ {
+		s := &r.spans[i]
+		for seq := max(from, s.first); seq <= min(upTo, s.last()); seq++ {
+			if seq < s.from || seq-s.from >= uint64(len(s.sizes)) {
+				return Counter{}, false // not returned by that Read
+			}
+			gone.add(Counter{1, uint64(s.sizes[seq-s.from])})
+		}
+		if s.last() > upTo {
+			firstSeq, firstAt = max(s.first, upTo+1), s.at
+			break
+		}
+		cost -= s.cost
+	}
+	if firstSeq == 0 {
+		return Counter{}, false // the value after upTo's was not seen
+	}
+	st.cost, st.firstSeq, st.firstAt = cost, firstSeq, firstAt
+	st.pending -= gone.Events
+	st.payload -= gone.Bytes
+	st.acked = upTo
+	return gone, true
+}
