@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// cpuSample is a process's CPU time (user + system) at one moment, read two
+// cpuSample is the CPU time (user + system) of a process and its
+// descendants (a contender's own daemon, syslog-ng's) at one moment, read two
 // ways: the sum of its threads' run time from /proc/<pid>/task/*/schedstat,
 // in ns, and utime + stime from /proc/<pid>/stat, in clock ticks. Both count
 // the same time (the kernel scales utime and stime to the run time); the
@@ -28,16 +29,32 @@ const userHZ = 100
 
 func readCPU(pid int) (cpuSample, error) {
 	s := cpuSample{at: time.Now()}
+	for i, p := range treePids(pid) {
+		ns, ticks, err := processCPU(p)
+		if err != nil {
+			if i == 0 {
+				return s, err
+			}
+			continue // a descendant that exited
+		}
+		s.runNs, s.ticks = s.runNs+ns, s.ticks+ticks
+	}
+	return s, nil
+}
+
+// processCPU is one process's threads' run time, ns, and its utime + stime,
+// ticks.
+func processCPU(pid int) (runNs, ticks int64, err error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return s, err
+		return 0, 0, err
 	}
-	if s.ticks, err = parseStatTicks(string(stat)); err != nil {
-		return s, err
+	if ticks, err = parseStatTicks(string(stat)); err != nil {
+		return 0, 0, err
 	}
 	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
 	if err != nil || len(tasks) == 0 {
-		return s, fmt.Errorf("no /proc/%d/task/*/schedstat", pid)
+		return 0, 0, fmt.Errorf("no /proc/%d/task/*/schedstat", pid)
 	}
 	for _, t := range tasks {
 		b, err := os.ReadFile(t)
@@ -46,11 +63,32 @@ func readCPU(pid int) (cpuSample, error) {
 		}
 		ns, err := parseSchedstat(string(b))
 		if err != nil {
-			return s, err
+			return 0, 0, err
 		}
-		s.runNs += ns
+		runNs += ns
 	}
-	return s, nil
+	return runNs, ticks, nil
+}
+
+// treePids is pid and its descendants, pid first, from
+// /proc/<pid>/task/*/children.
+func treePids(pid int) []int {
+	out := []int{pid}
+	for i := 0; i < len(out); i++ {
+		kids, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", out[i]))
+		for _, k := range kids {
+			b, err := os.ReadFile(k)
+			if err != nil {
+				continue
+			}
+			for _, f := range strings.Fields(string(b)) {
+				if n, err := strconv.Atoi(f); err == nil {
+					out = append(out, n)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // parseStatTicks returns utime + stime from a /proc/<pid>/stat line. The
