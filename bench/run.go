@@ -77,12 +77,12 @@ func runOne(tmp, profileDir string, sc *scenario, contender string) (*runResult,
 	if r.rcv != nil {
 		_ = r.rcv.Close() // reads what is still buffered
 	}
-	rss, disk, cpuNs := r.samp.close()
+	rss, disk, cpuNs, descNs := r.samp.close()
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", sc.Name, contender, err)
 	}
 	res := r.result(rss, disk)
-	res.CPUNs = cpuNs
+	res.CPUNs, res.DescCPUNs = cpuNs, descNs
 	return res, nil
 }
 

@@ -22,6 +22,7 @@ type sampler struct {
 	peakDisk atomic.Int64
 	stop     chan struct{}
 	cpu      map[int]int64 // run time, ns, last read of every process watched or descended from one; the loop's
+	roots    map[int]bool  // the processes watched, the loop's
 	done     chan struct{}
 }
 
@@ -31,7 +32,7 @@ const (
 )
 
 func startSampler(dir string) *sampler {
-	s := &sampler{dir: dir, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]int64{}}
+	s := &sampler{dir: dir, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]int64{}, roots: map[int]bool{}}
 	go s.loop()
 	return s
 }
@@ -53,6 +54,7 @@ func (s *sampler) loop() {
 		case <-rss.C:
 			if pid := s.pid.Load(); pid > 0 {
 				var rss int64
+				s.roots[int(pid)] = true
 				for _, p := range treePids(int(pid)) {
 					rss += rssAnon(p)
 					if ns, _, err := processCPU(p); err == nil {
@@ -72,15 +74,18 @@ func (s *sampler) loop() {
 
 // close stops sampling and returns the peaks and the CPU time, ns, of
 // every producer process and its descendants over their lives, as last
-// read: up to rssEvery of each process's end (after a SIGKILL, or its
-// close after the drain) goes uncounted.
-func (s *sampler) close() (rss, disk, cpuNs int64) {
+// read (up to rssEvery of each process's end, after a SIGKILL or its close
+// after the drain, goes uncounted), and the descendants' part of it.
+func (s *sampler) close() (rss, disk, cpuNs, descNs int64) {
 	close(s.stop)
 	<-s.done
-	for _, ns := range s.cpu {
+	for p, ns := range s.cpu {
 		cpuNs += ns
+		if !s.roots[p] {
+			descNs += ns
+		}
 	}
-	return s.peakRSS.Load(), s.peakDisk.Load(), cpuNs
+	return s.peakRSS.Load(), s.peakDisk.Load(), cpuNs, descNs
 }
 
 func raise(peak *atomic.Int64, v int64) {
