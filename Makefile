@@ -95,7 +95,8 @@ bench:
 # the bench skips it, saying so, when it is missing. bench-malloc-probe adds
 # the uprobe through which node-cost counts syslog-ng's malloc calls.
 bench-peer:
-	cd bench && $(GO) run . -scenarios peer,node-cost -skip-e2e -skip-ceilings -name peer
+	cd bench && $(GO) run . -scenarios peer -skip-e2e -skip-ceilings -name peer
+	cd bench && $(GO) run . -scenarios node-cost -skip-e2e -skip-ceilings -rounds 3 -name node-cost-peer
 
 bench-malloc-probe:
 	perf probe -q -x $$(ldconfig -p | awk '/libc.so.6 .*x86-64/ {print $$NF; exit}') --add malloc
