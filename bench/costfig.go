@@ -58,7 +58,7 @@ func (w *costWindow) perEvent(n *int64) (float64, bool) {
 
 func between(a, b costSample, syscalls *int64) costWindow {
 	return costWindow{Seconds: b.cpu.at.Sub(a.cpu.at).Seconds(), Events: b.events - a.events,
-		CPUNs: b.cpu.runNs - a.cpu.runNs, CPUTicks: b.cpu.ticks - a.cpu.ticks, Syscalls: syscalls}
+		CPUNs: runBetween(a.cpu, b.cpu), CPUTicks: b.cpu.ticks - a.cpu.ticks, Syscalls: syscalls}
 }
 
 // cpuMsPer1k is the CPU time per 1,000 events, ms; 0 without events.

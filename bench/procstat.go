@@ -16,21 +16,39 @@ import (
 // the same time (the kernel scales utime and stime to the run time); the
 // ticks are 10 ms, too coarse for 200 events at 100/s, so the figures come
 // from the run time and the ticks are kept as a check. A thread that exits
-// between two samples takes its run time out of the sum; the producers'
-// Go runtime keeps its threads.
+// between two samples takes its run time out of the sum: windows are taken
+// with runBetween. The ticks count exited threads too.
 type cpuSample struct {
 	at    time.Time
 	runNs int64
 	ticks int64
+	tasks map[string]int64 // "pid/tid" -> run time, ns: see runBetween
+}
+
+// runBetween is the run time, ns, the threads alive at b ran since a. A
+// thread that exited in between (syslog-ng ends idle workers) takes its
+// time out of b's sum, which would make the difference short, even
+// negative; counting only b's threads, each from its reading at a (or from
+// its start, if born since), leaves out just the exited threads' last
+// moments.
+func runBetween(a, b cpuSample) int64 {
+	if a.tasks == nil || b.tasks == nil {
+		return b.runNs - a.runNs
+	}
+	var ns int64
+	for k, v := range b.tasks {
+		ns += v - a.tasks[k]
+	}
+	return ns
 }
 
 // userHZ is the unit of /proc/<pid>/stat's times on Linux.
 const userHZ = 100
 
 func readCPU(pid int) (cpuSample, error) {
-	s := cpuSample{at: time.Now()}
+	s := cpuSample{at: time.Now(), tasks: map[string]int64{}}
 	for i, p := range treePids(pid) {
-		ns, ticks, err := processCPU(p)
+		ns, ticks, err := processCPU(p, s.tasks)
 		if err != nil {
 			if i == 0 {
 				return s, err
@@ -43,8 +61,8 @@ func readCPU(pid int) (cpuSample, error) {
 }
 
 // processCPU is one process's threads' run time, ns, and its utime + stime,
-// ticks.
-func processCPU(pid int) (runNs, ticks int64, err error) {
+// ticks; each thread's run time goes into tasks too, if not nil.
+func processCPU(pid int, tasks map[string]int64) (runNs, ticks int64, err error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, 0, err
@@ -52,11 +70,11 @@ func processCPU(pid int) (runNs, ticks int64, err error) {
 	if ticks, err = parseStatTicks(string(stat)); err != nil {
 		return 0, 0, err
 	}
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
-	if err != nil || len(tasks) == 0 {
+	paths, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	if err != nil || len(paths) == 0 {
 		return 0, 0, fmt.Errorf("no /proc/%d/task/*/schedstat", pid)
 	}
-	for _, t := range tasks {
+	for _, t := range paths {
 		b, err := os.ReadFile(t)
 		if err != nil {
 			continue // the thread exited
@@ -66,6 +84,9 @@ func processCPU(pid int) (runNs, ticks int64, err error) {
 			return 0, 0, err
 		}
 		runNs += ns
+		if tasks != nil {
+			tasks[strconv.Itoa(pid)+"/"+filepath.Base(filepath.Dir(t))] = ns
+		}
 	}
 	return runNs, ticks, nil
 }

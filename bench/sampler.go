@@ -57,7 +57,7 @@ func (s *sampler) loop() {
 				s.roots[int(pid)] = true
 				for _, p := range treePids(int(pid)) {
 					rss += rssAnon(p)
-					if ns, _, err := processCPU(p); err == nil {
+					if ns, _, err := processCPU(p, nil); err == nil {
 						s.cpu[p] = max(s.cpu[p], ns)
 					}
 				}
