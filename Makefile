@@ -1,7 +1,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro demo torture powercut clean package image check-deploy
+.PHONY: all build test test-go-min vet fmt-check bench bench-quick bench-micro bench-peer bench-malloc-probe demo torture powercut clean package image check-deploy
 
 all: build
 
@@ -94,6 +94,17 @@ bench-quick:
 
 bench:
 	cd bench && $(GO) run .
+
+# evspool beside syslog-ng's reliable disk buffer (the peer scenarios, and
+# node-cost). Needs syslog-ng on the PATH (apt-get install syslog-ng-core);
+# the bench skips it, saying so, when it is missing. bench-malloc-probe adds
+# the uprobe through which node-cost counts syslog-ng's malloc calls.
+bench-peer:
+	cd bench && $(GO) run . -scenarios peer -skip-e2e -skip-ceilings -name peer
+	cd bench && $(GO) run . -scenarios node-cost -skip-e2e -skip-ceilings -rounds 3 -name node-cost-peer
+
+bench-malloc-probe:
+	perf probe -q -x $$(ldconfig -p | awk '/libc.so.6 .*x86-64/ {print $$NF; exit}') --add malloc
 
 # Long fault runs (about 14 minutes on 2 cores, measured 2026-12-01:
 # internal/torture 8 min, FuzzOpen 3-4 min, the rest 2): the chaos loop for 3 minutes, a 1 GB

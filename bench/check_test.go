@@ -74,4 +74,9 @@ func TestEventRoundTrip(t *testing.T) {
 	if _, _, _, ok := parseEvent(e[:50]); ok {
 		t.Fatal("a torn line parsed")
 	}
+	altered := append([]byte(nil), e...)
+	altered[eventSize-20] = '\t'
+	if _, _, _, ok := parseEvent(altered); ok {
+		t.Fatal("a line with an altered byte after its header parsed")
+	}
 }

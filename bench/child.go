@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -20,6 +21,7 @@ type child struct {
 	spawned time.Time
 	ready   chan struct{} // closed at the "ready" line (or at exit)
 	idle    chan struct{} // closed at the "idle" line (-signalled)
+	mem     chan int64    // the "mem" lines' counts (-signalled)
 	exited  chan struct{} // closed once the process is reaped and its pipe read
 	stderr  bytes.Buffer
 
@@ -47,7 +49,7 @@ func startChild(args []string) (*child, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &child{ready: make(chan struct{}), idle: make(chan struct{}), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
+	c := &child{ready: make(chan struct{}), idle: make(chan struct{}), mem: make(chan int64, 1), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
 	c.cmd = exec.Command(exe, append([]string{"producer"}, args...)...)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()
@@ -116,11 +118,36 @@ func (c *child) parse(line string) {
 		r.ends[int(num(1))] = uint64(num(2))
 	case f[0] == "idle":
 		close(c.idle)
+	case f[0] == "mem":
+		select {
+		case c.mem <- num(1):
+		default:
+		}
 	case f[0] == "produced":
 		r.produced = num(1)
 	case f[0] == "done":
 		r.done, r.pending, r.dropped, r.errs = true, int(num(1)), uint64(num(2)), uint64(num(3))
 		r.compacts, r.calls = uint64(num(4)), [3]int64{num(5), num(6), num(7)}
+	}
+}
+
+// askMem asks a -signalled producer for the heap objects it allocated so
+// far (SIGUSR2, answered by a "mem" line).
+func (c *child) askMem() (int64, error) {
+	select {
+	case <-c.mem: // a stale answer
+	default:
+	}
+	if err := c.signal(syscall.SIGUSR2); err != nil {
+		return 0, err
+	}
+	select {
+	case n := <-c.mem:
+		return n, nil
+	case <-c.exited:
+		return 0, fmt.Errorf("producer exited: %s", c.tail())
+	case <-time.After(2 * time.Second):
+		return 0, errors.New("producer did not answer SIGUSR2 within 2 s")
 	}
 }
 

@@ -40,11 +40,25 @@ type costWindow struct {
 	CPUNs    int64   `json:"cpu_ns"`
 	CPUTicks int64   `json:"cpu_ticks"`
 	Syscalls *int64  `json:"syscalls,omitempty"`
+	// GoAllocs are the heap objects the producer's Go code allocated
+	// (runtime/metrics /gc/heap/allocs:objects); Mallocs the libc malloc
+	// calls of the producer and its descendants (perf's mallocEvent, when
+	// the probe exists): syslog-ng's allocations. nil when not counted.
+	GoAllocs *int64 `json:"go_allocs,omitempty"`
+	Mallocs  *int64 `json:"mallocs,omitempty"`
+}
+
+// perEvent is n per event of the window, false without n or events.
+func (w *costWindow) perEvent(n *int64) (float64, bool) {
+	if w == nil || n == nil || w.Events <= 0 {
+		return 0, false
+	}
+	return float64(*n) / float64(w.Events), true
 }
 
 func between(a, b costSample, syscalls *int64) costWindow {
 	return costWindow{Seconds: b.cpu.at.Sub(a.cpu.at).Seconds(), Events: b.events - a.events,
-		CPUNs: b.cpu.runNs - a.cpu.runNs, CPUTicks: b.cpu.ticks - a.cpu.ticks, Syscalls: syscalls}
+		CPUNs: runBetween(a.cpu, b.cpu), CPUTicks: b.cpu.ticks - a.cpu.ticks, Syscalls: syscalls}
 }
 
 // cpuMsPer1k is the CPU time per 1,000 events, ms; 0 without events.
@@ -97,32 +111,40 @@ type CostRatio struct {
 	Median float64   `json:"median"`
 }
 
-// costRatios is evspool-fsync's CPU per event over least-durable's at each
-// rate, for the rounds where both ran.
+// costPairs are the CPU-per-event ratios node-cost gives: evspool fsync'd
+// against the least a durable emitter does, and evspool without fsync
+// (and with it) against syslog-ng's reliable disk buffer, which does not
+// fsync either.
+var costPairs = [][2]string{{cEvspoolFsync, cLeastDurable}, {cEvspoolNoFsync, cSyslogNG}, {cEvspoolFsync, cSyslogNG}}
+
+// costRatios is, for each of costPairs and each rate, the first contender's
+// CPU per event over the second's, for the rounds where both ran.
 func costRatios(rows []*CostRow, rates []float64) []CostRatio {
 	var out []CostRatio
-	for _, rate := range rates {
-		cr := CostRatio{Of: cEvspoolFsync, To: cLeastDurable, Rate: rate}
-		of, to := map[int]float64{}, map[int]float64{}
-		var rounds []int
-		for _, r := range rows {
-			switch {
-			case r.Rate != rate:
-			case r.Contender == cEvspoolFsync:
-				of[r.Round] = r.Paced.cpuMsPer1k()
-				rounds = append(rounds, r.Round)
-			case r.Contender == cLeastDurable:
-				to[r.Round] = r.Paced.cpuMsPer1k()
+	for _, pair := range costPairs {
+		for _, rate := range rates {
+			cr := CostRatio{Of: pair[0], To: pair[1], Rate: rate}
+			of, to := map[int]float64{}, map[int]float64{}
+			var rounds []int
+			for _, r := range rows {
+				switch {
+				case r.Rate != rate:
+				case r.Contender == pair[0]:
+					of[r.Round] = r.Paced.cpuMsPer1k()
+					rounds = append(rounds, r.Round)
+				case r.Contender == pair[1]:
+					to[r.Round] = r.Paced.cpuMsPer1k()
+				}
 			}
-		}
-		for _, k := range rounds {
-			if d, ok := to[k]; ok && d > 0 {
-				cr.Rounds = append(cr.Rounds, of[k]/d)
+			for _, k := range rounds {
+				if d, ok := to[k]; ok && d > 0 {
+					cr.Rounds = append(cr.Rounds, of[k]/d)
+				}
 			}
-		}
-		if len(cr.Rounds) > 0 {
-			cr.Median = median(cr.Rounds)
-			out = append(out, cr)
+			if len(cr.Rounds) > 0 {
+				cr.Median = median(cr.Rounds)
+				out = append(out, cr)
+			}
 		}
 	}
 	return out

@@ -128,7 +128,7 @@ func timeEvspoolRun(tmp, bin, input string, events int) (received, exited time.D
 	}()
 	start := time.Now()
 	exited, err = timeCommand(cmd, input, samp)
-	rss, _ = samp.close()
+	rss, _, _, _ = samp.close()
 	if err != nil {
 		return 0, 0, 0, err
 	}

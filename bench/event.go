@@ -49,10 +49,15 @@ func appendPadded(dst []byte, v uint64, width int) []byte {
 	return append(dst, s...)
 }
 
+// eventTail is what follows the time stamp in every event.
+var eventTail = " " + filler[:eventSize-timeOff-timeLen-1]
+
 // parseEvent reads the header of a received line. ok is false for a line
-// that is not one of ours (a torn write, say).
+// that is not one of ours, byte for byte (a torn write, say, or a line a
+// contender altered).
 func parseEvent(line []byte) (prod int, seq uint64, emitNs int64, ok bool) {
-	if len(line) != eventSize || line[0] != 'P' || line[seqOff-1] != 'S' || line[timeOff-1] != 'T' {
+	if len(line) != eventSize || line[0] != 'P' || line[seqOff-1] != 'S' || line[timeOff-1] != 'T' ||
+		string(line[timeOff+timeLen:]) != eventTail {
 		return 0, 0, 0, false
 	}
 	p, ok1 := digits(line[prodOff : prodOff+2])

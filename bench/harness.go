@@ -25,6 +25,7 @@ type Results struct {
 	Targets    []Target   `json:"targets"`
 	Headline   string     `json:"headline"`
 	Charts     []string   `json:"charts,omitempty"`
+	Skipped    []string   `json:"skipped,omitempty"` // contenders that cannot run here, and why
 	Errors     []string   `json:"errors,omitempty"`
 }
 
@@ -41,7 +42,7 @@ func runAll(o *options) (*Results, error) {
 		contenders = o.contenders
 	}
 	if o.scenarios != nil {
-		plan = selectScenarios(fullPlan(), o.scenarios)
+		plan = selectScenarios(append(fullPlan(), peerPlan(o.quick)...), o.scenarios)
 	}
 	for i := range plan {
 		if plan[i].Name == nodeCost {
@@ -79,10 +80,17 @@ func runAll(o *options) (*Results, error) {
 			res.Errors = append(res.Errors, "resume: "+res.Resume.Error)
 		}
 	}
-	matrix := slices.DeleteFunc(slices.Clone(plan), func(sc scenario) bool { return sc.Name == nodeCost })
-	res.Figures = runRounds(tmp, o.profileDir, matrix, contenders, prog, res)
+	matrix := slices.DeleteFunc(slices.Clone(plan), func(sc scenario) bool { return sc.Name == nodeCost || isPeer(sc) })
+	res.Figures = runRounds(tmp, o.profileDir, matrix, usable(contenders, res), prog, res)
+	if peers := slices.DeleteFunc(slices.Clone(plan), func(sc scenario) bool { return !isPeer(sc) }); len(peers) > 0 {
+		pc := peerContenders
+		if o.contenders != nil {
+			pc = o.contenders
+		}
+		res.Figures = append(res.Figures, runRounds(tmp, o.profileDir, peers, usable(pc, res), prog, res)...)
+	}
 	if i := slices.IndexFunc(plan, func(sc scenario) bool { return sc.Name == nodeCost }); i >= 0 {
-		res.NodeCost = runNodeCost(tmp, o.profileDir, plan[i], costContenders(plan[i], o), prog, res)
+		res.NodeCost = runNodeCost(tmp, o.profileDir, plan[i], usable(costContenders(plan[i], o), res), prog, res)
 	}
 	prog.finish()
 	res.Machine.LoadAvgTo, res.Machine.WallSeconds = loadAvg(), time.Since(start).Seconds()
@@ -136,6 +144,23 @@ func runRounds(tmp, profileDir string, plan []scenario, contenders []string, pro
 	return out
 }
 
+// usable returns the contenders that can run on this machine, and notes
+// in res why each other one is skipped.
+func usable(contenders []string, res *Results) []string {
+	var out []string
+	for _, c := range contenders {
+		why := unavailable(c)
+		if why == "" {
+			out = append(out, c)
+			continue
+		}
+		if note := c + " skipped: " + why; !slices.Contains(res.Skipped, note) {
+			res.Skipped = append(res.Skipped, note)
+		}
+	}
+	return out
+}
+
 // groupPlan cuts the plan into units: consecutive scenarios sharing a Group,
 // or one scenario.
 func groupPlan(plan []scenario) [][]*scenario {
@@ -159,10 +184,12 @@ func rotate[T any](xs []T, k int) []T {
 	return append(slices.Clone(xs[k:]), xs[:k]...)
 }
 
+// selectScenarios picks the named scenarios; "peer" names every peer
+// scenario.
 func selectScenarios(all []scenario, names []string) []scenario {
 	var out []scenario
 	for _, s := range all {
-		if slices.Contains(names, s.Name) {
+		if slices.Contains(names, s.Name) || (isPeer(s) && slices.Contains(names, peerGroup)) {
 			out = append(out, s)
 		}
 	}
@@ -182,6 +209,10 @@ func countSteps(plan []scenario, contenders int, o *options) int {
 	for _, s := range plan {
 		if s.Name == nodeCost {
 			n += s.Rounds * len(s.Rates) * len(costContenders(s, o))
+			continue
+		}
+		if isPeer(s) && o.contenders == nil {
+			n += s.Rounds * len(peerContenders)
 			continue
 		}
 		n += s.Rounds * contenders

@@ -17,6 +17,22 @@ import (
 // syscallEvent is the tracepoint perf counts: every system call entered.
 const syscallEvent = "raw_syscalls:sys_enter"
 
+// mallocEvent is libc's malloc entered, counted when a uprobe of that name
+// exists (`make bench-malloc-probe` adds it: `perf probe -x <libc> malloc`).
+// Only C contenders (syslog-ng) call it; Go's allocations are counted by
+// the producer itself (the "mem" report line).
+const mallocEvent = "probe_libc:malloc"
+
+// mallocProbed reports whether the malloc uprobe exists.
+func mallocProbed() bool {
+	for _, dir := range []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"} {
+		if _, err := os.Stat(filepath.Join(dir, "events", "probe_libc", "malloc")); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // perfCounter counts a process's system calls over a window with
 // `perf stat`. perf starts with its counters disabled and is switched on
 // and off through its control FIFO, each command acknowledged, so that the
@@ -25,6 +41,7 @@ type perfCounter struct {
 	cmd      *exec.Cmd
 	out      string
 	ctl, ack *os.File
+	mallocs  bool // mallocEvent is counted too
 	stderr   bytes.Buffer
 	exited   chan struct{}
 }
@@ -32,8 +49,9 @@ type perfCounter struct {
 // perfTimeout bounds perf's start and each acknowledgement.
 const perfTimeout = 5 * time.Second
 
-// startPerf attaches perf to pid and returns once it counts; dir holds its
-// FIFOs and output.
+// startPerf attaches perf to pid and its descendants (treePids, as they are
+// when it starts) and returns once it counts; dir holds its FIFOs and
+// output.
 func startPerf(pid int, dir string) (*perfCounter, error) {
 	bin, err := exec.LookPath("perf")
 	if err != nil {
@@ -43,7 +61,7 @@ func startPerf(pid int, dir string) (*perfCounter, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &perfCounter{out: filepath.Join(dir, "stat.csv"), exited: make(chan struct{})}
+	p := &perfCounter{out: filepath.Join(dir, "stat.csv"), exited: make(chan struct{}), mallocs: mallocProbed()}
 	ctl, ack := filepath.Join(dir, "ctl"), filepath.Join(dir, "ack")
 	for _, f := range []string{ctl, ack} {
 		if err := syscall.Mkfifo(f, 0o600); err != nil {
@@ -58,8 +76,12 @@ func startPerf(pid int, dir string) (*perfCounter, error) {
 		p.ctl.Close()
 		return nil, err
 	}
+	events := syscallEvent
+	if p.mallocs {
+		events += "," + mallocEvent
+	}
 	p.cmd = exec.Command(bin, "stat", "-x,", "-o", p.out, "--delay", "-1",
-		"--control", "fifo:"+ctl+","+ack, "-e", syscallEvent, "-p", strconv.Itoa(pid))
+		"--control", "fifo:"+ctl+","+ack, "-e", events, "-p", joinPids(treePids(pid)))
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		p.closeFIFOs()
@@ -74,6 +96,14 @@ func startPerf(pid int, dir string) (*perfCounter, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+func joinPids(pids []int) string {
+	s := make([]string, len(pids))
+	for i, p := range pids {
+		s[i] = strconv.Itoa(p)
+	}
+	return strings.Join(s, ",")
 }
 
 // command sends a control command and waits for perf's acknowledgement.
@@ -95,25 +125,34 @@ func (p *perfCounter) command(c string) error {
 	return nil
 }
 
-// stop ends the window and returns the system calls counted in it.
-func (p *perfCounter) stop() (int64, error) {
+// stop ends the window and returns the system calls counted in it, and the
+// malloc calls when the probe exists (nil otherwise).
+func (p *perfCounter) stop() (int64, *int64, error) {
 	if err := p.command("disable"); err != nil {
 		p.kill()
-		return 0, err
+		return 0, nil, err
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-p.exited:
 	case <-time.After(perfTimeout):
 		p.kill()
-		return 0, fmt.Errorf("perf did not exit on SIGINT: %s", p.tail())
+		return 0, nil, fmt.Errorf("perf did not exit on SIGINT: %s", p.tail())
 	}
 	p.closeFIFOs()
 	out, err := os.ReadFile(p.out)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return parsePerfCount(string(out), syscallEvent)
+	n, err := parsePerfCount(string(out), syscallEvent)
+	if err != nil || !p.mallocs {
+		return n, nil, err
+	}
+	m, err := parsePerfCount(string(out), mallocEvent)
+	if err != nil {
+		return n, nil, err
+	}
+	return n, &m, nil
 }
 
 func (p *perfCounter) kill() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"sync"
@@ -70,11 +71,12 @@ func producerMain(args []string) int {
 		return 1
 	}
 	var usr1 chan os.Signal
+	rep := newReporter(os.Stdout, max(1, f.producers), f.reportEach, f.reportEvery)
 	if f.signalled {
 		usr1 = make(chan os.Signal, 2)
 		signal.Notify(usr1, syscall.SIGUSR1)
+		go answerMem(rep)
 	}
-	rep := newReporter(os.Stdout, max(1, f.producers), f.reportEach, f.reportEvery)
 	rep.line("ready %d", time.Now().UnixNano())
 	ctx, cancel := context.WithTimeout(context.Background(), f.duration)
 	if usr1 != nil {
@@ -99,6 +101,18 @@ func producerMain(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench producer: close:", err)
 	}
 	return 0
+}
+
+// answerMem writes a "mem <objects>" line, the heap objects allocated so
+// far, at each SIGUSR2.
+func answerMem(rep *reporter) {
+	usr2 := make(chan os.Signal, 1)
+	signal.Notify(usr2, syscall.SIGUSR2)
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	for range usr2 {
+		metrics.Read(s)
+		rep.line("mem %d", s[0].Value.Uint64())
+	}
 }
 
 // cancelOn cancels ctx at the first signal on sig.

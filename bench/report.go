@@ -15,6 +15,7 @@ import (
 //	produced <unix ns>        producing ended
 //	idle <unix ns>            drained, now idle until told to finish (-signalled)
 //	done <pending> <dropped>  drained (or gave up): events still held, events dropped
+//	mem <objects>             heap objects allocated so far, at each SIGUSR2 (-signalled)
 //
 // acc lines are written every interval (reportEvery unless told), or after
 // every batch when each is set, so that what a SIGKILLed producer had handed

@@ -31,6 +31,8 @@ type runResult struct {
 	PeakRSSAnon  int64      `json:"peak_rss_anon_bytes"`
 	FillRSSAnon  int64      `json:"backlog_fill_peak_rss_anon_bytes,omitempty"` // backlog: the filling process; PeakRSSAnon covers both
 	PeakSpool    int64      `json:"peak_spool_bytes"`
+	CPUNs        int64      `json:"cpu_ns"`             // the producer processes' and their descendants' CPU over the run (see sampler.close)
+	DescCPUNs    int64      `json:"descendants_cpu_ns"` // the descendants' part (syslog-ng's)
 	Outages      []interval `json:"outages"`
 	T0           int64      `json:"t0_ns"`
 	Series       []float64  `json:"series_events_per_sec,omitempty"` // per binWidth from T0
@@ -72,6 +74,23 @@ func (r *runResult) eventsPerSec() float64 {
 		return 0
 	}
 	return float64(r.Delivered) / r.Seconds
+}
+
+// cpuUsPerEvent is the round's CPU per event handed over, µs; 0 without
+// events.
+func (r *runResult) cpuUsPerEvent() float64 {
+	if r.Sent <= 0 {
+		return 0
+	}
+	return float64(r.CPUNs) / 1e3 / float64(r.Sent)
+}
+
+// descCPUUsPerEvent is the descendants' part of cpuUsPerEvent.
+func (r *runResult) descCPUUsPerEvent() float64 {
+	if r.Sent <= 0 {
+		return 0
+	}
+	return float64(r.DescCPUNs) / 1e3 / float64(r.Sent)
 }
 
 // resumes returns, for each outage, the time from its end to the first

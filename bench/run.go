@@ -77,11 +77,13 @@ func runOne(tmp, profileDir string, sc *scenario, contender string) (*runResult,
 	if r.rcv != nil {
 		_ = r.rcv.Close() // reads what is still buffered
 	}
-	rss, disk := r.samp.close()
+	rss, disk, cpuNs, descNs := r.samp.close()
 	if err != nil {
 		return nil, fmt.Errorf("%s/%s: %w", sc.Name, contender, err)
 	}
-	return r.result(rss, disk), nil
+	res := r.result(rss, disk)
+	res.CPUNs, res.DescCPUNs = cpuNs, descNs
+	return res, nil
 }
 
 func (r *rig) startReceiver() error {

@@ -13,13 +13,16 @@ import (
 )
 
 // sampler records the peak anonymous memory of the current producer process
-// and the peak disk usage of its spool directory while a run goes on.
+// (with its descendants: a contender's own daemon) and the peak disk usage of
+// its spool directory while a run goes on.
 type sampler struct {
 	dir      string
 	pid      atomic.Int64
 	peakRSS  atomic.Int64
 	peakDisk atomic.Int64
 	stop     chan struct{}
+	cpu      map[int]int64 // run time, ns, last read of every process watched or descended from one; the loop's
+	roots    map[int]bool  // the processes watched, the loop's
 	done     chan struct{}
 }
 
@@ -29,7 +32,7 @@ const (
 )
 
 func startSampler(dir string) *sampler {
-	s := &sampler{dir: dir, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &sampler{dir: dir, stop: make(chan struct{}), done: make(chan struct{}), cpu: map[int]int64{}, roots: map[int]bool{}}
 	go s.loop()
 	return s
 }
@@ -50,7 +53,15 @@ func (s *sampler) loop() {
 		select {
 		case <-rss.C:
 			if pid := s.pid.Load(); pid > 0 {
-				raise(&s.peakRSS, rssAnon(int(pid)))
+				var rss int64
+				s.roots[int(pid)] = true
+				for _, p := range treePids(int(pid)) {
+					rss += rssAnon(p)
+					if ns, _, err := processCPU(p, nil); err == nil {
+						s.cpu[p] = max(s.cpu[p], ns)
+					}
+				}
+				raise(&s.peakRSS, rss)
 			}
 		case <-disk.C:
 			raise(&s.peakDisk, duBytes(s.dir))
@@ -61,11 +72,20 @@ func (s *sampler) loop() {
 	}
 }
 
-// close stops sampling and returns the peaks.
-func (s *sampler) close() (rss, disk int64) {
+// close stops sampling and returns the peaks and the CPU time, ns, of
+// every producer process and its descendants over their lives, as last
+// read (up to rssEvery of each process's end, after a SIGKILL or its close
+// after the drain, goes uncounted), and the descendants' part of it.
+func (s *sampler) close() (rss, disk, cpuNs, descNs int64) {
 	close(s.stop)
 	<-s.done
-	return s.peakRSS.Load(), s.peakDisk.Load()
+	for p, ns := range s.cpu {
+		cpuNs += ns
+		if !s.roots[p] {
+			descNs += ns
+		}
+	}
+	return s.peakRSS.Load(), s.peakDisk.Load(), cpuNs, descNs
 }
 
 func raise(peak *atomic.Int64, v int64) {

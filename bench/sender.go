@@ -28,12 +28,24 @@ const (
 	cDque           = "dque"
 	cTidwall        = "tidwall-wal"
 	cLeastDurable   = "least-durable"
+	cSyslogNG       = "syslog-ng-reliable"
 )
 
 // allContenders run in every scenario of the full plan. least-durable is
 // not among them: it is a cost yardstick for node-cost, not a delivery
 // contender, though -contenders can name it anywhere.
-var allContenders = []string{cEvspoolFsync, cEvspoolNoFsync, cReconnectOnly, cWriteThrough, cDque, cTidwall}
+var allContenders = []string{cEvspoolFsync, cEvspoolNoFsync, cReconnectOnly, cWriteThrough, cDque, cTidwall, cSyslogNG}
+
+// unavailable says why a contender cannot run on this machine, or "" if it
+// can. A run skips such a contender and says so; it installs nothing.
+func unavailable(name string) string {
+	if name == cSyslogNG {
+		if err := syslogNGAvailable(); err != nil {
+			return err.Error()
+		}
+	}
+	return ""
+}
 
 // spooled reports whether a contender keeps events on disk.
 func spooled(name string) bool {
@@ -85,6 +97,8 @@ func openSender(name, addr, dir string, fast bool) (sender, error) {
 		return newQueueSender(addr, q), nil
 	case cLeastDurable:
 		return openLeastDurable(addr, dir, !fast)
+	case cSyslogNG:
+		return openSyslogNG(addr, dir)
 	}
 	return nil, fmt.Errorf("bench: unknown contender %q", name)
 }

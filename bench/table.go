@@ -13,9 +13,13 @@ func printReport(w io.Writer, res *Results) {
 	fmt.Fprintf(w, "## %s — %s\n\n", res.Name, m.Date)
 	fmt.Fprintf(w, "%d × %s, %s, Linux %s, spool on %s (%s), load average %s → %s, evspool %s, %.0f s\n\n",
 		m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.SpoolFS, m.SpoolDir, m.LoadAvgFrom, m.LoadAvgTo, m.Evspool, m.WallSeconds)
+	for _, note := range res.Skipped {
+		fmt.Fprintf(w, "SKIPPED: %s\n\n", note)
+	}
 	if len(res.Figures) > 0 {
 		printTable(w, res)
 	}
+	printPeer(w, res)
 	if res.NodeCost != nil {
 		printNodeCost(w, res.NodeCost)
 	}
@@ -47,17 +51,25 @@ func printReport(w io.Writer, res *Results) {
 }
 
 func printTable(w io.Writer, res *Results) {
-	fmt.Fprintln(w, "| scenario | contender | events/s | sent | lost | dup | out of order | verify | latency p50 / p99 / p99.9 ms | resume p50 / max ms | Emit call p99 / max ms | RssAnon peak | spool peak |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| scenario | contender | events/s | sent | lost | dup | out of order | verify | latency p50 / p99 / p99.9 ms | resume p50 / max ms | Emit call p99 / max ms | RssAnon peak | spool peak | CPU µs / event |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|")
 	for _, f := range res.Figures {
 		lost := fmt.Sprint(f.Lost)
 		if f.Undelivered > 0 {
 			lost += fmt.Sprintf(" (+%d pending)", f.Undelivered)
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %d | %d | %s | %s | %s | %s / %s | %s | %s |\n",
+		var cpuNs int64
+		for _, r := range f.Rounds {
+			cpuNs += r.CPUNs
+		}
+		cpu := "–"
+		if f.Sent > 0 {
+			cpu = ms(float64(cpuNs) / 1e3 / float64(f.Sent))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %s | %d | %d | %s | %s | %s | %s / %s | %s | %s | %s |\n",
 			f.Scenario, f.Contender, humanRate(f.EventsPerSec), f.Sent, lost, f.Duplicates, f.OutOfOrder,
 			verifyCell(f), latencyCell(f.LatencyMs), resumeCell(f),
-			ms(f.EmitCallMs[1]), ms(f.EmitCallMs[2]), mib(f.PeakRSSAnon), spoolCell(f))
+			ms(f.EmitCallMs[1]), ms(f.EmitCallMs[2]), mib(f.PeakRSSAnon), spoolCell(f), cpu)
 	}
 }
 
