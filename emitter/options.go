@@ -27,7 +27,6 @@ const (
 	DefaultMinBackoff   = 10 * time.Millisecond
 	DefaultMaxBackoff   = 100 * time.Millisecond
 	DefaultWarnInterval = 30 * time.Second
-	DefaultReplayWindow = 64 << 10 // a size for Options.ReplayWindow; no default uses it
 	DefaultReplayLinger = 2 * time.Second
 	DefaultMaxAttempts  = 3
 )
