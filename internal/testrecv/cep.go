@@ -135,7 +135,7 @@ func cepServe(cfg CEPConfig, c net.Conn, out *os.File, crash bool) {
 			}
 			reexec()
 		}
-		handle(cfg.PerLine)
+		spend(cfg.PerLine, nil)
 		if _, err := out.Write(append(append([]byte(nil), line...), '\n')); err != nil {
 			fmt.Fprintln(os.Stderr, "testrecv cep: record:", err)
 			os.Exit(1)
@@ -183,20 +183,4 @@ func appendLine(path, line string) error {
 	}
 	_, err = f.WriteString(line + "\n")
 	return errors.Join(err, f.Close())
-}
-
-// handle spends d handling a line. A sleep under a millisecond takes about
-// one here (the runtime's poller waits in whole milliseconds), five times
-// 0.2 ms: the rest of d is spent busy, as handling a line is.
-func handle(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	end := time.Now().Add(d)
-	if d > 2*time.Millisecond {
-		time.Sleep(d - time.Millisecond)
-	}
-	for time.Now().Before(end) {
-		runtime.Gosched()
-	}
 }
