@@ -8,6 +8,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/evspool/evspool/emitter/clock"
 )
 
 // A boot-clock stamp means something only in its boot, so the meta bucket
@@ -24,7 +26,7 @@ func (m *meta) noteBoot(key uint64) {
 
 // bootKey names the clock's current boot in 64 bits, never 0 (none). Without
 // a boot id (not Linux) it is drawn at random per process.
-func bootKey(c Clock) uint64 {
+func bootKey(c clock.Clock) uint64 {
 	id := c.BootID()
 	if id == "" {
 		return processKey()

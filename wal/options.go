@@ -71,9 +71,10 @@ type Options struct {
 	LockTimeout time.Duration
 
 	// Clock stamps events with the wall clock and the boot clock, which ages
-	// them regardless of wall-clock steps (Entry.Age). Default: the system
-	// clock, with the boot clock on CLOCK_BOOTTIME.
-	Clock Clock
+	// them regardless of wall-clock steps (Entry.Age), and measures idleness
+	// (FlushAcks). It is the emitter's clock, one interface for both.
+	// Default: clock.System(), with the boot clock on CLOCK_BOOTTIME.
+	Clock clock.Clock
 
 	// Context, if set, cancels Open's start-up scan; Open then returns an
 	// error matching its Err(). Used by Open only.
@@ -108,13 +109,4 @@ func (o *Options) withDefaults() (Options, error) {
 	c.Context = cmp.Or(c.Context, context.Background())
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c, nil
-}
-
-// Clock is what a spool stamps events with: the wall clock (Now), a clock
-// that counts through suspend and ignores wall-clock steps (Boot), and the
-// name of the boot (BootID; "" where it cannot be read). emitter.Clock is one.
-type Clock interface {
-	Now() time.Time
-	Boot() time.Duration
-	BootID() string
 }

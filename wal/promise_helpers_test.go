@@ -90,3 +90,6 @@ func (c *spClock) Set(t time.Time)                 { c.ns.Store(t.UnixNano()) }
 func (c *spClock) Opts(o wal.Options) *wal.Options { o.Clock = c; return &o }
 func (c *spClock) Boot() time.Duration             { return clock.System().Boot() }
 func (c *spClock) BootID() string                  { return clock.System().BootID() }
+func (c *spClock) NewTimer(d time.Duration) clock.Timer {
+	return clock.System().NewTimer(d)
+}
