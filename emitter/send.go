@@ -261,10 +261,10 @@ func (d *drainer) waitRead(looked bool) error {
 // (a backlog draining) catchUpInFlight lets a second follow the first at
 // once, one read's worth; then the drainer waits until both are read, so
 // that a reading shows the queue empty between reads (connState.emptyAt:
-// only that tells two reads apart). The next start
-// after an evspool crash resends everything not shown handled, so this and
-// the receiver's last read are what such a crash duplicates
-// (docs/delivery.md, "When evspool itself dies").
+// only that tells two reads apart). The next start after an evspool crash
+// resends everything not shown handled, so this and the receiver's last
+// read are what such a crash duplicates (docs/delivery.md, "When evspool
+// itself dies").
 const (
 	inFlightMax     = writeChunk
 	catchUpInFlight = 2 * writeChunk
