@@ -71,8 +71,9 @@ func (s *Summary) printReplays(w io.Writer) {
 	}
 	fmt.Fprintln(w, strings.TrimSpace(`
 After a receiver crash, evspool resends what the receiver may not have handled:
-the lines of its last read (it handles every line it read before reading again):
-3-20 at this rate, up to about 50 on a loaded machine. After an evspool SIGKILL with the receiver alive, nothing:
-the same receiver process still handles what it read. See docs/delivery.md,
-"The replay window".`))
+the lines of its last read (it handles every line it read before reading again).
+After an evspool SIGKILL, the next start takes nothing the killed one wrote as
+handled: it resends what was in flight and the receiver's last read. Either way
+a few lines at this rate, at most two 4 KiB reads. See docs/delivery.md,
+"The replay window" and "When evspool itself dies".`))
 }
