@@ -62,8 +62,8 @@ func (r *readSpans) remove(st *state, upTo uint64) (Counter, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var gone Counter
-	from := st.hidden() + 1
-	upTo = max(min(upTo, st.meta.nextSeq-1), st.hidden())
+	work := *st
+	from, upTo := work.removeStart(upTo)
 	i := 0
 	for i < len(r.spans) && r.spans[i].last() < from {
 		i++
@@ -71,27 +71,22 @@ func (r *readSpans) remove(st *state, upTo uint64) (Counter, bool) {
 	if i == len(r.spans) || r.spans[i].first > from || r.spans[i].from > from {
 		return gone, false
 	}
-	cost, firstSeq, firstAt := st.cost, uint64(0), int64(0)
-	for ; i < len(r.spans); i++ {
+	for ; ; i++ {
+		if i == len(r.spans) {
+			return Counter{}, false // the value after upTo's was not seen
+		}
 		s := &r.spans[i]
 		for seq := max(from, s.first); seq <= min(upTo, s.last()); seq++ {
-			if seq < s.from || seq-s.from >= uint64(len(s.sizes)) {
+			if seq-s.from >= uint64(len(s.sizes)) {
 				return Counter{}, false // not returned by that Read
 			}
 			gone.add(Counter{1, uint64(s.sizes[seq-s.from])})
 		}
-		if s.last() > upTo {
-			firstSeq, firstAt = max(s.first, upTo+1), s.at
+		if work.removeValue(prefixValue{s.first, s.last(), s.cost, s.at}, upTo) {
 			break
 		}
-		cost -= s.cost
 	}
-	if firstSeq == 0 {
-		return Counter{}, false // the value after upTo's was not seen
-	}
-	st.cost, st.firstSeq, st.firstAt = cost, firstSeq, firstAt
-	st.pending -= gone.Events
-	st.payload -= gone.Bytes
-	st.acked = upTo
+	work.removeEnd(gone, upTo)
+	*st = work
 	return gone, true
 }

@@ -137,9 +137,7 @@ func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) 
 // and firstSeq and moves st.acked past them.
 func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, error) {
 	var gone Counter
-	from := st.hidden() + 1
-	upTo = max(min(upTo, st.meta.nextSeq-1), st.hidden())
-	st.firstSeq, st.firstAt = 0, 0
+	from, upTo := st.removeStart(upTo)
 	for val, err := range walk(eb, st.path, from) {
 		if err != nil {
 			return gone, err
@@ -149,17 +147,51 @@ func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, erro
 		}
 		events, bytes := val.span(from, upTo)
 		gone.add(Counter{events, bytes})
-		if val.last() > upTo {
-			st.firstSeq, st.firstAt = max(val.first, upTo+1), val.at.wall
+		if st.removeValue(prefixValue{val.first, val.last(), val.cost(), val.at.wall}, upTo) {
 			break
 		}
-		st.cost -= val.cost() // a frame's cost leaves with its last event
 		need -= val.cost()
 	}
+	st.removeEnd(gone, upTo)
+	return gone, nil
+}
+
+// Removing a prefix is removeStart, then removeValue for each value from the
+// head while it reports false (counting what each removes), then removeEnd:
+// state.remove walks the file so, readSpans.remove what a Read saw.
+
+// prefixValue is what removing a prefix reads of one value.
+type prefixValue struct {
+	first, last uint64
+	cost        int64 // value.cost
+	wall        int64 // its stamp's wall clock
+}
+
+// removeStart begins removing the pending events through upTo: it returns
+// the first of them and upTo within what was ever appended.
+func (st *state) removeStart(upTo uint64) (from, through uint64) {
+	st.firstSeq, st.firstAt = 0, 0
+	return st.hidden() + 1, max(min(upTo, st.meta.nextSeq-1), st.hidden())
+}
+
+// removeValue takes v's events through upTo out; it reports whether v keeps
+// events after upTo, and so is the new head. A value's cost leaves with its
+// last event.
+func (st *state) removeValue(v prefixValue, upTo uint64) (head bool) {
+	if v.last > upTo {
+		st.firstSeq, st.firstAt = max(v.first, upTo+1), v.wall
+		return true
+	}
+	st.cost -= v.cost
+	return false
+}
+
+// removeEnd counts gone out of the counters and hides everything through
+// upTo.
+func (st *state) removeEnd(gone Counter, upTo uint64) {
 	st.pending -= gone.Events
 	st.payload -= gone.Bytes
 	st.acked = upTo
-	return gone, nil
 }
 
 // dropOldest drops whole values from the front until need of cost is freed.
