@@ -23,16 +23,22 @@ import (
 // open and sent on failed, for the test to close as Go's finalizer would at
 // a garbage collection, the process staying up.
 type leakyReceiver struct {
-	ln     net.Listener
 	failed chan net.Conn
 	mu     sync.Mutex
 	lines  []string
 }
 
 func startLeakyReceiver(t *testing.T, sock string) *leakyReceiver {
+	r := &leakyReceiver{failed: make(chan net.Conn, 16)}
+	serveEach(t, sock, r.serve)
+	return r
+}
+
+// serveEach listens on the Unix socket sock until the test ends and serves
+// each connection in a goroutine of its own, as cloud-event-proxy does.
+func serveEach(t *testing.T, sock string, serve func(net.Conn)) {
 	ln, err := net.Listen("unix", sock)
 	require.NoError(t, err)
-	r := &leakyReceiver{ln: ln, failed: make(chan net.Conn, 16)}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
 		for {
@@ -40,10 +46,9 @@ func startLeakyReceiver(t *testing.T, sock string) *leakyReceiver {
 			if err != nil {
 				return
 			}
-			go r.serve(c)
+			go serve(c)
 		}
 	}()
-	return r
 }
 
 func (r *leakyReceiver) serve(c net.Conn) {

@@ -35,7 +35,6 @@ import (
 // line (one containing reject) closes its connection there, with what it
 // read after it unhandled, and goes on serving.
 type handOnReceiver struct {
-	ln      net.Listener
 	perLine time.Duration
 	reject  string
 	mu      sync.Mutex
@@ -44,19 +43,8 @@ type handOnReceiver struct {
 }
 
 func startHandOnReceiver(t *testing.T, sock string, perLine time.Duration, reject string) *handOnReceiver {
-	ln, err := net.Listen("unix", sock)
-	require.NoError(t, err)
-	r := &handOnReceiver{ln: ln, perLine: perLine, reject: reject, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go r.serve(c)
-		}
-	}()
+	r := &handOnReceiver{perLine: perLine, reject: reject, conns: map[net.Conn]bool{}}
+	serveEach(t, sock, r.serve)
 	return r
 }
 
