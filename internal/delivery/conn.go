@@ -68,12 +68,13 @@ func (c *connState) add(lines []Line, mem int, acked uint64) {
 func (c *connState) observe(now time.Time, unread int) bool {
 	moved := unread < c.unread
 	c.unread = unread
-	newRead := c.read
-	for len(c.writes) > 0 && c.memHeld-c.writes[0].mem >= unread {
-		newRead = c.writes[0].end
-		c.memHeld -= c.writes[0].mem
-		c.writes = c.writes[1:]
+	newRead, n := c.read, 0
+	for n < len(c.writes) && c.memHeld-c.writes[n].mem >= unread {
+		newRead = c.writes[n].end
+		c.memHeld -= c.writes[n].mem
+		n++
 	}
+	c.writes = append(c.writes[:0], c.writes[n:]...) // in place: the next write reuses it
 	// Less held than the writes account for: the oldest was read in part.
 	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
 	if newRead > c.read {
@@ -144,7 +145,7 @@ func (c *connState) dropThrough(seq uint64) {
 	for i < len(c.lines) && c.lines[i].seq <= seq {
 		i++
 	}
-	c.lines = c.lines[i:]
+	c.lines = append(c.lines[:0], c.lines[i:]...) // in place: the next write reuses it
 }
 
 // oldest returns the oldest unacknowledged non-witness line, and the newest.

@@ -87,12 +87,6 @@ type Send struct {
 // Ready returns what to do since the last Advance.
 func (d *Delivery) Ready() Ready { return d.rd }
 
-// HasReady reports whether the Ready asks for anything to be done.
-func (d *Delivery) HasReady() bool {
-	r := &d.rd
-	return len(r.Notes) > 0 || r.AckThrough != 0 || r.SetAside != 0 || r.SaveStrikes || r.Drop != DropNone
-}
-
 // Advance records that the last Ready was carried out: what it asked for is
 // forgotten, its slices reused.
 func (d *Delivery) Advance() {
