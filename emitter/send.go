@@ -55,7 +55,7 @@ func (d *drainer) sendBatch() (int, error) {
 		return len(entries), d.step(delivery.Input{Kind: delivery.Read})
 	}
 	if d.ctl.inline {
-		return len(entries), nil // the drainer waits for the rest (replan)
+		return len(entries), nil // the drainer waits for the rest (Recheck)
 	}
 	if err := d.waitRead(true); err != nil {
 		return 0, err
@@ -260,7 +260,7 @@ func (d *drainer) waitRead(looked bool) error {
 // cloud-event-proxy's 4 KiB read). While a batch has more chunks to write
 // (a backlog draining) catchUpInFlight lets a second follow the first at
 // once, one read's worth; then the drainer waits until both are read, so
-// that a reading shows the queue empty between reads (connState.emptyAt:
+// that a reading shows the queue empty between reads (delivery's connState.emptyAt:
 // only that tells two reads apart). The next start after an evspool crash
 // resends everything not shown handled, so this and the receiver's last
 // read are what such a crash duplicates (docs/delivery.md, "When evspool

@@ -22,8 +22,8 @@ import (
 // Emit caller sending inline; ctl.run makes them one at a time. Others talk
 // to it through wake (a notify channel of capacity 1) and ctx. This file holds the
 // shell's primitives, the gate's side and the loss logs; send.go (writing)
-// and the loop (drainer.go) use them. The drainer's
-// methods are in these three files.
+// and the loop (drainer.go) use them, and steps.go feeds delivery and
+// carries out its Ready. The drainer's methods are in these four files.
 type drainer struct {
 	addr  string
 	opts  *Options // opts.Clock: every wait and every now
