@@ -158,3 +158,27 @@ func TestDeliveryIdle(t *testing.T) {
 		assert.False(t, recheck(d, 3001, delivery.IdleFacts{}).Replan, "the same wake")
 	})
 }
+
+// Once the socket path appears (the receiver is binding), refused dials are
+// retried within milliseconds, a bounded number of times; then the backoff
+// again.
+func TestDeliveryDialAfterAppeared(t *testing.T) {
+	d := newRig(t, testConfig(delivery.LastRead))
+	failed := func() time.Duration {
+		r := d.step(delivery.Input{Kind: delivery.DialFailed, Now: t0})
+		require.True(t, r.Early, "the path appearing may end a refused dial's pause")
+		return r.DialAt.Sub(t0)
+	}
+	assert.Equal(t, 10*time.Millisecond, failed(), "the backoff's first pause")
+	d.step(delivery.Input{Kind: delivery.Appeared, Now: t0})
+	assert.Equal(t, t0, d.rd.DialAt, "dial at once")
+	var quick []time.Duration
+	for range 25 {
+		quick = append(quick, failed())
+	}
+	assert.Equal(t, []time.Duration{250 * time.Microsecond, 500 * time.Microsecond, time.Millisecond}, quick[:3])
+	for _, p := range quick[3:] {
+		assert.Equal(t, 2*time.Millisecond, p)
+	}
+	assert.Equal(t, 100*time.Millisecond, failed(), "25 quick dials, then the backoff (at MaxBackoff by now)")
+}
