@@ -184,3 +184,28 @@ func TestDeliveryTCPNoEvidence(t *testing.T) {
 		assert.True(t, ok)
 	})
 }
+
+// The pace doubles while a search finds nothing, and starts again at
+// tcpPace once an isolation is over.
+func TestDeliveryTCPPaceResets(t *testing.T) {
+	d := newRig(t, testConfig(delivery.KernelTook))
+	d.restore(1, delivery.Strikes{})
+	d.connected(0)
+	d.writeRead(0, lines(1, 2, 100))
+	d.hungUp(10, true)
+	d.connected(100)
+	sendAlone(t, d, 100)
+	sendAlone(t, d, 110)
+	d.hungUp(115, true) // a reset, no FIN: slower
+	requirePace(t, d, 1000, 2*tcpPace)
+	sendAlone(t, d, 1020)
+	d.tick(3020)
+	require.EqualValues(t, 2, d.rd.Acked, "lingered")
+	p, ok := d.next(3020)
+	require.True(t, ok)
+	require.Equal(t, 100, p.Max, "isolation over: a batch")
+	d.writeRead(3020, lines(3, 2, 100))
+	d.hungUp(3030, true)
+	require.True(t, d.rd.Isolating)
+	requirePace(t, d, 4000, tcpPace)
+}
