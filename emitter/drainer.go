@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/pathwatch"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
@@ -23,7 +24,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	d := &drainer{
 		addr: addr, opts: opts, spool: spool, ctx: ctx,
 		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
-		dv:  newDelivery(deliveryConfigOf(opts)),
+		dv:  delivery.New(deliveryConfigOf(opts)),
 		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}, progress: make(chan struct{})},
 		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts),
 			out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
@@ -48,7 +49,7 @@ func (d *drainer) run() {
 		if d.passGate(false) != nil {
 			continue // stopped, or the connection was lost while held (gate.go)
 		}
-		if d.view.reading && d.w.waiter.Supported() && !d.opts.AckOnWrite {
+		if d.rd.Reading && d.w.waiter.Supported() && !d.opts.AckOnWrite {
 			if err := d.waitRead(false); err != nil { // a write sent inline
 				d.fail(err)
 				continue
@@ -62,7 +63,7 @@ func (d *drainer) run() {
 		if n > 0 {
 			continue
 		}
-		if !d.view.frozen {
+		if !d.rd.Frozen {
 			d.logs.out.up(d.spool.Len) // connected, nothing to send: the outage is over
 		}
 		d.idle(nil, nil)
@@ -70,30 +71,29 @@ func (d *drainer) run() {
 }
 
 // idle waits for new events, delivery's next deadline, the socket becoming
-// readable or, if idlePoll or while held, the next look; while held also
+// readable or, if delivery plans one (Park), the next look; while held also
 // for the gate to change or the hold's limit. Alive counts it as not wedged.
 func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
+	d.step(delivery.Input{Kind: delivery.Park, Idle: d.idleFacts(gate != nil)})
+	look := d.rd.Look
 	var expiry, poll <-chan time.Time
-	if d.view.wakes {
-		t := d.opts.Clock.NewTimer(d.view.wake.Sub(d.opts.Clock.Now()))
+	if d.rd.Wakes {
+		t := d.opts.Clock.NewTimer(d.rd.Wake.Sub(d.opts.Clock.Now()))
 		defer t.Stop()
 		expiry = t.C()
 	}
-	if gate != nil || d.idlePoll() {
+	if look > 0 {
 		if d.w.poll == nil {
-			d.w.poll = d.opts.Clock.NewTimer(idleCheck)
+			d.w.poll = d.opts.Clock.NewTimer(look)
 		} else {
-			d.w.poll.Reset(idleCheck)
+			d.w.poll.Reset(look)
 		}
 		defer d.w.poll.Stop()
 		poll = d.w.poll.C()
 	}
 	d.pub.health.idle(true)
 	defer d.pub.health.idle(false)
-	d.ctl.parked, d.ctl.polls, d.ctl.wakeAt = gate == nil, poll != nil, time.Time{}
-	if expiry != nil {
-		d.ctl.wakeAt = d.view.wake
-	}
+	d.ctl.parked = gate == nil
 	// Parked: an Emit caller may send meanwhile (sendInline), so what the
 	// wake-up finds is acted on once the lock is back.
 	hup := d.w.hup
@@ -120,7 +120,7 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 		// A hang-up while idle; acks that otherwise ride on appends (an
 		// error shows again at the next Read).
 		d.checkIdle()
-		_ = d.spool.FlushAcks(idleCheck)
+		_ = d.spool.FlushAcks(look)
 	case woke == wokeHup && hup == d.w.hup: // the connection it watched is still the drainer's
 		d.w.hup = nil
 		d.checkIdle()
@@ -137,19 +137,6 @@ const (
 	wokeHup                      // the socket became readable
 )
 
-// idlePoll reports whether an idle drainer must look again after idleCheck:
-// the receiver has bytes unread or is frozen, the socket cannot be watched,
-// or acks wait to be committed.
-func (d *drainer) idlePoll() bool {
-	switch {
-	case d.view.frozen, d.view.unread > 0:
-		return true
-	case d.w.conn != nil && d.w.waiter.Supported() && d.w.hup == nil:
-		return true
-	}
-	return d.spool.AcksPending()
-}
-
 // onDeadline steps delivery at its deadline, probing the socket first where
 // it can: a line read ReplayLinger ago is handled only if the receiver's end
 // is still open.
@@ -158,13 +145,13 @@ func (d *drainer) onDeadline() {
 		d.checkIdle()
 		return
 	}
-	if _, err := d.step(msg{kind: msgTick}); err != nil {
+	if err := d.step(delivery.Input{Kind: delivery.Tick}); err != nil {
 		d.fail(err)
 	}
 }
 
 // connect dials until it succeeds or the drainer is stopped, each time no
-// sooner than delivery says (dialPlan).
+// sooner than delivery says (Ready.DialAt).
 func (d *drainer) connect() bool {
 	for {
 		if !d.waitDial() {
@@ -178,7 +165,7 @@ func (d *drainer) connect() bool {
 		if err == nil {
 			d.onConnect(conn)
 			if d.passGate(true) != nil {
-				d.step(msg{kind: msgDialFailed})
+				d.step(delivery.Input{Kind: delivery.DialFailed})
 				continue // dropped: back off and dial again (gate.go, preamble.go)
 			}
 			return true
@@ -189,7 +176,7 @@ func (d *drainer) connect() bool {
 		err = sockwait.ExplainDial(d.opts.Network, d.addr, err)
 		d.record(func(l *linkStats) { l.dialErrors++ }, err)
 		d.logs.out.down(err, d.spool.Len, time.Time{})
-		d.step(msg{kind: msgDialFailed})
+		d.step(delivery.Input{Kind: delivery.DialFailed})
 	}
 }
 
@@ -201,7 +188,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either
 	}
-	d.step(msg{kind: msgConnected})
+	d.step(delivery.Input{Kind: delivery.Connected, Reads: d.w.unix && d.w.waiter.Supported()})
 	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -257,16 +244,16 @@ func (d *drainer) passGate(fresh bool) error {
 	return d.preamble()
 }
 
-// waitDial waits until delivery's next dial (view.dialAt). Where the wait may
+// waitDial waits until delivery's next dial (Ready.DialAt). Where the wait may
 // end early (the receiver was down) and the receiver is on a Unix socket, it
 // watches the socket's directory (pathwatch) and ends when the path
 // appears. It returns false when the drainer is stopped.
 func (d *drainer) waitDial() bool {
-	dur := d.view.dialAt.Sub(d.opts.Clock.Now())
+	dur := d.rd.DialAt.Sub(d.opts.Clock.Now())
 	if dur <= 0 {
 		return d.ctx.Err() == nil
 	}
-	if !d.view.early || d.opts.Network != "unix" {
+	if !d.rd.Early || d.opts.Network != "unix" {
 		return d.sleep(dur)
 	}
 	if d.w.watch == nil {
@@ -277,7 +264,7 @@ func (d *drainer) waitDial() bool {
 		d.w.watch = w
 		// It may have appeared between the failed dial and the watch.
 		if _, err := os.Lstat(d.addr); err == nil {
-			d.step(msg{kind: msgAppeared})
+			d.step(delivery.Input{Kind: delivery.Appeared})
 			return d.ctx.Err() == nil
 		}
 	}
@@ -287,7 +274,7 @@ func (d *drainer) waitDial() bool {
 	if err != nil {
 		d.closeWatch() // the directory went: watch it anew next time
 	} else if appeared {
-		d.step(msg{kind: msgAppeared})
+		d.step(delivery.Input{Kind: delivery.Appeared})
 	}
 	return d.ctx.Err() == nil
 }
@@ -374,8 +361,8 @@ func (d *drainer) sendInline(c committed) bool {
 	defer func() { d.ctl.inline, d.ctl.fresh = false, committed{} }()
 	d.checkDrops(false)
 	var err error
-	if d.view.reading { // what the last send wrote: read by now, mostly
-		if err = d.check(); err == nil && d.view.reading {
+	if d.rd.Reading { // what the last send wrote: read by now, mostly
+		if err = d.check(); err == nil && d.rd.Reading {
 			return false
 		}
 	}
@@ -393,13 +380,15 @@ func (d *drainer) sendInline(c committed) bool {
 		return false
 	case d.ctl.readTo.Load() < c.last():
 		return false // more than one batch: the drainer writes the rest
-	case d.replan():
+	}
+	d.step(delivery.Input{Kind: delivery.Recheck, Idle: d.idleFacts(false)})
+	if d.rd.Replan {
 		return false
 	}
-	if d.ctl.polls {
+	if d.rd.Look > 0 {
 		// The idle's look is for after the last activity: while sends
 		// come inline, the drainer sleeps on.
-		d.w.poll.Reset(idleCheck)
+		d.w.poll.Reset(d.rd.Look)
 	}
 	return true
 }
@@ -410,23 +399,11 @@ func (d *drainer) sendInline(c committed) bool {
 func (d *drainer) inlineable() bool {
 	w := &d.w
 	if w.conn == nil || !w.unix || w.waiter == nil || !w.waiter.Supported() || w.hup == nil || !w.room.ok ||
-		d.opts.AckOnWrite || d.view.frozen {
+		d.opts.AckOnWrite || d.rd.Frozen {
 		return false
 	}
 	g := &d.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return !g.held && (!d.opts.PreambleOnRelease || g.gen == d.w.preGen)
-}
-
-// replan reports whether the parked drainer must plan its idle again: it
-// needs a look (the receiver has not read it all, say) and the idle has none
-// planned, or delivery's deadline comes before the idle's would. A look
-// planned is soon enough for a write still unread: the next inline send looks
-// first.
-func (d *drainer) replan() bool {
-	if (d.view.reading || d.idlePoll()) && !d.ctl.polls {
-		return true
-	}
-	return d.view.wakes && (d.ctl.wakeAt.IsZero() || d.ctl.wakeAt.After(d.view.wake))
 }

@@ -16,7 +16,8 @@ import (
 // noticed when it does, not at the next event.
 func TestIdleTakesNoSteps(t *testing.T) {
 	t.Parallel()
-	const limit = 10 * time.Millisecond // the wedge limit is twice this
+	const limit = 10 * time.Millisecond      // the wedge limit is twice this
+	const idleCheck = 100 * time.Millisecond // delivery's idle look
 	e, rcv := openOnReceiver(t, Options{ReplayLinger: 20 * time.Millisecond,
 		DialTimeout: limit, WriteTimeout: limit, StallTimeout: limit})
 	for _, ev := range []string{"one", "two", "three"} {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/sockwait"
 )
 
@@ -33,7 +34,7 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	t.Cleanup(func() { peer.Close() })
 	opts, err := (&Options{WriteTimeout: time.Second, Clock: clock.System(), Stdout: io.Discard}).withDefaults()
 	require.NoError(t, err)
-	d := &drainer{ctx: context.Background(), opts: &opts}
+	d := &drainer{ctx: context.Background(), opts: &opts, dv: delivery.New(deliveryConfigOf(&opts))}
 	d.logs = logs{delivery: newReporter(&opts), deadLetter: newReporter(&opts), out: outage{rep: newReporter(&opts), log: opts.Logger}}
 	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
 	_, d.w.unix = conn.(*net.UnixConn)
@@ -90,9 +91,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 // socket, and never where the reading failed.
 func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
-	d.dv = newDelivery(deliveryConfigOf(d.opts))
-	d.dv.connected(time.Now())
-	d.opts.Clock = clock.System()
+	require.NoError(t, d.step(delivery.Input{Kind: delivery.Connected, Reads: true}))
 	require.NoError(t, d.awaitRoom(100))
 	n, before, err := d.gatedWrite(make([]byte, 99))
 	require.NoError(t, err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -17,17 +18,17 @@ const avgEventGuess = 256
 // sendBatch writes what delivery asks for next and waits until the receiver
 // has read it. It returns how many events were written, or expired instead.
 func (d *drainer) sendBatch() (int, error) {
-	r, _ := d.step(msg{kind: msgNext, seq: d.spool.FirstSeq()})
-	p := r.send
+	d.step(delivery.Input{Kind: delivery.Next, Seq: d.spool.FirstSeq()})
+	p := d.rd.Send
 	var entries []wal.Entry
 	var err error
 	switch {
-	case !r.sendOK:
+	case !d.rd.SendOK:
 		return 0, nil
-	case p.resendWitness != 0 && d.w.witness.Seq != p.resendWitness:
-		d.step(msg{kind: msgNoWitness}) // not at hand: go on without it
+	case p.ResendWitness != 0 && d.w.witness.Seq != p.ResendWitness:
+		d.step(delivery.Input{Kind: delivery.NoWitness}) // not at hand: go on without it
 		return 0, nil
-	case p.resendWitness != 0:
+	case p.ResendWitness != 0:
 		entries = []wal.Entry{d.w.witness}
 	default:
 		entries, err = d.readNext(p)
@@ -51,11 +52,10 @@ func (d *drainer) sendBatch() (int, error) {
 		return 0, err
 	}
 	if d.opts.AckOnWrite || !d.w.waiter.Supported() {
-		_, err := d.step(msg{kind: msgRead})
-		return len(entries), err
+		return len(entries), d.step(delivery.Input{Kind: delivery.Read})
 	}
 	if d.ctl.inline {
-		return len(entries), nil // the drainer waits for the rest (replan)
+		return len(entries), nil // the drainer waits for the rest (Recheck)
 	}
 	if err := d.waitRead(true); err != nil {
 		return 0, err
@@ -68,16 +68,16 @@ func (d *drainer) sendBatch() (int, error) {
 // takes it from what the caller committed when that is all of it: the same
 // bytes, copied (the caller may reuse them), without a read transaction.
 // Entries taken so carry no stamps, which only MaxAge reads.
-func (d *drainer) readNext(p sendPlan) ([]wal.Entry, error) {
-	maxBytes := min(p.max*avgEventGuess, d.opts.BatchBytes)
+func (d *drainer) readNext(p delivery.Send) ([]wal.Entry, error) {
+	maxBytes := min(p.Max*avgEventGuess, d.opts.BatchBytes)
 	c := d.ctl.fresh
-	if !d.ctl.inline || p.from != c.first || len(c.events) > p.max || d.opts.MaxAge > 0 {
-		return d.spool.Read(p.from, p.max, maxBytes)
+	if !d.ctl.inline || p.From != c.first || len(c.events) > p.Max || d.opts.MaxAge > 0 {
+		return d.spool.Read(p.From, p.Max, maxBytes)
 	}
 	entries, size := make([]wal.Entry, len(c.events)), 0
 	for i, ev := range c.events {
 		if size += len(ev); i > 0 && size > maxBytes {
-			return d.spool.Read(p.from, p.max, maxBytes)
+			return d.spool.Read(p.From, p.Max, maxBytes)
 		}
 		entries[i] = wal.Entry{Seq: c.first + uint64(i), Data: bytes.Clone(ev)}
 	}
@@ -169,7 +169,7 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 		}
 		d.w.room.queued, d.w.room.ok = unread, err == nil && d.w.unix && d.w.room.sndbuf > 0
 	}
-	d.step(msg{kind: msgWrote, lines: d.sentLines(entries), n: mem})
+	d.step(delivery.Input{Kind: delivery.Wrote, Lines: d.sentLines(entries), N: mem})
 	if !look || err != nil || d.opts.AckOnWrite {
 		return nil // no look now; an error shows at the next one
 	}
@@ -177,15 +177,16 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 }
 
 // sentLines keeps the entries written for a resend of the witness and
-// returns them as delivery counts them.
-func (d *drainer) sentLines(entries []wal.Entry) []line {
-	lines := make([]line, len(entries))
-	for i, e := range entries {
-		lines[i] = line{seq: e.Seq, size: len(e.Data) + 1}
-		if e.Seq > d.view.acked {
+// returns them as delivery counts them, in a slice reused by the next call.
+func (d *drainer) sentLines(entries []wal.Entry) []delivery.Line {
+	lines := d.w.lines[:0]
+	for _, e := range entries {
+		lines = append(lines, delivery.Line{Seq: e.Seq, Size: len(e.Data) + 1})
+		if e.Seq > d.rd.Acked {
 			d.w.sent = append(d.w.sent, e)
 		}
 	}
+	d.w.lines = lines
 	return lines
 }
 
@@ -212,20 +213,19 @@ func (d *drainer) check() error {
 func (d *drainer) probed(unread int, gone *sockwait.PeerGoneError) error {
 	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
-			gone, max(d.view.unread, unread))
+			gone, max(d.rd.Unread, unread))
 	}
-	if d.view.wantsFin {
+	if d.rd.WantsFin {
 		// Before anything lingers: a FIN means it stopped reading.
 		fin, err := d.w.waiter.PeerClosedWrite()
 		if err == nil && fin {
-			if r, _ := d.step(msg{kind: msgFin, n: unread}); r.closed {
-				return errPeerClosed
+			if err := d.step(delivery.Input{Kind: delivery.Fin, N: unread}); errors.Is(err, errPeerClosed) {
+				return err
 			}
 		}
 	}
 	d.w.room.queued = unread
-	_, err := d.step(msg{kind: msgRead, n: unread})
-	return err
+	return d.step(delivery.Input{Kind: delivery.Read, N: unread})
 }
 
 // chunkEnd returns how much of buf the next write takes: up to writeChunk
@@ -252,7 +252,7 @@ func (d *drainer) waitRead(looked bool) error {
 			return err
 		}
 	}
-	return d.awaitReads(0, func() bool { return !d.view.reading })
+	return d.awaitReads(0, func() bool { return !d.rd.Reading })
 }
 
 // inFlightMax bounds the payload written to a Unix socket and not yet seen
@@ -260,7 +260,7 @@ func (d *drainer) waitRead(looked bool) error {
 // cloud-event-proxy's 4 KiB read). While a batch has more chunks to write
 // (a backlog draining) catchUpInFlight lets a second follow the first at
 // once, one read's worth; then the drainer waits until both are read, so
-// that a reading shows the queue empty between reads (connState.emptyAt:
+// that a reading shows the queue empty between reads (delivery's connState.emptyAt:
 // only that tells two reads apart). The next start after an evspool crash
 // resends everything not shown handled, so this and the receiver's last
 // read are what such a crash duplicates (docs/delivery.md, "When evspool
@@ -286,13 +286,13 @@ func (d *drainer) awaitWindow(n int, more bool) error {
 	if more {
 		limit = catchUpInFlight
 	}
-	if d.view.inFlight == 0 || d.view.inFlight+n <= limit {
+	if d.rd.InFlight == 0 || d.rd.InFlight+n <= limit {
 		return nil
 	}
 	if d.ctl.inline {
 		return errNotNow
 	}
-	fits := func() bool { return d.view.inFlight == 0 }
+	fits := func() bool { return d.rd.InFlight == 0 }
 	spins := 0
 	if more {
 		spins = catchUpSpins
@@ -309,7 +309,7 @@ const catchUpSpins = 64
 // On a Unix socket it first waits up to awaitReadMax for the receiver to
 // read (sockwait's AwaitRead: woken by the read itself); a receiver that
 // reads nothing in that time, and any other socket, is looked at again
-// after delivery's pause (view.poll) on the clock.
+// after delivery's pause (Ready.Poll) on the clock.
 func (d *drainer) awaitReads(spins int, done func() bool) error {
 	if !d.w.unix {
 		return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
@@ -320,7 +320,7 @@ func (d *drainer) awaitReads(spins int, done func() bool) error {
 			if err := d.check(); err != nil || done() {
 				return 0, err
 			}
-			return d.view.poll, nil
+			return d.rd.Poll, nil
 		})
 	}
 	for !done() {
@@ -328,12 +328,12 @@ func (d *drainer) awaitReads(spins int, done func() bool) error {
 		if err := d.ctx.Err(); err != nil {
 			return err
 		}
-		last := d.view.unread
+		last := d.rd.Unread
 		unread, err := d.w.waiter.AwaitRead(d.w.conn, awaitReadMax, spins, func(unread int) bool { return unread < last })
 		if err != nil {
 			return err
 		}
-		if unread >= last && !d.sleep(d.view.poll) {
+		if unread >= last && !d.sleep(d.rd.Poll) {
 			return d.ctx.Err()
 		}
 		if err := d.check(); err != nil {
@@ -355,7 +355,7 @@ func (d *drainer) repair(cause error) {
 		// A read fault, not damage: wal reopened the file and logged it.
 		return
 	}
-	d.step(msg{kind: msgRewind})
+	d.step(delivery.Input{Kind: delivery.Rewind})
 	logSalvage(d.opts.Logger, r)
 	d.unreadableLogged()
 }
@@ -388,29 +388,32 @@ func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
 // many were expired (the caller reads again).
 func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
-	ages := make([]time.Duration, len(entries))
-	for i, e := range entries {
-		ages[i] = e.Age(now, boot)
+	ages := d.w.ages[:0]
+	for _, e := range entries {
+		ages = append(ages, e.Age(now, boot))
 	}
-	r, _ := d.step(msg{kind: msgBatch, seq: entries[0].Seq, ages: ages})
-	if r.expire == 0 {
-		return entries[:r.keep], 0, nil
+	d.w.ages = ages
+	d.step(delivery.Input{Kind: delivery.Batch, Seq: entries[0].Seq, Ages: ages})
+	keep, expire := d.rd.Keep, d.rd.Expire
+	if expire == 0 {
+		return entries[:keep], 0, nil
 	}
-	through := entries[r.expire-1].Seq
+	through := entries[expire-1].Seq
 	gone, err := d.spool.Expire(through)
 	if err != nil {
 		return nil, 0, err
 	}
-	d.step(msg{kind: msgFirst, seq: through + 1})
+	d.step(delivery.Input{Kind: delivery.First, Seq: through + 1})
 	d.logs.expiredHere.Add(gone.Events)
 	d.logExpired(gone, false)
 	d.progressed(func(*linkStats) {})
-	return nil, r.expire, nil
+	return nil, expire, nil
 }
 
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
 // nil when it can (or when that cannot be known), an error matching
-// os.ErrDeadlineExceeded after WriteTimeout, or the context's error at Close.
+// os.ErrDeadlineExceeded when delivery gives up (NoRoom), or the context's
+// error at Close.
 // A chunk larger than the buffer can ever take first raises SO_SNDBUF, then
 // waits for an empty queue, and can still be torn. Where sendRoom already
 // proves the room it takes no reading, sparing the cores commits need.
@@ -438,11 +441,13 @@ func (d *drainer) awaitRoom(n int) error {
 			d.w.room.sndbuf = sndbuf
 			return 0, nil
 		}
-		waited := d.opts.Clock.Now().Sub(start)
-		if waited > d.opts.WriteTimeout {
+		if err := d.step(delivery.Input{Kind: delivery.NoRoom, Since: start}); err != nil {
+			return 0, err
+		}
+		if d.rd.RoomTimedOut {
 			return 0, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
-		return pollAfter(waited), nil
+		return d.rd.Look, nil
 	})
 }
 

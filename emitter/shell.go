@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
+	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/pathwatch"
 	"github.com/evspool/evspool/internal/sockwait"
@@ -22,8 +22,8 @@ import (
 // Emit caller sending inline; ctl.run makes them one at a time. Others talk
 // to it through wake (a notify channel of capacity 1) and ctx. This file holds the
 // shell's primitives, the gate's side and the loss logs; send.go (writing)
-// and the loop (drainer.go) use them. The drainer's
-// methods are in these three files.
+// and the loop (drainer.go) use them, and steps.go feeds delivery and
+// carries out its Ready. The drainer's methods are in these four files.
 type drainer struct {
 	addr  string
 	opts  *Options // opts.Clock: every wait and every now
@@ -32,8 +32,8 @@ type drainer struct {
 	ctl   control
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
-	dv   *delivery // stepped through step, never read
-	view view      // delivery's state as of its last step
+	dv   *delivery.Delivery
+	rd   delivery.Ready // what dv said at its last step (steps.go)
 	w    wire
 	logs logs
 
@@ -50,11 +50,9 @@ type control struct {
 	// run is held by whoever acts as the drainer: the run goroutine, except
 	// while it idles (parked), or an Emit caller sending inline (sendInline).
 	run     sync.Mutex
-	parked  bool          // under run: the run goroutine waits in idle, planned as below
+	parked  bool          // under run: the run goroutine waits in idle, as delivery planned it
 	inline  bool          // under run: an Emit caller is sending; nothing may wait
 	fresh   committed     // under run, while inline: what that caller committed
-	wakeAt  time.Time     // under run: the idle's deadline timer, zero if none
-	polls   bool          // under run: the idle looks again after idleCheck
 	inlined atomic.Uint64 // sends Emit callers made
 }
 
@@ -103,6 +101,8 @@ type wire struct {
 	poll Timer // times an idle drainer's next look, reused
 
 	sent    []wal.Entry      // written, not yet acknowledged: the witness comes from here
+	lines   []delivery.Line  // what the last write told delivery (sentLines), reused
+	ages    []time.Duration  // the ages of the last batch read (applyAge), reused
 	witness wal.Entry        // the newest acknowledged event, resent as proof
 	preGen  uint64           // the gate's generation at this connection's last preamble
 	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
@@ -137,37 +137,10 @@ func (d *drainer) notify() {
 	}
 }
 
-// step tells delivery m at the clock's now and carries out its ready: it
-// logs (a Flush that returns after an acknowledgement has its log),
-// acknowledges, sets aside and saves the strikes, in that order. It returns
-// errAbandoned when delivery dropped the connection, or the spool's error.
-func (d *drainer) step(m msg) (ready, error) {
-	m.now = d.opts.Clock.Now()
-	r := d.dv.step(m)
-	d.view = r.view
-	for _, n := range r.notes {
-		d.logNote(n)
-	}
-	var err error
-	if r.ackThrough != 0 {
-		err = d.ack(r.ackThrough)
-	}
-	if r.setAside != 0 {
-		d.deadLetter(r.setAside)
-	}
-	if r.saveStrike {
-		d.saveStrikes()
-	}
-	if r.abandon {
-		err = errAbandoned
-	}
-	return r, err
-}
-
 // ack removes the events through seq from the spool and counts them
-// delivered, or unproven where the connection proves no handling (proves);
-// the newest is kept as the witness.
-func (d *drainer) ack(seq uint64) error {
+// delivered, or unproven where delivery says the connection proves no
+// handling; the newest is kept as the witness.
+func (d *drainer) ack(seq uint64, proven bool) error {
 	if err := d.spool.Ack(seq); err != nil {
 		return err // they are resent: duplicates
 	}
@@ -179,7 +152,6 @@ func (d *drainer) ack(seq uint64) error {
 		d.w.witness = d.w.sent[n-1]
 		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
 	}
-	proven := d.proves()
 	d.progressed(func(l *linkStats) {
 		if proven {
 			l.delivered += uint64(n)
@@ -211,44 +183,45 @@ func (d *drainer) record(f func(*linkStats), err error) {
 }
 
 // deadLetter appends the oldest pending event seq to the dead-letter file,
-// then removes it from the spool: a crash in between duplicates, never loses.
-func (d *drainer) deadLetter(seq uint64) {
+// then removes it from the spool: a crash in between duplicates, never
+// loses. It reports whether it did.
+func (d *drainer) deadLetter(seq uint64) bool {
 	entries, err := d.spool.Read(seq, 1, 0)
 	if err != nil || len(entries) == 0 || entries[0].Seq != seq {
 		d.opts.Logger.Error("cannot read a poison event to set it aside", "seq", seq, "error", err)
-		return
+		return false
 	}
 	e := entries[0]
-	attempts := d.view.strikes.n
+	attempts := d.rd.Strikes.N
 	dl := ledger.DeadLetter{Seq: seq, Appended: e.Time, At: d.opts.Clock.Now(), Attempts: attempts, Data: e.Data}
 	path := filepath.Join(d.spool.Dir(), ledger.DeadLetterFile)
 	if err := ledger.AppendDeadLetter(d.spool.Dir(), dl, d.opts.MaxDeadLetterBytes); err != nil {
 		d.logs.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
-		return
+		return false
 	}
 	if err := d.spool.Ack(seq); err != nil {
 		d.opts.Logger.Error("poison event set aside but not removed from the spool; it will be set aside again",
 			"seq", seq, "error", err)
-		return
+		return false
 	}
-	d.step(msg{kind: msgSetAside, seq: seq})
 	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
 		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
 		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
 	d.progressed(func(l *linkStats) { l.deadLettered++ })
+	return true
 }
 
 // saveStrikes keeps delivery's strike record, and the witness, in the spool.
 func (d *drainer) saveStrikes() {
-	s := d.view.strikes
-	rec := ledger.Strikes{Seq: s.seq, Count: s.n}
-	if s.seq != 0 && s.witness != 0 && d.w.witness.Seq == s.witness {
-		rec.WitnessSeq, rec.Witness = s.witness, d.w.witness.Data
+	s := d.rd.Strikes
+	rec := ledger.Strikes{Seq: s.Seq, Count: s.N}
+	if s.Seq != 0 && s.Witness != 0 && d.w.witness.Seq == s.Witness {
+		rec.WitnessSeq, rec.Witness = s.Witness, d.w.witness.Data
 	}
 	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
 		d.logs.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
-			"seq", s.seq, "error", err.Error())
+			"seq", s.Seq, "error", err.Error())
 	}
 }
 
@@ -258,31 +231,32 @@ func (d *drainer) restoreStrikes() {
 	if err != nil {
 		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
 	}
-	d.step(msg{kind: msgRestore, seq: d.spool.FirstSeq(), strikes: strikeRecord{seq: rec.Seq, n: rec.Count, witness: rec.WitnessSeq}})
+	d.step(delivery.Input{Kind: delivery.Restore, Seq: d.spool.FirstSeq(),
+		Strikes: delivery.Strikes{Seq: rec.Seq, N: rec.Count, Witness: rec.WitnessSeq}})
 	if rec.WitnessSeq != 0 {
 		d.w.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}
 	}
 }
 
 // logNote logs what delivery noted, rate-limited.
-func (d *drainer) logNote(n note) {
-	stalled := d.opts.Clock.Now().Sub(n.since)
-	switch n.kind {
-	case noteSlow:
+func (d *drainer) logNote(n delivery.Note) {
+	stalled := d.opts.Clock.Now().Sub(n.Since)
+	switch n.Kind {
+	case delivery.NoteSlow:
 		d.record(func(l *linkStats) { l.stalls++ }, nil)
 		d.logs.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", stalled.Round(time.Millisecond).String())
-	case noteFrozen:
+	case delivery.NoteFrozen:
 		d.logs.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
-			errFrozen, stalled.Round(time.Second)), d.spool.Len, n.since)
-	case noteStuck:
+			errFrozen, stalled.Round(time.Second)), d.spool.Len, n.Since)
+	case delivery.NoteStuck:
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
-			"addr", d.addr, "seq", n.seq, "stalled_for", stalled.Round(time.Millisecond).String())
-	case noteCrashLoop:
-		d.logs.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.n),
+			"addr", d.addr, "seq", n.Seq, "stalled_for", stalled.Round(time.Millisecond).String())
+	case delivery.NoteCrashLoop:
+		d.logs.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.N),
 			"addr", d.addr, "pending_events", d.spool.Len())
-	case noteStrike:
-		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.seq, "strikes", n.n,
+	case delivery.NoteStrike:
+		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.Seq, "strikes", n.N,
 			"max_attempts", d.opts.MaxAttempts)
 	}
 }
@@ -339,29 +313,6 @@ func (d *drainer) timeout(dur time.Duration) (context.Context, context.CancelFun
 	return ctx, cancel
 }
 
-// fail drops the connection after an error and tells delivery whether the
-// receiver hung up (reset: with bytes unread) or the drainer gave up on it.
-func (d *drainer) fail(err error) {
-	if d.ctx.Err() != nil {
-		return
-	}
-	if !errors.Is(err, errAbandoned) {
-		d.record(func(l *linkStats) { l.writeErrors++ }, err)
-	}
-	m := msg{kind: msgLost}
-	var gone *sockwait.PeerGoneError
-	switch {
-	case errors.As(err, &gone):
-		m = msg{kind: msgHungUp, reset: errors.Is(gone.Cause, syscall.ECONNRESET) || gone.Unread > 0}
-	case errors.Is(err, sockwait.ErrPeerGone), errors.Is(err, errPeerClosed),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, syscall.ECONNRESET):
-		m = msg{kind: msgHungUp, reset: true}
-	}
-	_, aerr := d.step(m)
-	d.disconnect()
-	d.logs.out.down(errors.Join(err, aerr), d.spool.Len, time.Time{})
-}
-
 func (d *drainer) disconnect() {
 	if d.w.conn == nil {
 		return
@@ -383,12 +334,12 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 	stop = func() {}
 	if g.held {
 		held := d.opts.Clock.Boot() - g.since
-		r, _ := d.step(msg{kind: msgHeld, held: held})
-		if !r.release {
-			if r.holdLeft <= 0 {
+		d.step(delivery.Input{Kind: delivery.Held, Held: held})
+		if !d.rd.Release {
+			if d.rd.HoldLeft <= 0 {
 				return false, g.gen, g.watch(), nil, stop
 			}
-			t := d.opts.Clock.NewTimer(r.holdLeft)
+			t := d.opts.Clock.NewTimer(d.rd.HoldLeft)
 			return false, g.gen, g.watch(), t.C(), func() { t.Stop() }
 		}
 		g.held = false
@@ -499,12 +450,4 @@ func (d *drainer) logExpired(gone wal.Counter, final bool) {
 		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
 		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
 	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
-}
-
-// proves reports whether an acknowledgement on this connection is proof of
-// handling: on a Unix socket whose reads SIOCOUTQ shows, by the replay
-// window's rule. Over TCP a read is the receiver's kernel's; with
-// AckOnWrite or a negative ReplayWindow nothing after the write is seen.
-func (d *drainer) proves() bool {
-	return d.w.unix && d.w.waiter != nil && d.w.waiter.Supported() && !d.opts.AckOnWrite && d.opts.ReplayWindow >= 0
 }

@@ -1,10 +1,11 @@
-package emitter
+package delivery_test
 
 import (
 	"testing"
-	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/evspool/evspool/internal/delivery"
 )
 
 // simReceiver is a sequential reader on one connection, as cloud-event-proxy
@@ -82,11 +83,11 @@ func TestDeliveryProperties(t *testing.T) {
 	var acks, asides, struck int
 	defer func() { t.Logf("acknowledgements %d, set aside %d, strikes %d", acks, asides, struck) }()
 	rapid.Check(t, func(rt *rapid.T) {
-		cfg := testConfig(lastRead)
-		cfg.linger = 0 // reads alone prove anything
-		cfg.batch = rapid.IntRange(1, 20).Draw(rt, "batch")
-		d := newDelivery(cfg)
-		d.restore(1, strikeRecord{})
+		cfg := testConfig(delivery.LastRead)
+		cfg.Linger = 0 // reads alone prove anything
+		cfg.Batch = rapid.IntRange(1, 20).Draw(rt, "batch")
+		d := newRig(rt, cfg)
+		d.restore(1, delivery.Strikes{})
 		total := uint64(rapid.IntRange(1, 60).Draw(rt, "events"))
 		sizes := map[uint64]int{}
 		for s := uint64(1); s <= total; s++ {
@@ -97,69 +98,69 @@ func TestDeliveryProperties(t *testing.T) {
 		handled := map[uint64]bool{}
 		setAside := map[uint64]bool{}
 		var rcv *simReceiver
-		now := t0
-		check := func(r ready, before uint64) {
-			if r.ackThrough != 0 {
-				if r.ackThrough <= before {
-					rt.Fatalf("acknowledgement went back: %d after %d", r.ackThrough, before)
+		now := 0
+		check := func(r delivery.Ready, before uint64) {
+			if r.AckThrough != 0 {
+				if r.AckThrough <= before {
+					rt.Fatalf("acknowledgement went back: %d after %d", r.AckThrough, before)
 				}
-				for s := before + 1; s <= r.ackThrough; s++ {
+				for s := before + 1; s <= r.AckThrough; s++ {
 					if !handled[s] && !setAside[s] {
 						rt.Fatalf("acknowledged %d, never handled", s)
 					}
 				}
 			}
-			if r.setAside != 0 {
-				if r.setAside != d.acked+1 {
-					rt.Fatalf("set aside %d, oldest pending %d", r.setAside, d.acked+1)
+			if r.SetAside != 0 {
+				if r.SetAside != r.Acked+1 {
+					rt.Fatalf("set aside %d, oldest pending %d", r.SetAside, r.Acked+1)
 				}
-				if handled[r.setAside] {
-					rt.Fatalf("set aside %d, which the receiver handled", r.setAside)
+				if handled[r.SetAside] {
+					rt.Fatalf("set aside %d, which the receiver handled", r.SetAside)
 				}
-				setAside[r.setAside] = true
-				d.setAsideDone(r.setAside)
+				setAside[r.SetAside] = true
+				d.setAside(r.SetAside)
 			}
-			if r.abandon {
+			if r.Drop != delivery.DropNone {
 				rcv = nil
 			}
 		}
-		for step := 0; step < 1500 && d.acked < total; step++ {
-			now = now.Add(time.Duration(rapid.IntRange(1, 5000).Draw(rt, "ms")) * time.Millisecond)
-			if rcv == nil || d.conn == nil {
+		for step := 0; step < 1500 && d.rd.Acked < total; step++ {
+			now += rapid.IntRange(1, 5000).Draw(rt, "ms")
+			if rcv == nil || !d.rd.Connected {
 				rcv = &simReceiver{}
 				d.connected(now)
 				continue
 			}
-			before, strikes := d.acked, d.strikes
-			var r ready
+			before, strikes := d.rd.Acked, d.rd.Strikes
+			var r delivery.Ready
 			switch [...]int{0, 0, 0, 1, 1, 1, 2, 3, 4, 4}[rapid.IntRange(0, 9).Draw(rt, "action")] {
 			case 0: // write what delivery asks for
 				p, ok := d.next(now)
 				if !ok {
 					continue
 				}
-				var ls []line
-				if p.resendWitness != 0 {
-					ls = append(ls, line{p.resendWitness, sizes[p.resendWitness]})
+				var ls []delivery.Line
+				if p.ResendWitness != 0 {
+					ls = append(ls, delivery.Line{Seq: p.ResendWitness, Size: sizes[p.ResendWitness]})
 				}
-				from := max(p.from, d.acked+1)
-				if p.resendWitness == 0 && len(rcv.lines) == 0 && from != d.acked+1 {
-					rt.Fatalf("a new connection starts at %d, not at the oldest pending %d", from, d.acked+1)
+				from := max(p.From, d.rd.Acked+1)
+				if p.ResendWitness == 0 && len(rcv.lines) == 0 && from != d.rd.Acked+1 {
+					rt.Fatalf("a new connection starts at %d, not at the oldest pending %d", from, d.rd.Acked+1)
 				}
-				for s := from; p.resendWitness == 0 && s <= total && s < from+uint64(p.max); s++ {
-					ls = append(ls, line{s, sizes[s]})
+				for s := from; p.ResendWitness == 0 && s <= total && s < from+uint64(p.Max); s++ {
+					ls = append(ls, delivery.Line{Seq: s, Size: sizes[s]})
 				}
 				if len(ls) == 0 {
 					continue
 				}
 				payload := 0
 				for _, l := range ls {
-					payload += l.size
-					end := uint64(l.size)
+					payload += l.Size
+					end := uint64(l.Size)
 					if n := len(rcv.lines); n > 0 {
 						end += rcv.lines[n-1].end
 					}
-					rcv.lines = append(rcv.lines, simLine{l.seq, end})
+					rcv.lines = append(rcv.lines, simLine{l.Seq, end})
 				}
 				mem := 0
 				if exact {
@@ -174,11 +175,11 @@ func TestDeliveryProperties(t *testing.T) {
 					break
 				}
 				rcv.read(rapid.IntRange(1, 4096).Draw(rt, "read"))
-				r = d.observed(now, rcv.outq())
+				r = d.read(now, rcv.outq())
 			case 2: // SIOCOUTQ
-				r = d.observed(now, rcv.outq())
+				r = d.read(now, rcv.outq())
 			case 3: // it dies, having handled part of what it read
-				if d.isolating() {
+				if d.rd.Isolating {
 					// A kill of a healthy receiver in the middle of an
 					// isolation, right after it read an event alone,
 					// looks exactly like that event's poison: the model
@@ -192,20 +193,20 @@ func TestDeliveryProperties(t *testing.T) {
 				r = d.tick(now)
 			}
 			check(r, before)
-			if r.ackThrough != 0 {
+			if r.AckThrough != 0 {
 				acks++
 			}
-			if r.setAside != 0 {
+			if r.SetAside != 0 {
 				asides++
 			}
-			if d.strikes.n > strikes.n {
+			if d.rd.Strikes.N > strikes.N {
 				struck++
 			}
-			if d.strikes.n > strikes.n || (d.strikes.seq != strikes.seq && d.strikes.n > 0) {
-				if !handled[d.strikes.seq-1] && d.strikes.seq > 1 {
-					rt.Fatalf("strike on %d with %d never handled", d.strikes.seq, d.strikes.seq-1)
+			if d.rd.Strikes.N > strikes.N || (d.rd.Strikes.Seq != strikes.Seq && d.rd.Strikes.N > 0) {
+				if !handled[d.rd.Strikes.Seq-1] && d.rd.Strikes.Seq > 1 {
+					rt.Fatalf("strike on %d with %d never handled", d.rd.Strikes.Seq, d.rd.Strikes.Seq-1)
 				}
-				if d.strikes.seq == 1 {
+				if d.rd.Strikes.Seq == 1 {
 					rt.Fatalf("strike on 1: nothing before it was handled")
 				}
 			}

@@ -1,4 +1,4 @@
-package emitter
+package delivery
 
 import (
 	"time"
@@ -11,7 +11,7 @@ import (
 // MaxBackoff, and a Unix socket's path appearing ends it (the receiver is
 // binding: up to quickDials refused dials are then retried within
 // milliseconds, as listen(2) follows bind(2)); after connections that
-// handled nothing it grows to crashPause, and from the second in a row the
+// handled nothing it grows to CrashPause, and from the second in a row the
 // path appearing does not end it: a crash-looping receiver binds anew at
 // each start. A connection that handled something resets it.
 
@@ -20,10 +20,6 @@ const (
 	quickFirst = 250 * time.Microsecond
 	quickMax   = 2 * time.Millisecond
 )
-
-// crashLoopMaxPause caps the pause before dialling a receiver that keeps
-// failing before it handles anything (at least Options.MaxBackoff).
-const crashLoopMaxPause = 5 * time.Second
 
 // dialPlan is when the next dial may be made.
 type dialPlan struct {
@@ -35,23 +31,23 @@ type dialPlan struct {
 
 // backOff plans the dial after a connection ended at now: at once after one
 // that handled something, else after the backoff's next pause.
-func (d *delivery) backOff(now time.Time, failed bool) {
+func (d *Delivery) backOff(now time.Time, failed bool) {
 	if !failed {
 		d.dial.bo.Reset()
 		d.dial.at, d.dial.early = now, false
 		return
 	}
-	limit, early := d.cfg.maxBackoff, d.empty < 2
+	limit, early := d.cfg.MaxBackoff, d.empty < 2
 	if !early {
-		limit = d.cfg.crashPause
+		limit = d.cfg.CrashPause
 	}
 	d.dial.at, d.dial.early = now.Add(min(d.dial.bo.NextBackOff(), limit)), early
 }
 
 // dialFailed plans the dial after a refused one: the backoff's next pause,
 // or a quick one soon after the path appeared.
-func (d *delivery) dialFailed(now time.Time) {
-	p := min(d.dial.bo.NextBackOff(), d.cfg.maxBackoff)
+func (d *Delivery) dialFailed(now time.Time) {
+	p := min(d.dial.bo.NextBackOff(), d.cfg.MaxBackoff)
 	if d.dial.quick > 0 {
 		p = min(p, quickFirst<<min(quickDials-d.dial.quick, 3), quickMax)
 		d.dial.quick--

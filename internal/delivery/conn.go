@@ -1,4 +1,4 @@
-package emitter
+package delivery
 
 import "time"
 
@@ -22,10 +22,11 @@ type connState struct {
 	emptyAt   uint64    // read when a reading last showed nothing unread (the receiver had taken it all)
 	partial   bool      // the oldest unread write is partly read
 	handled   bool      // an event was shown handled on this connection
-	slow      bool      // read nothing for warnAfter (noted)
-	frozen    bool      // read nothing for stallAfter (noted): write nothing new
+	slow      bool      // read nothing for WarnAfter (noted)
+	frozen    bool      // read nothing for StallAfter (noted): write nothing new
 	lastWrite time.Time // when the last write was made
-	fin       finState  // kernelTook only
+	fin       finState  // KernelTook only
+	reads     bool      // the socket shows the receiver's reads
 }
 
 type sentLine struct {
@@ -48,13 +49,13 @@ type sentWrite struct {
 const oneBuffer = 32 << 10
 
 // add records a write of lines that took mem bytes of socket memory.
-func (c *connState) add(lines []line, mem int, acked uint64) {
+func (c *connState) add(lines []Line, mem int, acked uint64) {
 	payload := 0
 	for _, l := range lines {
 		start := c.written
-		c.written += uint64(l.size)
-		payload += l.size
-		c.lines = append(c.lines, sentLine{seq: l.seq, start: start, end: c.written, witness: l.seq <= acked})
+		c.written += uint64(l.Size)
+		payload += l.Size
+		c.lines = append(c.lines, sentLine{seq: l.Seq, start: start, end: c.written, witness: l.Seq <= acked})
 	}
 	mem = max(mem, payload)
 	alone := c.read == c.written-uint64(payload)
@@ -67,12 +68,13 @@ func (c *connState) add(lines []line, mem int, acked uint64) {
 func (c *connState) observe(now time.Time, unread int) bool {
 	moved := unread < c.unread
 	c.unread = unread
-	newRead := c.read
-	for len(c.writes) > 0 && c.memHeld-c.writes[0].mem >= unread {
-		newRead = c.writes[0].end
-		c.memHeld -= c.writes[0].mem
-		c.writes = c.writes[1:]
+	newRead, n := c.read, 0
+	for n < len(c.writes) && c.memHeld-c.writes[n].mem >= unread {
+		newRead = c.writes[n].end
+		c.memHeld -= c.writes[n].mem
+		n++
 	}
+	c.writes = append(c.writes[:0], c.writes[n:]...) // in place: the next write reuses it
 	// Less held than the writes account for: the oldest was read in part.
 	c.partial = len(c.writes) > 0 && c.writes[0].payload > oneBuffer && unread < c.memHeld
 	if newRead > c.read {
@@ -103,19 +105,19 @@ func (c *connState) observe(now time.Time, unread int) bool {
 func (c *connState) allRead() bool { return c.read == c.written }
 
 // isHandled reports whether the receiver has handled line l, by cfg, at now.
-func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bool {
+func (c *connState) isHandled(l sentLine, cfg *Config, now time.Time) bool {
 	if l.end > c.read {
 		return false
 	}
-	if !now.IsZero() && cfg.linger > 0 && now.Sub(l.readAt) >= cfg.linger {
+	if !now.IsZero() && cfg.Linger > 0 && now.Sub(l.readAt) >= cfg.Linger {
 		return true // still connected that long after reading it
 	}
-	switch cfg.mode {
-	case lastRead:
+	switch cfg.Mode {
+	case LastRead:
 		return l.end <= c.lastFrom // a later read began after it was read whole
-	case fixedBytes:
-		return l.end+cfg.windowBytes <= c.read
-	case kernelTook:
+	case FixedBytes:
+		return l.end+cfg.WindowBytes <= c.read
+	case KernelTook:
 		return false
 	}
 	return true
@@ -123,7 +125,7 @@ func (c *connState) isHandled(l sentLine, cfg *deliveryConfig, now time.Time) bo
 
 // handledThrough returns the last sequence of the handled prefix of lines,
 // 0 if none. A zero now leaves linger out, for a receiver that is gone.
-func (c *connState) handledThrough(cfg *deliveryConfig, now time.Time) uint64 {
+func (c *connState) handledThrough(cfg *Config, now time.Time) uint64 {
 	var through uint64
 	for _, l := range c.lines {
 		if !c.isHandled(l, cfg, now) {
@@ -143,7 +145,7 @@ func (c *connState) dropThrough(seq uint64) {
 	for i < len(c.lines) && c.lines[i].seq <= seq {
 		i++
 	}
-	c.lines = c.lines[i:]
+	c.lines = append(c.lines[:0], c.lines[i:]...) // in place: the next write reuses it
 }
 
 // oldest returns the oldest unacknowledged non-witness line, and the newest.

@@ -1,0 +1,166 @@
+package delivery
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Delivery is the drainer's decisions. Its zero value is not usable: New
+// makes one.
+type Delivery struct {
+	cfg Config
+
+	acked     uint64 // highest sequence acknowledged or set aside; only grows
+	cursor    uint64 // next sequence to write; 0: from the oldest pending
+	isolateTo uint64 // while anything up to it is unhandled, one event a write
+	witness   uint64 // newest acknowledged sequence the caller can resend, 0: none
+	strikes   Strikes
+	tcp       tcpIsolation // see tcpIsolation
+	empty     int          // connections in a row that failed before handling anything
+	conn      *connState
+	dial      dialPlan // see dialPlan
+	idle      idlePlan // see idlePlan
+
+	rd Ready // accumulated since the last Advance
+}
+
+// New returns a Delivery with cfg, before any connection.
+func New(cfg Config) *Delivery {
+	if cfg.CrashPause == 0 {
+		cfg.CrashPause = max(cfg.MaxBackoff, crashLoopMaxPause)
+	}
+	bo := &backoff.ExponentialBackOff{InitialInterval: cfg.Backoff, RandomizationFactor: cfg.Jitter,
+		Multiplier: 2, MaxInterval: max(cfg.CrashPause, cfg.MaxBackoff), Stop: backoff.Stop, Clock: noClock{}}
+	bo.Reset()
+	return &Delivery{cfg: cfg, dial: dialPlan{bo: bo}}
+}
+
+// Step tells delivery what happened; what to do accumulates in Ready. It
+// fails only on an Input of no known Kind.
+func (d *Delivery) Step(in Input) error {
+	switch in.Kind {
+	case Restore:
+		d.restore(in.Seq, in.Strikes)
+	case Connected:
+		d.connected(in.Now, in.Reads)
+	case First:
+		d.skipTo(in.Seq)
+	case Next:
+		d.skipTo(in.Seq)
+		d.rd.Send, d.rd.SendOK = d.next(in.Now)
+	case Batch:
+		d.rd.Keep, d.rd.Expire = d.aged(in.Seq, in.Ages)
+	case Held:
+		d.held(in.Held)
+	case Wrote:
+		d.wrote(in.Now, in.Lines, in.N)
+	case Read:
+		d.observed(in.Now, in.N)
+		d.tick(in.Now)
+	case Tick:
+		d.tick(in.Now)
+	case Fin:
+		d.peerFin(in.Now, in.N)
+	case Failed:
+		d.failed(in.Now, in.Cause, in.N)
+	default:
+		return d.stepMore(in)
+	}
+	d.state(in.Now)
+	return nil
+}
+
+// stepMore is Step for the inputs that change no connection.
+func (d *Delivery) stepMore(in Input) error {
+	switch in.Kind {
+	case DialFailed:
+		d.connLost()
+		d.dialFailed(in.Now)
+	case Appeared:
+		d.dial.quick, d.dial.at = quickDials, in.Now
+	case SetAside:
+		d.setAsideDone(in.Seq)
+	case Rewind:
+		d.cursor = 0
+	case NoWitness:
+		d.witness = 0
+	case NoRoom:
+		d.noRoom(in.Now, in.Since)
+	case Park:
+		d.park(in.Idle)
+	case Recheck:
+		d.recheck(in.Idle)
+	default:
+		return fmt.Errorf("delivery: input of unknown kind %d", in.Kind)
+	}
+	d.state(in.Now)
+	return nil
+}
+
+// restore takes the spool's oldest pending sequence and saved strikes.
+func (d *Delivery) restore(oldest uint64, s Strikes) {
+	if oldest > 0 {
+		d.acked = oldest - 1
+	}
+	if s.Seq >= oldest && s.N > 0 {
+		d.strikes = s
+		d.isolateTo = max(d.isolateTo, s.Seq)
+		d.tcp.stopAt = s.Seq
+		if s.Witness != 0 && s.Witness+1 == oldest {
+			d.witness = s.Witness
+		}
+	}
+}
+
+func (d *Delivery) connected(now time.Time, reads bool) {
+	d.conn = &connState{start: now, lastMove: now, reads: reads}
+	d.cursor = 0
+	d.dial.quick = 0
+}
+
+// held applies MaxHold to a hold of the live gate that lasted h.
+func (d *Delivery) held(h time.Duration) {
+	d.rd.Release = d.cfg.MaxHold > 0 && h >= d.cfg.MaxHold
+	if d.cfg.MaxHold > 0 && !d.rd.Release {
+		d.rd.HoldLeft = d.cfg.MaxHold - h
+	}
+}
+
+// skipTo records that the spool's oldest pending event is first: what came
+// before left it another way (the full-spool policy, expiry).
+func (d *Delivery) skipTo(first uint64) {
+	if first > d.acked+1 {
+		d.acked = first - 1
+		if d.conn != nil {
+			d.conn.dropThrough(d.acked)
+		}
+		d.clearStrikes(d.acked)
+	}
+}
+
+// aged applies MaxAge to a batch just read: the expired lines at the
+// spool's head (after acked) are expired and the spool read again; otherwise
+// the batch is cut before its first expired line, which waits for its turn
+// (an earlier boot's events, aged on the wall clock, may expire out of
+// order). Expired lines behind unacknowledged ones wait until they reach the
+// head: expiring them would remove those too.
+func (d *Delivery) aged(first uint64, ages []time.Duration) (keep, expire int) {
+	old := 0
+	for d.cfg.MaxAge > 0 && old < len(ages) && ages[old] > d.cfg.MaxAge {
+		old++
+	}
+	switch {
+	case old > 0 && first > d.acked+1:
+		return 0, 0
+	case old > 0:
+		return 0, old
+	}
+	for i, a := range ages {
+		if d.cfg.MaxAge > 0 && a > d.cfg.MaxAge {
+			return i, 0
+		}
+	}
+	return len(ages), 0
+}
