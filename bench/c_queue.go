@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"time"
 
@@ -106,7 +107,7 @@ func (s *queueSender) run() {
 		select {
 		case <-s.wake:
 		case <-idle.C:
-			if gone, err := s.waiter.HungUp(); gone || err != nil {
+			if _, gone, err := s.waiter.Probe(); gone != nil || err != nil {
 				s.disconnect()
 			}
 		case <-s.ctx.Done():
@@ -153,7 +154,7 @@ func (s *queueSender) sendBatch() (int, error) {
 		b = b[n:]
 	}
 	ctx, cancel := context.WithTimeout(s.ctx, writeTimeout)
-	err = s.waiter.WaitConsumed(ctx)
+	err = waitConsumed(ctx, s.waiter)
 	cancel()
 	if err != nil {
 		return 0, err
@@ -163,4 +164,33 @@ func (s *queueSender) sendBatch() (int, error) {
 	}
 	s.bo.Reset()
 	return len(events), nil
+}
+
+// waitConsumed returns nil once the peer has read everything written so
+// far, looking at the queue with a pause that doubles from
+// sockwait.DefaultMinInterval to DefaultMaxInterval. It returns the
+// *sockwait.PeerGoneError of a peer that hung up, whatever the queue said
+// (the caller resends), and ctx's error, wrapped, when ctx ends first.
+func waitConsumed(ctx context.Context, w *sockwait.Waiter) error {
+	pause := sockwait.DefaultMinInterval
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	for {
+		unread, gone, err := w.Probe()
+		switch {
+		case err != nil:
+			return err
+		case gone != nil:
+			return gone
+		case unread == 0:
+			return nil
+		}
+		t.Reset(pause)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: peer has %d bytes queued unread: %w", unread, ctx.Err())
+		case <-t.C:
+		}
+		pause = min(2*pause, sockwait.DefaultMaxInterval)
+	}
 }

@@ -36,7 +36,7 @@ func (w *WAL) AcksPending() bool {
 // space is given back and a power loss replays less.
 func (w *WAL) FlushAcks(idle time.Duration) error {
 	return w.locked(func() error {
-		if w.acked.Load() <= w.meta.removedSeq || w.opts.Clock.Now().Sub(w.lastCommit) < idle {
+		if w.acked.Load() <= w.meta.removedSeq || w.opts.Clock.Boot()-w.lastCommit < idle {
 			return nil
 		}
 		return w.flushAcksLocked()
@@ -71,7 +71,7 @@ func (w *WAL) flushAcksLocked() error {
 // ackCommitted notes a commit that deleted or appended, clearing the debt
 // if it deleted every acknowledged entry.
 func (w *WAL) ackCommitted() {
-	w.lastCommit = w.opts.Clock.Now()
+	w.lastCommit = w.opts.Clock.Boot()
 	if w.meta.removedSeq >= w.acked.Load() {
 		w.debt = 0
 		w.acked.Store(w.meta.removedSeq)

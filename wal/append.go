@@ -108,7 +108,7 @@ func (w *WAL) commitTx(batch []*appendReq) (*state, error) {
 	defer w.dbmu.RUnlock()
 	st, now := w.snapshot(), w.stampNow()
 	st.meta.noteBoot(bootKey(w.opts.Clock))
-	began, wrote := time.Now(), writeTime(w.db)
+	began, wrote := w.opts.Clock.Boot(), writeTime(w.db)
 	err := guard(w.path, func() error {
 		return w.db.Update(func(tx *bolt.Tx) error { return st.apply(tx, batch, now) })
 	})
@@ -116,7 +116,7 @@ func (w *WAL) commitTx(batch []*appendReq) (*state, error) {
 		return nil, err
 	}
 	// wmu: no other write transaction moved bbolt's write time.
-	w.stats.CommitTime += time.Since(began)
+	w.stats.CommitTime += w.opts.Clock.Boot() - began
 	w.stats.CommitWriteTime += writeTime(w.db) - wrote
 	return st, nil
 }

@@ -130,6 +130,20 @@ func (w *WAL) keepCopy(name string) (string, error) {
 	return w.sd.join(name), nil
 }
 
+// corruptName names a new damaged copy after the wall clock (Options.Clock),
+// with a number added should a copy of that name exist (a clock that stands
+// still, or was stepped back).
+func (w *WAL) corruptName() string {
+	name := fileName + corruptInfix + w.opts.Clock.Now().UTC().Format("20060102T150405.000000000Z")
+	free := name
+	for i := 1; ; i++ {
+		if _, err := w.sd.stat(free); err != nil {
+			return free
+		}
+		free = fmt.Sprintf("%s.%d", name, i)
+	}
+}
+
 // corruptCopies lists the damaged copies kept, oldest first (by name).
 func (w *WAL) corruptCopies() []string {
 	names, _ := w.sd.names()

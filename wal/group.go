@@ -3,6 +3,8 @@ package wal
 import (
 	"sync"
 	"time"
+
+	"github.com/evspool/evspool/emitter/clock"
 )
 
 // maxLinger bounds how long a leader waits for released callers (gather).
@@ -14,6 +16,7 @@ const maxLinger = 2 * time.Millisecond
 // A leader first waits briefly for the callers the last commit released
 // (gather), so callers appending in a loop form one group, not two.
 type group struct {
+	clk      clock.Clock // Options.Clock
 	mu       sync.Mutex
 	queue    []*appendReq
 	leading  bool
@@ -23,13 +26,13 @@ type group struct {
 
 	out        int           // estimate of callers the last commit released not back yet
 	lastCommit time.Duration // how long the last commit took
-	released   time.Time     // when it ended
+	released   time.Duration // clk.Boot() when it ended
 	want       int           // how many queued requests a gathering leader waits for
 	full       chan struct{} // closed once they are queued
 	// regroup is open from a commit that released several callers until
 	// the next takes its batch, at most until regroupBy (awaitRegroup).
 	regroup   chan struct{}
-	regroupBy time.Time
+	regroupBy time.Duration // on clk.Boot()
 }
 
 // reqPool recycles appendReqs, keeping GC work out of the gap between commits.
@@ -59,7 +62,8 @@ type appendReq struct {
 	err      error
 }
 
-func (g *group) init() {
+func (g *group) init(clk clock.Clock) {
+	g.clk = clk
 	g.space = make(chan struct{})
 	g.closed = make(chan struct{})
 }
@@ -76,16 +80,10 @@ func (g *group) close() {
 // they need, while during the commit the CPU is idle on fsync.
 func (g *group) awaitRegroup() {
 	g.mu.Lock()
-	started, wait := g.regroup, time.Until(g.regroupBy)
+	started, by := g.regroup, g.regroupBy
 	g.mu.Unlock()
-	if started == nil || wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-started:
-	case <-t.C:
+	if started != nil {
+		sleep(g.clk, by-g.clk.Boot(), started, nil)
 	}
 }
 
@@ -130,16 +128,17 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	g.queue = nil
 	g.mu.Unlock()
 
-	start := time.Now()
+	start := g.clk.Boot()
 	commit(batch)
-	took := time.Since(start)
+	end := g.clk.Boot()
+	took := end - start
 
 	g.mu.Lock()
-	g.lastCommit, g.out, g.released = took, len(batch), time.Now()
+	g.lastCommit, g.out, g.released = took, len(batch), end
 	if len(batch) > 1 {
 		// The callers return within a commit's time; a leader lingers half.
 		g.regrouped()
-		g.regroup, g.regroupBy = make(chan struct{}), g.released.Add(min(took+took/2, maxLinger))
+		g.regroup, g.regroupBy = make(chan struct{}), end+min(took+took/2, maxLinger)
 	}
 	released := false
 	for _, r := range batch {
@@ -173,20 +172,14 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 // pause longer than a commit has passed since.
 func (g *group) gather() {
 	want := len(g.queue) + g.out
-	if want <= len(g.queue) || g.lastCommit <= 0 || time.Since(g.released) > g.lastCommit {
+	if want <= len(g.queue) || g.lastCommit <= 0 || g.clk.Boot()-g.released > g.lastCommit {
 		return
 	}
 	linger := min(g.lastCommit/2, maxLinger)
 	g.want, g.full = want, make(chan struct{})
 	full := g.full
 	g.mu.Unlock()
-	t := time.NewTimer(linger)
-	select {
-	case <-full:
-	case <-t.C:
-	case <-g.closed:
-	}
-	t.Stop()
+	sleep(g.clk, linger, full, g.closed)
 	g.mu.Lock()
 	g.full, g.out = nil, 0 // who has not come back by now is not coming soon
 }

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/clocktest"
 )
 
 // TestGroupCommitMergesCallers: 64 callers appending one event at a time in
@@ -49,8 +51,9 @@ func TestGroupCommitMergesCallers(t *testing.T) {
 // release and never more than maxLinger.
 func TestRegrouping(t *testing.T) {
 	t.Parallel()
+	f := clocktest.NewFake(time.Unix(1e9, 0))
 	var g group
-	g.init()
+	g.init(f)
 	_, _, ok := regrouping(&g)
 	require.False(t, ok, "nothing committed yet")
 
@@ -62,7 +65,9 @@ func TestRegrouping(t *testing.T) {
 		if len(batches) == 1 {
 			close(inA)
 			<-releaseA
+			return
 		}
+		f.Advance(time.Millisecond) // B and C's commit takes 1 ms
 	}
 	a, b, c := newReq(nil), newReq(nil), newReq(nil)
 	var wg sync.WaitGroup
@@ -89,15 +94,18 @@ func TestRegrouping(t *testing.T) {
 	g.mu.Lock()
 	released, took := g.released, g.lastCommit
 	g.mu.Unlock()
-	require.Equal(t, released.Add(min(took+took/2, maxLinger)), by)
-	require.LessOrEqual(t, by.Sub(released), maxLinger)
+	require.Equal(t, time.Millisecond, took)
+	require.Equal(t, released+took+took/2, by)
+	require.LessOrEqual(t, by-released, maxLinger)
 	select {
 	case <-started:
 		t.Fatal("the window closed before the next commit")
 	default:
 	}
 
-	// D's commit takes its batch: the window closes before it commits.
+	// D's commit takes its batch: the window closes before it commits. (A
+	// pause longer than the last commit first, so that D does not gather.)
+	f.Advance(2 * time.Millisecond)
 	var closedAtCommit bool
 	g.run(newReq(nil), func([]*appendReq) {
 		select {
@@ -113,25 +121,25 @@ func TestRegrouping(t *testing.T) {
 	// A reader waits for an open window until the next commit starts, or
 	// until the window's deadline.
 	g.mu.Lock()
-	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Hour)
+	g.regroup, g.regroupBy = make(chan struct{}), f.Boot()+time.Hour
 	g.mu.Unlock()
 	waited := make(chan struct{})
 	go func() { g.awaitRegroup(); close(waited) }()
-	select {
-	case <-waited:
-		t.Fatal("the reader did not wait for the commit")
-	case <-time.After(10 * time.Millisecond):
-	}
+	require.Eventually(t, func() bool { return f.Timers() == 1 }, 5*time.Second, time.Millisecond, "the reader waits")
 	g.run(newReq(nil), func([]*appendReq) {})
 	<-waited
 	g.mu.Lock()
-	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Millisecond)
+	g.regroup, g.regroupBy = make(chan struct{}), f.Boot()+time.Millisecond
 	g.mu.Unlock()
-	g.awaitRegroup() // returns by the deadline
+	waited = make(chan struct{})
+	go func() { g.awaitRegroup(); close(waited) }()
+	require.Eventually(t, func() bool { return f.Timers() == 1 }, 5*time.Second, time.Millisecond, "the reader waits")
+	f.Advance(time.Millisecond)
+	<-waited // by the deadline
 
 	// Close ends an open window too.
 	g.mu.Lock()
-	g.regroup, g.regroupBy = make(chan struct{}), time.Now().Add(time.Hour)
+	g.regroup, g.regroupBy = make(chan struct{}), f.Boot()+time.Hour
 	open := g.regroup
 	g.mu.Unlock()
 	g.close()
@@ -144,7 +152,7 @@ func TestRegrouping(t *testing.T) {
 
 // regrouping is the window awaitRegroup waits for: the channel the next
 // commit closes, and its deadline; ok false when none is open.
-func regrouping(g *group) (started chan struct{}, by time.Time, ok bool) {
+func regrouping(g *group) (started chan struct{}, by time.Duration, ok bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.regroup, g.regroupBy, g.regroup != nil

@@ -8,18 +8,20 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/evspool/evspool/emitter/clock"
 )
 
 // lockDir takes an flock(2) on a file beside spool.db, so it still holds
 // while compaction renames a fresh file over spool.db. Closing the file
-// releases it.
-func lockDir(d *spoolDir, timeout time.Duration) (*os.File, error) {
+// releases it. It waits for another process's lock on c.
+func lockDir(d *spoolDir, timeout time.Duration, c clock.Clock) (*os.File, error) {
 	path := d.join(lockFileName)
 	f, err := d.open(lockFileName, os.O_RDWR|os.O_CREATE)
 	if err != nil {
 		return nil, fmt.Errorf("wal: open lock file: %w", err)
 	}
-	r := lockSchedule(timeout).start(realTime{})
+	r := lockSchedule(timeout).start(c)
 	for {
 		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {

@@ -70,9 +70,13 @@ type Options struct {
 	// process. Default DefaultLockTimeout.
 	LockTimeout time.Duration
 
-	// Clock stamps events with the wall clock and the boot clock, which ages
-	// them regardless of wall-clock steps (Entry.Age), and measures idleness
-	// (FlushAcks). It is the emitter's clock, one interface for both.
+	// Clock is the spool's one source of time: it stamps events with the
+	// wall clock and the boot clock, which ages them regardless of
+	// wall-clock steps (Entry.Age), measures every interval on the boot
+	// clock (FlushAcks' idleness, commit times, the group-commit linger,
+	// heal) and times every wait (the lock, retried reads). It is the
+	// emitter's clock, one interface for both. On a clock that stands still
+	// no commit lingers for a group, and a wait lasts until the clock moves.
 	// Default: clock.System(), with the boot clock on CLOCK_BOOTTIME.
 	Clock clock.Clock
 

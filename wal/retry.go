@@ -3,6 +3,8 @@ package wal
 import (
 	"context"
 	"time"
+
+	"github.com/evspool/evspool/emitter/clock"
 )
 
 // schedule is the one wait schedule of wal's retry loops: the first wait
@@ -29,26 +31,19 @@ func lockSchedule(timeout time.Duration) schedule {
 	return schedule{first: 10 * time.Millisecond, factor: 1, total: timeout}
 }
 
-// waiter is the time a retry waits on: real time in the spool (realTime),
-// time that passes only by waiting in the schedule's tests.
-type waiter interface {
-	now() time.Time
-	// wait waits d, or returns ctx.Err() as soon as ctx ends.
-	wait(ctx context.Context, d time.Duration) error
-}
-
 // retrying is one run of a schedule.
 type retrying struct {
 	s      schedule
-	wt     waiter
-	start  time.Time
+	clk    clock.Clock
+	start  time.Duration // clk.Boot() at the start
 	tries  int           // tries made (failed) so far
 	next   time.Duration // the wait before the next try
 	waited time.Duration // waits so far
 }
 
-func (s schedule) start(wt waiter) *retrying {
-	return &retrying{s: s, wt: wt, start: wt.now(), next: s.first}
+// start starts a run of s timed on c (Options.Clock).
+func (s schedule) start(c clock.Clock) *retrying {
+	return &retrying{s: s, clk: c, start: c.Boot(), next: s.first}
 }
 
 // again counts the try that just failed and reports whether the schedule
@@ -58,32 +53,15 @@ func (r *retrying) again() bool {
 	if r.s.tries > 0 && r.tries >= r.s.tries {
 		return false
 	}
-	return r.s.total <= 0 || r.wt.now().Sub(r.start) <= r.s.total
+	return r.s.total <= 0 || r.clk.Boot()-r.start <= r.s.total
 }
 
 // wait waits before the next try; if ctx ends first, it returns its error.
 func (r *retrying) wait(ctx context.Context) error {
-	if err := r.wt.wait(ctx, r.next); err != nil {
-		return err
+	if !sleep(r.clk, r.next, ctx.Done(), nil) {
+		return ctx.Err()
 	}
 	r.waited += r.next
 	r.next *= time.Duration(max(r.s.factor, 1))
 	return nil
-}
-
-// realTime is the waiter of the spool: the monotonic clock. A retry waits
-// for a disk or another process, in real time whatever Options.Clock says.
-type realTime struct{}
-
-func (realTime) now() time.Time { return time.Now() }
-
-func (realTime) wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -6,38 +6,37 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/internal/clocktest"
 )
 
-// fakeTime is a waiter whose time passes only by waiting (and by spend).
-type fakeTime struct {
-	t     time.Time
-	waits []time.Duration
-}
+// leaping is a fake clock whose timers fire as they are armed: time passes
+// only by waiting (and by what a test advances).
+type leaping struct{ *clocktest.Fake }
 
-func (f *fakeTime) now() time.Time { return f.t }
-
-func (f *fakeTime) wait(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	f.waits = append(f.waits, d)
-	f.t = f.t.Add(d)
-	return nil
+func (l leaping) NewTimer(d time.Duration) clock.Timer {
+	t := l.Fake.NewTimer(d)
+	l.Advance(d)
+	return t
 }
 
 // runSchedule fails every try, each taking spend, and returns the waits
 // made and the tries.
 func runSchedule(s schedule, spend time.Duration) ([]time.Duration, int) {
-	ft := &fakeTime{t: time.Unix(1e9, 0)}
-	r := s.start(ft)
+	c := leaping{clocktest.NewFake(time.Unix(1e9, 0))}
+	r := s.start(c)
+	var waits []time.Duration
 	for {
-		ft.t = ft.t.Add(spend)
+		c.Advance(spend)
 		if !r.again() {
-			return ft.waits, r.tries
+			return waits, r.tries
 		}
+		next := r.next
 		if err := r.wait(context.Background()); err != nil {
 			panic(err)
 		}
+		waits = append(waits, next)
 	}
 }
 
@@ -75,18 +74,27 @@ func TestScheduleCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	for _, wt := range []waiter{&fakeTime{}, realTime{}} {
-		r := openSchedule.start(wt)
+	for _, c := range []clock.Clock{clocktest.NewFake(time.Unix(1e9, 0)), clock.System()} {
+		r := openSchedule.start(c)
 		require.True(t, r.again())
 		require.ErrorIs(t, r.wait(ctx), context.Canceled)
 		require.Zero(t, r.waited)
 	}
 }
 
-// TestRealTimeWaits: realTime waits at least what it is asked.
-func TestRealTimeWaits(t *testing.T) {
+// TestScheduleWaitsOnTheClock: a wait ends once the clock has moved by it,
+// not before.
+func TestScheduleWaitsOnTheClock(t *testing.T) {
 	t.Parallel()
-	start := time.Now()
-	require.NoError(t, realTime{}.wait(context.Background(), 5*time.Millisecond))
-	require.GreaterOrEqual(t, time.Since(start), 5*time.Millisecond)
+	f := clocktest.NewFake(time.Unix(1e9, 0))
+	r := openSchedule.start(f)
+	require.True(t, r.again())
+	waited := make(chan error, 1)
+	go func() { waited <- r.wait(context.Background()) }()
+	require.Eventually(t, func() bool { return f.Timers() == 1 }, 5*time.Second, time.Millisecond)
+	f.Advance(openSchedule.first - time.Nanosecond)
+	require.Equal(t, 1, f.Timers(), "woke before its time")
+	f.Advance(time.Nanosecond)
+	require.NoError(t, <-waited)
+	require.Equal(t, openSchedule.first, r.waited)
 }

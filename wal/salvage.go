@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"time"
 
 	"github.com/evspool/evspool/internal/boltfile"
 )
@@ -90,7 +89,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 		return fail("rebuild", err)
 	}
 	crashPoint("salvage-rebuilt")
-	corrupt, err := w.keepCopy(fileName + corruptInfix + time.Now().UTC().Format("20060102T150405.000000000Z"))
+	corrupt, err := w.keepCopy(w.corruptName())
 	if err != nil {
 		return fail("keep the damaged copy", err)
 	}

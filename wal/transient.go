@@ -71,7 +71,7 @@ func (w *WAL) preadFile() error {
 // openRetrying runs openOnce, retried on openSchedule while it fails in a
 // way that may pass; the last failure is damage only if pread reads the file.
 func (w *WAL) openRetrying(openOnce func() error) error {
-	r := openSchedule.start(realTime{})
+	r := openSchedule.start(w.opts.Clock)
 	for {
 		err := openOnce()
 		if err == nil || !transient(err) {

@@ -40,10 +40,10 @@ type WAL struct {
 	// acked: entries up to it are hidden even while the file holds them
 	// (ackdefer.go). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
-	debt       int64     // wmu: the cost of entries Ack hid that no commit has deleted yet
-	scratch    state     // wmu: the working copy snapshot hands out
-	spans      readSpans // what the last Read saw, for Ack (readspan.go)
-	lastCommit time.Time // wmu: when a commit last deleted or appended
+	debt       int64         // wmu: the cost of entries Ack hid that no commit has deleted yet
+	scratch    state         // wmu: the working copy snapshot hands out
+	spans      readSpans     // what the last Read saw, for Ack (readspan.go)
+	lastCommit time.Duration // wmu: Clock.Boot() when a commit last deleted or appended
 
 	// cost and budget (see entryCost) change under wmu but are atomics for
 	// Block's waiters, which hold the group's lock and must not take wmu.
@@ -60,7 +60,7 @@ type WAL struct {
 	// broken is set when a compaction or repair could not reopen the
 	// database: every method returns it until ready reopens the spool.
 	broken   atomic.Pointer[error]
-	nextHeal time.Time // when ready may next try to reopen (wmu)
+	nextHeal time.Duration // Clock.Boot() when ready may next try to reopen (wmu)
 }
 
 // Open opens the spool in dir, creating it (0700, files 0600) as needed. A
@@ -80,8 +80,8 @@ func Open(dir string, opts *Options) (*WAL, error) {
 		return nil, err
 	}
 	w := &WAL{sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
-	w.group.init()
-	if w.lock, err = lockDir(sd, o.LockTimeout); err == nil {
+	w.group.init(o.Clock)
+	if w.lock, err = lockDir(sd, o.LockTimeout, o.Clock); err == nil {
 		if w.marks, err = openMarks(sd, !o.NoSync); err == nil {
 			if w.marks.damaged {
 				o.Logger.Warn("the marks file fails its checksum: its numbers are not used, spool.db's are",
@@ -295,11 +295,11 @@ func (w *WAL) ready() error {
 	if err := w.Usable(); err == nil || errors.Is(err, ErrClosed) {
 		return err
 	}
-	now := time.Now()
-	if now.Before(w.nextHeal) {
+	now := w.opts.Clock.Boot()
+	if now < w.nextHeal {
 		return *w.broken.Load()
 	}
-	w.nextHeal = now.Add(healInterval)
+	w.nextHeal = now + healInterval
 	if err := w.reopen(); err != nil {
 		return *w.broken.Load()
 	}
@@ -331,7 +331,7 @@ func (w *WAL) fail(err error) {
 	err = fmt.Errorf("wal: spool %s unusable until it can be reopened (tried again every %v, or close and reopen it): %w",
 		w.path, healInterval, err)
 	w.broken.Store(&err)
-	w.nextHeal = time.Now().Add(healInterval)
+	w.nextHeal = w.opts.Clock.Boot() + healInterval
 }
 
 // crashPoint marks salvage's steps for the crash tests to kill the process at.

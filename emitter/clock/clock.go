@@ -2,7 +2,9 @@ package clock
 
 import "time"
 
-// Clock is what evspool reads the time from.
+// Clock is what evspool reads the time from and waits on. Its methods are
+// called from many goroutines at once. A program may implement it, to run
+// evspool on a clock of its own; Boot must never go back within a BootID.
 type Clock interface {
 	// Now is the wall clock.
 	Now() time.Time
@@ -13,12 +15,14 @@ type Clock interface {
 	// where it cannot be read, and then Boot readings are only comparable
 	// within this process.
 	BootID() string
-	// NewTimer is time.NewTimer on this clock.
+	// NewTimer is time.NewTimer on this clock: its channel receives once d
+	// has passed on Boot's clock (at once for d <= 0).
 	NewTimer(d time.Duration) Timer
 }
 
 // Timer is the part of *time.Timer that evspool uses.
 type Timer interface {
+	// C receives the time once the timer fires; it holds at most one value.
 	C() <-chan time.Time
 	// Stop and Reset behave as time.Timer's (Go 1.23 semantics: no stale
 	// value is received after either returns).

@@ -5,9 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/evspool/evspool/internal/sockwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -59,12 +62,38 @@ func unread(t *testing.T, w interface{ Unread() (int, error) }) int {
 	return n
 }
 
-// hungUp returns w.HungUp and fails the test on error.
-func hungUp(t *testing.T, w interface{ HungUp() (bool, error) }) bool {
+// hungUp reports whether Probe sees a hang-up, and fails the test on error.
+func hungUp(t *testing.T, w *sockwait.Waiter) bool {
 	t.Helper()
-	gone, err := w.HungUp()
+	return probeGone(t, w) != nil
+}
+
+// probeGone returns the hang-up Probe sees (nil while the peer is there),
+// and fails the test on error.
+func probeGone(t *testing.T, w *sockwait.Waiter) error {
+	t.Helper()
+	_, gone, err := w.Probe()
 	require.NoError(t, err)
+	if gone == nil {
+		return nil
+	}
 	return gone
+}
+
+// consumed waits, by AwaitRead, until the peer has read everything written
+// to conn or hung up, or within has passed, and then probes: it returns the
+// queue and the hang-up (nil while the peer is there).
+func consumed(t *testing.T, w *sockwait.Waiter, conn net.Conn, within time.Duration) (int, error) {
+	t.Helper()
+	end := time.Now().Add(within)
+	for {
+		_, err := w.AwaitRead(conn, 10*time.Millisecond, 0, func(n int) bool { return n == 0 })
+		require.NoError(t, err)
+		n, gone := unread(t, w), probeGone(t, w)
+		if n == 0 || gone != nil || time.Now().After(end) {
+			return n, gone
+		}
+	}
 }
 
 func payload(n int) []byte {

@@ -1,13 +1,13 @@
 package sockwait_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/internal/sockwait"
@@ -24,9 +24,9 @@ func TestTCPZeroMeansReceivedByPeerKernel(t *testing.T) {
 	require.NoError(t, err)
 	t.Logf("tcp: wrote 5000 bytes, SIOCOUTQ right after write=%d", unread(t, w))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, w.WaitConsumed(ctx), "acked by the peer kernel, unread by the peer")
+	n, gone := consumed(t, w, client, 5*time.Second)
+	require.NoError(t, gone)
+	require.Zero(t, n, "acked by the peer kernel, unread by the peer")
 }
 
 // TestTCPFullReceiverKeepsQueue fills the peer's receive window so that
@@ -46,16 +46,16 @@ func TestTCPFullReceiverKeepsQueue(t *testing.T) {
 	require.Eventually(t, func() bool { return unread(t, w) > 0 }, 5*time.Second, time.Millisecond)
 	t.Logf("tcp: peer not reading, SIOCOUTQ=%d (of %d written so far or pending)", unread(t, w), size)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	require.ErrorIs(t, w.WaitConsumed(ctx), context.DeadlineExceeded)
+	// Not AwaitRead: its write deadline would end the writer's Write.
+	assert.Never(t, func() bool { return unread(t, w) == 0 }, 20*time.Millisecond, time.Millisecond,
+		"unacknowledged while the peer does not read")
 
 	_, err := io.ReadFull(server, make([]byte, size))
 	require.NoError(t, err)
 	require.NoError(t, <-written)
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, w.WaitConsumed(ctx))
+	n, gone := consumed(t, w, client, 5*time.Second)
+	require.NoError(t, gone)
+	require.Zero(t, n)
 }
 
 func TestTCPPeerClosesWithoutReading(t *testing.T) {
@@ -64,14 +64,14 @@ func TestTCPPeerClosesWithoutReading(t *testing.T) {
 	w := sockwait.New(client)
 	_, err := client.Write(payload(5000))
 	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	require.NoError(t, w.WaitConsumed(ctx))
+	n, gone := consumed(t, w, client, 5*time.Second)
+	require.NoError(t, gone)
+	require.Zero(t, n)
 
 	// Unread data makes the peer's kernel answer the close with a reset.
 	require.NoError(t, server.Close())
-	require.Eventually(t, func() bool { return hungUp(t, w) }, 5*time.Second, time.Millisecond)
-	err = w.WaitConsumed(ctx)
+	// The first look that sees the hang-up takes the socket's pending error.
+	require.Eventually(t, func() bool { err = probeGone(t, w); return err != nil }, 5*time.Second, time.Millisecond)
 	require.ErrorIs(t, err, sockwait.ErrPeerGone)
 	require.ErrorIs(t, err, syscall.ECONNRESET)
 	t.Logf("tcp: peer closed without reading: %v", err)
@@ -93,8 +93,7 @@ func TestTCPPeerReadsThenCloses(t *testing.T) {
 		_, _ = client.Write([]byte("x"))
 		return hungUp(t, w)
 	}, 5*time.Second, time.Millisecond)
-	err = w.WaitConsumed(context.Background())
-	require.ErrorIs(t, err, sockwait.ErrPeerGone)
+	require.ErrorIs(t, probeGone(t, w), sockwait.ErrPeerGone)
 }
 
 // TestTCPHalfClosedPeerIsNotGone is TestUnixHalfClosedPeerIsNotGone on TCP.
@@ -114,16 +113,15 @@ func TestTCPHungUpWhileQueued(t *testing.T) {
 
 	require.NoError(t, server.(*net.TCPConn).SetLinger(0))
 	require.NoError(t, server.Close())
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := w.WaitConsumed(ctx)
-	require.ErrorIs(t, err, sockwait.ErrPeerGone, "a reset ends the wait even with bytes queued")
+	var err error
+	require.Eventually(t, func() bool { err = probeGone(t, w); return err != nil }, 5*time.Second, time.Millisecond)
+	require.ErrorIs(t, err, sockwait.ErrPeerGone, "a reset is a hang-up even with bytes queued")
 	t.Logf("tcp: reset with data queued: %v", err)
 	require.NoError(t, client.Close())
 }
 
 // TestTCPPeerClosedAfterReading: a TCP peer that read everything and closed
-// sends a FIN only, which HungUp does not see but PeerClosedWrite does.
+// sends a FIN only, which Probe does not see but PeerClosedWrite does.
 func TestTCPPeerClosedAfterReading(t *testing.T) {
 	t.Parallel()
 	client, server := tcpPair(t)
@@ -141,7 +139,5 @@ func TestTCPPeerClosedAfterReading(t *testing.T) {
 		require.NoError(t, err)
 		return fin
 	}, 5*time.Second, time.Millisecond)
-	gone, err := w.HungUp()
-	require.NoError(t, err)
-	require.False(t, gone, "a FIN alone is not a hang-up until a write draws the reset")
+	require.False(t, hungUp(t, w), "a FIN alone is not a hang-up until a write draws the reset")
 }

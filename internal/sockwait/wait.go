@@ -1,7 +1,6 @@
 package sockwait
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -10,41 +9,9 @@ import (
 	"time"
 )
 
-// WaitConsumed returns nil once the peer has read everything written so
-// far. It returns a *PeerGoneError when the peer hung up, whatever the queue
-// said (the caller resends); ctx's error, wrapped, when ctx ends first; and
-// ErrUnsupported where Supported is false.
-func (w *Waiter) WaitConsumed(ctx context.Context) error {
-	interval := DefaultMinInterval
-	var timer *time.Timer
-	for {
-		unread, gone, err := w.Probe()
-		switch {
-		case err != nil:
-			return err
-		case gone != nil:
-			return gone
-		case unread == 0:
-			return nil
-		}
-		if timer == nil {
-			timer = time.NewTimer(interval)
-			defer timer.Stop()
-		} else {
-			timer.Reset(interval)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("sockwait: peer has %d bytes queued unread: %w", unread, ctx.Err())
-		case <-timer.C:
-		}
-		interval = min(2*interval, DefaultMaxInterval)
-	}
-}
-
-// Probe is one round of WaitConsumed, without waiting: it reads the queue,
-// then polls for a hang-up (see the package doc for the order). gone is
-// non-nil when the peer hung up.
+// Probe looks once, without waiting: it reads the queue, then polls for a
+// hang-up (see the package doc for the order). gone is non-nil when the
+// peer hung up.
 func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
 	err = w.control(func(fd uintptr) error {
 		var err error
@@ -82,7 +49,7 @@ func (w *Waiter) AwaitRead(conn net.Conn, max time.Duration, spins int, enough f
 		}
 		runtime.Gosched()
 	}
-	if err := conn.SetWriteDeadline(time.Now().Add(max)); err != nil {
+	if err := ArmWrite(conn, max); err != nil {
 		return 0, err
 	}
 	var ferr error

@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// The pause between two checks of [Waiter.WaitConsumed] starts at
-// DefaultMinInterval and doubles up to DefaultMaxInterval, so a fast
-// receiver is seen within microseconds and a slow one costs about 500
-// checks a second.
+// A caller that polls a connection for its peer's reads starts at
+// DefaultMinInterval between looks and doubles up to DefaultMaxInterval, so
+// a fast receiver is seen within microseconds and a slow one costs about
+// 500 looks a second.
 const (
 	DefaultMinInterval = 50 * time.Microsecond
 	DefaultMaxInterval = 2 * time.Millisecond
@@ -59,22 +59,11 @@ func (w *Waiter) SendMem(grow int) (sndbuf, queued int, err error) {
 	return sndbuf, queued, err
 }
 
-// HungUp reports, without waiting or consuming data, whether the peer hung
-// up (POLLHUP or POLLERR). A peer that only shut down its writing side has
-// not: it still reads.
-func (w *Waiter) HungUp() (bool, error) {
-	var gone bool
-	err := w.control(func(fd uintptr) (err error) {
-		gone, err = hungUp(fd)
-		return err
-	})
-	return gone, err
-}
-
 // PeerClosedWrite reports, without waiting or consuming data, whether the
 // peer shut down its writing side (POLLRDHUP). On TCP that is the FIN of a
-// peer that closed with nothing unread, which HungUp reports only once a
-// write draws the reset; a receive-only peer sends one too and still reads.
+// peer that closed with nothing unread, which Probe reports as a hang-up
+// only once a write draws the reset; a receive-only peer sends one too and
+// still reads.
 func (w *Waiter) PeerClosedWrite() (bool, error) {
 	var fin bool
 	err := w.control(func(fd uintptr) (err error) {
@@ -101,7 +90,7 @@ func (w *Waiter) control(f func(fd uintptr) error) error {
 // peer sent data, shut down its writing side, closed or reset it) or the
 // watch ends (the connection is closed, a read deadline passes). It costs
 // one goroutine parked in the runtime's poller. The peer's reads do not
-// wake it, so the caller looks (HungUp, PeerClosedWrite) once it fires and
+// wake it, so the caller looks (Probe, PeerClosedWrite) once it fires and
 // polls while the connection stays readable. Nothing else may read the
 // connection meanwhile. Where Supported is false the channel is closed at
 // once.
@@ -118,9 +107,12 @@ func (w *Waiter) Watch() <-chan struct{} {
 	return ch
 }
 
-// ArmWrite sets conn's write deadline timeout from now. The deadline is the
-// runtime poller's, on real time: it bounds one system call, while every
-// judgement of the receiver is made on the emitter's clock.
+// ArmWrite sets conn's write deadline timeout from now on real time, and is
+// the one place sockwait reads the time. Go's runtime poller measures a
+// deadline against the system clock, so it is never taken from the caller's
+// clock (a fake one's Now is hours away, or past); it bounds one system
+// call, while every judgement of the receiver is made on the emitter's
+// clock.
 func ArmWrite(conn net.Conn, timeout time.Duration) error {
 	return conn.SetWriteDeadline(time.Now().Add(timeout))
 }

@@ -1,7 +1,6 @@
 package sockwait_test
 
 import (
-	"context"
 	"io"
 	"net"
 	"os"
@@ -35,13 +34,12 @@ func TestUnsupportedConnections(t *testing.T) {
 			assert.False(t, w.Supported())
 			_, err := w.Unread()
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
-			_, err = w.HungUp()
-			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
 			_, err = w.PeerClosedWrite()
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
 			_, _, err = w.Probe()
 			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
-			assert.ErrorIs(t, w.WaitConsumed(context.Background()), sockwait.ErrUnsupported)
+			_, err = w.AwaitRead(c, time.Hour, 1, func(int) bool { return true })
+			assert.ErrorIs(t, err, sockwait.ErrUnsupported)
 		})
 	}
 }
@@ -69,12 +67,15 @@ func TestClosedConnection(t *testing.T) {
 	_, err := w.Unread()
 	require.ErrorIs(t, err, net.ErrClosed)
 	assert.Equal(t, "closed", sockwait.Classify(err))
-	_, err = w.HungUp()
+	_, _, err = w.Probe()
 	require.ErrorIs(t, err, net.ErrClosed)
-	require.ErrorIs(t, w.WaitConsumed(context.Background()), net.ErrClosed)
+	_, err = w.AwaitRead(client, time.Hour, 0, func(int) bool { return false })
+	require.ErrorIs(t, err, net.ErrClosed)
 }
 
-func TestWaitConsumedCancelled(t *testing.T) {
+// TestAwaitReadEndsAtMax: past max, AwaitRead returns what is still unread
+// and no error; the caller looks again on its own schedule.
+func TestAwaitReadEndsAtMax(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
@@ -83,28 +84,25 @@ func TestWaitConsumedCancelled(t *testing.T) {
 	w := sockwait.New(client)
 	_, err := client.Write([]byte("never read\n"))
 	require.NoError(t, err)
-
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	err = w.WaitConsumed(ctx)
-	require.ErrorIs(t, err, context.Canceled)
-	assert.Contains(t, err.Error(), "bytes queued unread")
+	n, err := w.AwaitRead(client, 20*time.Millisecond, 2, func(n int) bool { return n == 0 })
+	require.NoError(t, err)
+	assert.Positive(t, n, "bytes queued unread")
 }
 
-func TestWaitConsumedNothingWritten(t *testing.T) {
+func TestAwaitReadNothingWritten(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
 	client, _ := unixPair(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	require.NoError(t, sockwait.New(client).WaitConsumed(ctx), "an empty queue needs no waiting")
+	n, err := sockwait.New(client).AwaitRead(client, time.Hour, 0, func(n int) bool { return n == 0 })
+	require.NoError(t, err)
+	require.Zero(t, n, "an empty queue needs no waiting")
 }
 
-// TestWaitConsumedStreaming writes a large stream while the peer reads it in
+// TestAwaitReadStreaming writes a large stream while the peer reads it in
 // small pieces, the way a bufio.Scanner does, and waits for the end.
-func TestWaitConsumedStreaming(t *testing.T) {
+func TestAwaitReadStreaming(t *testing.T) {
 	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
@@ -122,9 +120,9 @@ func TestWaitConsumedStreaming(t *testing.T) {
 			require.NoError(t, err)
 
 			start := time.Now()
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			require.NoError(t, sockwait.New(client).WaitConsumed(ctx))
+			n, gone := consumed(t, sockwait.New(client), client, 10*time.Second)
+			require.NoError(t, gone)
+			require.Zero(t, n)
 			t.Logf("%s: waited %v after the last write", name, time.Since(start))
 			require.Equal(t, int64(size), <-done)
 		})
