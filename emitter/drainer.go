@@ -244,39 +244,50 @@ func (d *drainer) passGate(fresh bool) error {
 	return d.preamble()
 }
 
-// waitDial waits until delivery's next dial (Ready.DialAt). Where the wait may
-// end early (the receiver was down) and the receiver is on a Unix socket, it
-// watches the socket's directory (pathwatch) and ends when the path
-// appears. It returns false when the drainer is stopped.
+// waitDial waits until delivery's next dial (Ready.DialAt). On a Unix socket
+// it watches the socket's directory (pathwatch) meanwhile and tells
+// delivery when the path appears, which may end the wait. It returns false
+// when the drainer is stopped.
 func (d *drainer) waitDial() bool {
-	dur := d.rd.DialAt.Sub(d.opts.Clock.Now())
-	if dur <= 0 {
-		return d.ctx.Err() == nil
-	}
-	if !d.rd.Early || d.opts.Network != "unix" {
-		return d.sleep(dur)
-	}
-	if d.w.watch == nil {
-		w, err := pathwatch.New(d.addr)
+	for d.ctx.Err() == nil {
+		if d.opts.Clock.Now().Before(d.rd.DialAt) && d.opts.Network == "unix" {
+			d.watchPath() // may end the wait
+		}
+		dur := d.rd.DialAt.Sub(d.opts.Clock.Now())
+		if dur <= 0 {
+			return true
+		}
+		if d.w.watch == nil {
+			d.sleep(dur) // not a Unix socket, no directory yet, or no inotify
+			continue
+		}
+		ctx, cancel := d.timeout(dur)
+		appeared, err := d.w.watch.Wait(ctx)
+		cancel()
 		if err != nil {
-			return d.sleep(dur) // no directory yet, or no inotify
-		}
-		d.w.watch = w
-		// It may have appeared between the failed dial and the watch.
-		if _, err := os.Lstat(d.addr); err == nil {
+			d.closeWatch() // the directory went: watch it anew next time
+		} else if appeared {
 			d.step(delivery.Input{Kind: delivery.Appeared})
-			return d.ctx.Err() == nil
 		}
 	}
-	ctx, cancel := d.timeout(dur)
-	appeared, err := d.w.watch.Wait(ctx)
-	cancel()
+	return false
+}
+
+// watchPath watches the socket's directory if it does not yet. A path there
+// when the watch begins may have appeared since the last dial: delivery is
+// told.
+func (d *drainer) watchPath() {
+	if d.w.watch != nil {
+		return
+	}
+	w, err := pathwatch.New(d.addr)
 	if err != nil {
-		d.closeWatch() // the directory went: watch it anew next time
-	} else if appeared {
+		return
+	}
+	d.w.watch = w
+	if _, err := os.Lstat(d.addr); err == nil {
 		d.step(delivery.Input{Kind: delivery.Appeared})
 	}
-	return d.ctx.Err() == nil
 }
 
 func (d *drainer) closeWatch() {

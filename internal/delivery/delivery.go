@@ -3,8 +3,6 @@ package delivery
 import (
 	"fmt"
 	"time"
-
-	"github.com/cenkalti/backoff/v4"
 )
 
 // Delivery is the drainer's decisions. Its zero value is not usable: New
@@ -31,10 +29,7 @@ func New(cfg Config) *Delivery {
 	if cfg.CrashPause == 0 {
 		cfg.CrashPause = max(cfg.MaxBackoff, crashLoopMaxPause)
 	}
-	bo := &backoff.ExponentialBackOff{InitialInterval: cfg.Backoff, RandomizationFactor: cfg.Jitter,
-		Multiplier: 2, MaxInterval: max(cfg.CrashPause, cfg.MaxBackoff), Stop: backoff.Stop, Clock: noClock{}}
-	bo.Reset()
-	return &Delivery{cfg: cfg, dial: dialPlan{bo: bo}}
+	return &Delivery{cfg: cfg, dial: newDialPlan(cfg)}
 }
 
 // Step tells delivery what happened; what to do accumulates in Ready. It
@@ -79,7 +74,7 @@ func (d *Delivery) stepMore(in Input) error {
 		d.connLost()
 		d.dialFailed(in.Now)
 	case Appeared:
-		d.dial.quick, d.dial.at = quickDials, in.Now
+		d.appeared(in.Now)
 	case SetAside:
 		d.setAsideDone(in.Seq)
 	case Rewind:
@@ -117,7 +112,7 @@ func (d *Delivery) restore(oldest uint64, s Strikes) {
 func (d *Delivery) connected(now time.Time, reads bool) {
 	d.conn = &connState{start: now, lastMove: now, reads: reads}
 	d.cursor = 0
-	d.dial.quick = 0
+	d.dial.quick = false
 }
 
 // held applies MaxHold to a hold of the live gate that lasted h.

@@ -191,7 +191,7 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	d := newRig(t, testConfig(delivery.LastRead))
 	d.restore(1, delivery.Strikes{})
 	var pauses []time.Duration
-	var early []bool
+	var early []bool // the path appearing 1 ms after the hang-up ends the pause
 	var notes int
 	for i := range 9 {
 		ms := 1000 * i
@@ -202,7 +202,8 @@ func TestDeliveryCrashLoop(t *testing.T) {
 		d.read(ms, 0)
 		r := d.hungUp(ms, false) // died handling the first line it read
 		assert.False(t, r.SaveStrikes, "no strike: it handled nothing")
-		pauses, early = append(pauses, r.DialAt.Sub(at(ms))), append(early, r.Early)
+		pauses = append(pauses, r.DialAt.Sub(at(ms)))
+		early = append(early, d.step(delivery.Input{Kind: delivery.Appeared, Now: at(ms + 1)}).DialAt.Equal(at(ms+1)))
 		for _, n := range r.Notes {
 			if n.Kind == delivery.NoteCrashLoop {
 				notes++
@@ -217,6 +218,9 @@ func TestDeliveryCrashLoop(t *testing.T) {
 	assert.Equal(t, 2560*time.Millisecond, pauses[8], "one backoff: 10 ms doubling, past MaxBackoff up to the crash loop's cap")
 	assert.Equal(t, []bool{true, false, false, false, false, false, false, false, false}, early,
 		"the socket path appearing ends only the first pause: a crash-looping receiver binds at each start")
+	// One that stayed down pacedRestart (250 ms) is paced by its supervisor
+	// already: its return ends the pause.
+	assert.Equal(t, at(8250), d.step(delivery.Input{Kind: delivery.Appeared, Now: at(8250)}).DialAt)
 	// Healthy again: it handles, and the pause is gone.
 	d.connected(20000)
 	d.writeRead(20000, lines(1, 1, 100))

@@ -45,7 +45,6 @@ type State struct {
 	Wake      time.Time     //
 	Poll      time.Duration // while Reading: how long until the next look at the socket
 	DialAt    time.Time     // dial no sooner
-	Early     bool          // the socket path appearing may end the wait for DialAt
 }
 
 // Drop is why delivery drops the connection.
@@ -97,7 +96,7 @@ func (d *Delivery) Advance() {
 func (d *Delivery) state(now time.Time) {
 	r := &d.rd.State
 	r.Acked, r.Strikes, r.Isolating, r.Suspect = d.acked, d.strikes, d.isolating(), d.tcp.stopAt
-	r.WantsFin, r.DialAt, r.Early = d.wantsFin(), d.dial.at, d.dial.early
+	r.WantsFin, r.DialAt = d.wantsFin(), d.dial.at
 	r.Connected, r.Unread, r.Frozen, r.Reading, r.InFlight, r.Poll = false, 0, false, false, 0, 0
 	if c := d.conn; c != nil {
 		r.Connected, r.Unread, r.Frozen, r.Reading = true, c.unread, c.frozen, !c.allRead()
