@@ -33,6 +33,7 @@ type marks struct {
 	removed  uint64
 	exact    bool // reserved is exactly the next number (see flags above)
 	damaged  bool // the file held something that failed its check
+	buf      [marksSize]byte
 }
 
 // keyMarks is the marks file's key in the meta codec (metacodec.go).
@@ -121,13 +122,18 @@ func (m *marks) set(reserved uint64, exact bool) error {
 	return nil
 }
 
+// write writes the three numbers, checksummed as encodeMeta does, from a
+// buffer of its own: every Ack writes them.
 func (m *marks) write() error {
-	buf := make([]byte, marksSize)
+	buf := m.buf[:]
 	binary.BigEndian.PutUint64(buf[0:8], m.reserved)
 	binary.BigEndian.PutUint64(buf[8:16], m.removed)
+	var flags uint64
 	if m.exact {
-		binary.BigEndian.PutUint64(buf[16:24], 1)
+		flags = 1
 	}
-	_, err := m.f.WriteAt(encodeMeta(keyMarks, buf[:24]), 0)
+	binary.BigEndian.PutUint64(buf[16:24], flags)
+	binary.BigEndian.PutUint32(buf[24:], keySum(keyMarks, buf[:24]))
+	_, err := m.f.WriteAt(buf, 0)
 	return err
 }

@@ -2,11 +2,11 @@ package wal
 
 import "sync"
 
-// An Ack usually removes a prefix of what the last Read returned. Read keeps
-// what it saw of each value it walked (readSpans), so that such an Ack
-// counts what it removes without a read transaction of its own: a drainer
-// catching up acknowledges a receiver read at a time, and that transaction
-// was a third of its work. Values are immutable once committed, and a
+// An Ack usually removes a prefix of what the last Read returned, or of what
+// the last commits stored (an event sent without a Read). Read keeps what it
+// saw of each value it walked, and a commit adds the values it put when they
+// follow on (readSpans), so that such an Ack counts what it removes without a
+// read transaction of its own. Values are immutable once committed, and a
 // prefix leaves only by a removal, so the spans stay true until a removal
 // other than Ack (a drop, an expiry) or a new file (salvage, compaction,
 // heal) forgets them (forgetSpans).
@@ -38,6 +38,38 @@ func (r *readSpans) keep(gen uint64, spans []readSpan) {
 	defer r.mu.Unlock()
 	if gen == r.gen {
 		r.spans = spans
+	}
+}
+
+// maxSpanEvents bounds the events the spans hold sizes of: while nothing is
+// acknowledged (the receiver away) commits stop adding to them.
+const maxSpanEvents = 4096
+
+// extend adds the spans of the values a commit put, if they follow the last
+// span kept (or none is kept) and the spans stay within maxSpanEvents. The
+// caller holds wmu, so no other commit or removal runs meanwhile.
+func (r *readSpans) extend(puts []readSpan) {
+	if len(puts) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.spans) == 0 {
+		r.spans = puts
+		return
+	}
+	if r.spans[len(r.spans)-1].last()+1 != puts[0].first {
+		return
+	}
+	n := 0
+	for _, s := range r.spans {
+		n += len(s.sizes)
+	}
+	for _, s := range puts {
+		n += len(s.sizes)
+	}
+	if n <= maxSpanEvents {
+		r.spans = append(r.spans, puts...)
 	}
 }
 
@@ -73,6 +105,9 @@ func (r *readSpans) remove(st *state, upTo uint64) (Counter, bool) {
 	}
 	for ; ; i++ {
 		if i == len(r.spans) {
+			if upTo == work.meta.nextSeq-1 && r.spans[i-1].last() == upTo {
+				break // the queue ends with upTo: nothing after it
+			}
 			return Counter{}, false // the value after upTo's was not seen
 		}
 		s := &r.spans[i]
@@ -88,5 +123,6 @@ func (r *readSpans) remove(st *state, upTo uint64) (Counter, bool) {
 	}
 	work.removeEnd(gone, upTo)
 	*st = work
+	r.spans = r.spans[i:] // the values before the new head are gone
 	return gone, true
 }

@@ -65,3 +65,77 @@ func TestAckFromReadSpansMatchesTheFile(t *testing.T) {
 	require.NoError(t, cached.Ack(cached.Stats().LastSeq))
 	require.Zero(t, cached.Stats().PendingEvents)
 }
+
+// An Ack of events no Read returned (sent from what the caller committed)
+// counts them from the spans of the commits that put them, without a
+// transaction; the counters it leaves are the ones the walk of the file
+// gives, through the end of the queue and across appends in between.
+func TestAckFromCommitSpansMatchesTheFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	open := func() *WAL {
+		w, err := Open(t.TempDir(), &Options{NoSync: true})
+		require.NoError(t, err)
+		t.Cleanup(func() { w.Close() })
+		return w
+	}
+	cached, walked := open(), open()
+	seq := 0
+	var acked uint64
+	for _, step := range []struct {
+		add int
+		lag uint64 // how far behind the last sequence the Ack stays
+	}{
+		{1, 0}, {1, 1}, {1, 1}, {7, 3}, {30, 0}, {1, 2}, {7, 5}, {30, 29}, {1, 0}, {3, 1},
+	} {
+		batch := make([][]byte, step.add)
+		for i := range batch {
+			seq++
+			batch[i] = fmt.Appendf(nil, "event %d %s", seq, make([]byte, seq%50))
+		}
+		var last uint64
+		for _, w := range []*WAL{cached, walked} {
+			l, err := w.Append(ctx, batch...)
+			require.NoError(t, err)
+			last = l
+		}
+		ack := max(last-step.lag, acked)
+		walked.spans.forget()
+		before := cached.stats.Acked
+		require.NoError(t, cached.Ack(ack))
+		require.NoError(t, walked.Ack(ack))
+		require.Equal(t, before+ack-acked, cached.stats.Acked, "ack %d", ack)
+		acked = ack
+		c, wk := cached.Stats(), walked.Stats()
+		require.Equal(t, wk.PendingEvents, c.PendingEvents, "ack %d", ack)
+		require.Equal(t, wk.PendingBytes, c.PendingBytes, "ack %d", ack)
+		require.Equal(t, wk.FirstSeq, c.FirstSeq, "ack %d", ack)
+		require.Equal(t, walked.cost.Load(), cached.cost.Load(), "ack %d", ack)
+		if c.PendingEvents > 0 {
+			head, err := cached.Read(0, 1, 0)
+			require.NoError(t, err)
+			require.True(t, c.OldestTime.Equal(head[0].Time), "ack %d: the head's stamp", ack)
+			cached.spans.forget() // the next Ack counts from the commits' spans alone
+		}
+	}
+}
+
+// Commits add their values to the spans only while they follow on and stay
+// within maxSpanEvents: a receiver away does not grow them without bound.
+func TestCommitSpansAreBounded(t *testing.T) {
+	t.Parallel()
+	w, err := Open(t.TempDir(), &Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	for range maxSpanEvents + 10 {
+		_, err := w.Append(context.Background(), []byte("x"))
+		require.NoError(t, err)
+	}
+	n := 0
+	for _, s := range w.spans.spans {
+		n += len(s.sizes)
+	}
+	require.LessOrEqual(t, n, maxSpanEvents)
+	require.NoError(t, w.Ack(5))
+	require.Equal(t, uint64(maxSpanEvents+5), w.Stats().PendingEvents)
+}

@@ -73,7 +73,9 @@ func (w *WAL) removeFront(upTo uint64, how removal) (gone Counter, err error) {
 			// Undo enforceCap's lowering: the badly packed entries are gone.
 			w.budget.Store(initialBudget(w.opts.MaxBytes))
 		}
-		w.group.freed()
+		if w.opts.OnFull == Block {
+			w.group.freed() // only Block's Appends wait for space
+		}
 		if markErr != nil || w.debt >= ackDebtMax(w.budget.Load()) {
 			if err := w.flushAcksLocked(); err != nil {
 				return err

@@ -25,7 +25,8 @@ type state struct {
 	dropped  bool   // events were dropped: space was freed
 	acked    uint64 // entries up to this are hidden, deleted or not (see remove.go)
 	appended uint64
-	path     string // the spool file, for errors
+	puts     []readSpan // the values this commit put (see readspan.go)
+	path     string     // the spool file, for errors
 }
 
 // snapshot starts a working copy of the counters. It needs wmu (or a WAL
@@ -43,6 +44,7 @@ func (w *WAL) restore(st *state) {
 	w.cost.Store(st.cost)
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
+	w.spans.extend(st.puts)
 }
 
 // hidden is the number through which entries are removed or acked.
@@ -104,6 +106,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	if err := st.put(&fr, now); err != nil {
 		return err
 	}
+	st.puts = fr.spans
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
@@ -132,8 +135,9 @@ type framer struct {
 	size   int      // its size as a frame
 	priced int64    // Append's price of the requests gathered since the last put
 
-	n, payload uint64 // the events added, and their bytes
-	cost       int64  // the cost of the values put
+	n, payload uint64     // the events added, and their bytes
+	cost       int64      // the cost of the values put
+	spans      []readSpan // the values put, as an Ack counts them
 }
 
 // add gathers event seq stamped at, first putting the value gathered if
@@ -167,7 +171,13 @@ func (f *framer) flush() error {
 	if err := f.eb.Put(key, encodeValue(f.mem.take(n), key, f.at, f.events)); err != nil {
 		return err
 	}
-	f.cost += entryCost(n - recordHeader)
+	cost := entryCost(n - recordHeader)
+	f.cost += cost
+	sizes := make([]int, len(f.events))
+	for i, e := range f.events {
+		sizes[i] = len(e)
+	}
+	f.spans = append(f.spans, readSpan{first: f.seq, n: len(f.events), cost: cost, at: f.at.wall, from: f.seq, sizes: sizes})
 	clear(f.events)
 	f.events, f.size, f.priced = f.events[:0], 0, 0
 	return nil
