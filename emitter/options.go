@@ -69,7 +69,8 @@ type Options struct {
 	// refused connection attempts, which never give up. Defaults 10 ms and
 	// 100 ms. On Linux a Unix socket's path appearing cuts the pause short.
 	// A receiver that keeps failing before it handles anything is dialled
-	// less and less often, up to every 5 s (or MaxBackoff, if longer).
+	// less and less often, up to every 5 s (or MaxBackoff, if longer),
+	// unless it was down at least 250 ms before its path appeared.
 	MinBackoff time.Duration
 	MaxBackoff time.Duration
 	// WarnInterval is the least time between two warnings of one kind.
