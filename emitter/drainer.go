@@ -2,7 +2,6 @@ package emitter
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -16,7 +15,7 @@ import (
 
 // The drainer's loop: it dials, passes the gate, sends what delivery asks
 // for and idles until something happens; while it idles, Emit callers may
-// send in its place (sendInline, below). Its primitives are in shell.go.
+// send in its place (sendInline, inline.go). Its primitives are in shell.go.
 
 func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
 	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
@@ -330,91 +329,4 @@ func (d *drainer) preamble() error {
 	d.logs.preamble.warn(d.opts.Logger, "connection preamble failed; reconnecting",
 		"addr", d.addr, "error", err.Error(), "pending_events", d.spool.Len())
 	return err
-}
-
-// Sending inline: when the drainer idles caught up on a watched Unix socket,
-// the Emit caller that committed the next few events writes them itself,
-// under ctl.run, instead of waking the drainer to do it; it first looks
-// whether the receiver read the last write.
-// It does what the drainer's loop would (sendBatch), except wait: where the
-// drainer would wait (no room proven in the send buffer, the gate shut, a
-// damaged record, the receiver not done reading), it stops and wakes the
-// drainer, which carries on from there.
-
-// notifyFor hands the events c committed to the drainer: sent inline when
-// few, else it is woken; nothing if it read them already, so the callers of
-// one group commit wake it once. This is safe because the drainer idles only
-// after a Read found nothing.
-func (d *drainer) notifyFor(c committed) {
-	last, read := c.last(), d.ctl.readTo.Load()
-	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
-		d.notify()
-	}
-}
-
-// inlineMax is the most events an Emit caller sends inline: about one
-// write's worth. More is a batch the drainer writes while the caller commits
-// its next one.
-const inlineMax = 16
-
-// sendInline sends what was committed through c's last event from the
-// caller's goroutine if the drainer idles and nothing needs a wait; false if
-// the drainer must be woken.
-func (d *drainer) sendInline(c committed) bool {
-	if !d.ctl.run.TryLock() {
-		return false
-	}
-	defer d.ctl.run.Unlock()
-	if !d.ctl.parked || !d.inlineable() {
-		return false
-	}
-	d.ctl.inline, d.ctl.fresh = true, c
-	defer func() { d.ctl.inline, d.ctl.fresh = false, committed{} }()
-	d.checkDrops(false)
-	var err error
-	if d.rd.Reading { // what the last send wrote: read by now, mostly
-		if err = d.check(); err == nil && d.rd.Reading {
-			return false
-		}
-	}
-	if err == nil {
-		var n int
-		if n, err = d.sendBatch(); n > 0 {
-			d.ctl.inlined.Add(1)
-		}
-	}
-	switch {
-	case errors.Is(err, errNotNow):
-		return false
-	case err != nil:
-		d.fail(err)
-		return false
-	case d.ctl.readTo.Load() < c.last():
-		return false // more than one batch: the drainer writes the rest
-	}
-	d.step(delivery.Input{Kind: delivery.Recheck, Idle: d.idleFacts(false)})
-	if d.rd.Replan {
-		return false
-	}
-	if d.rd.Look > 0 {
-		// The idle's look is for after the last activity: while sends
-		// come inline, the drainer sleeps on.
-		d.w.poll.Reset(d.rd.Look)
-	}
-	return true
-}
-
-// inlineable reports whether the next write needs no wait the drainer does:
-// connected on a watched Unix socket with room proven, not frozen, gate open
-// and no preamble due.
-func (d *drainer) inlineable() bool {
-	w := &d.w
-	if w.conn == nil || !w.unix || w.waiter == nil || !w.waiter.Supported() || w.hup == nil || !w.room.ok ||
-		d.opts.AckOnWrite || d.rd.Frozen {
-		return false
-	}
-	g := &d.pub.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return !g.held && (!d.opts.PreambleOnRelease || g.gen == d.w.preGen)
 }

@@ -34,9 +34,6 @@ func (d *drainer) sendBatch() (int, error) {
 		entries, err = d.readNext(p)
 		d.noteRead(entries) // see notifyFor
 		if errors.Is(err, wal.ErrCorrupt) {
-			if d.ctl.inline {
-				return 0, errNotNow
-			}
 			d.repair(err)
 			return 0, nil
 		}
@@ -54,9 +51,6 @@ func (d *drainer) sendBatch() (int, error) {
 	if d.opts.AckOnWrite || !d.w.waiter.Supported() {
 		return len(entries), d.step(delivery.Input{Kind: delivery.Read})
 	}
-	if d.ctl.inline {
-		return len(entries), nil // the drainer waits for the rest (Recheck)
-	}
 	if err := d.waitRead(true); err != nil {
 		return 0, err
 	}
@@ -64,24 +58,9 @@ func (d *drainer) sendBatch() (int, error) {
 	return len(entries), nil
 }
 
-// readNext reads what delivery asks for from the spool or, sending inline,
-// takes it from what the caller committed when that is all of it: the same
-// bytes, copied (the caller may reuse them), without a read transaction.
-// Entries taken so carry no stamps, which only MaxAge reads.
+// readNext reads what delivery asks for from the spool.
 func (d *drainer) readNext(p delivery.Send) ([]wal.Entry, error) {
-	maxBytes := min(p.Max*avgEventGuess, d.opts.BatchBytes)
-	c := d.ctl.fresh
-	if !d.ctl.inline || p.From != c.first || len(c.events) > p.Max || d.opts.MaxAge > 0 {
-		return d.spool.Read(p.From, p.Max, maxBytes)
-	}
-	entries, size := make([]wal.Entry, len(c.events)), 0
-	for i, ev := range c.events {
-		if size += len(ev); i > 0 && size > maxBytes {
-			return d.spool.Read(p.From, p.Max, maxBytes)
-		}
-		entries[i] = wal.Entry{Seq: c.first + uint64(i), Data: bytes.Clone(ev)}
-	}
-	return entries, nil
+	return d.spool.Read(p.From, p.Max, min(p.Max*avgEventGuess, d.opts.BatchBytes))
 }
 
 // writeChunk bounds one write(2). A Unix socket frees a write's buffer only
@@ -125,9 +104,7 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error
 			n, before, err = d.gatedWrite(chunk)
 		}
 		if n == len(chunk) {
-			// An inline send leaves the look for the read to the next send
-			// or the drainer: the receiver has rarely read it yet.
-			return d.noteWrite(entries, before, last && !d.ctl.inline)
+			return d.noteWrite(entries, before, last)
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
@@ -148,16 +125,6 @@ func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
 	case d.w.waiter == nil || !d.w.waiter.Supported():
 		err = errors.ErrUnsupported
 		d.w.room.ok = false
-	case d.ctl.inline && d.w.room.ok && d.w.room.queued == 0:
-		// Alone in the queue, which the look before found empty: delivery
-		// takes the payload for its memory (mem 0), less than it is, which
-		// can only delay seeing it read, and it is seen read whole at the
-		// next look; the room takes a bound above it until then.
-		payload := 0
-		for _, e := range entries {
-			payload += len(e.Data) + 1
-		}
-		d.w.room.queued = 2*payload + 4096
 	default:
 		if look {
 			unread, gone, err = d.w.waiter.Probe()
@@ -289,9 +256,6 @@ func (d *drainer) awaitWindow(n int, more bool) error {
 	if d.rd.InFlight == 0 || d.rd.InFlight+n <= limit {
 		return nil
 	}
-	if d.ctl.inline {
-		return errNotNow
-	}
 	fits := func() bool { return d.rd.InFlight == 0 }
 	spins := 0
 	if more {
@@ -418,12 +382,9 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 // waits for an empty queue, and can still be torn. Where sendRoom already
 // proves the room it takes no reading, sparing the cores commits need.
 func (d *drainer) awaitRoom(n int) error {
-	need := n + n/8 + 4096
+	need := roomNeed(n)
 	if r := d.w.room; !d.w.waiter.Supported() || r.ok && r.queued+need <= r.sndbuf {
 		return nil
-	}
-	if d.ctl.inline {
-		return errNotNow
 	}
 	start, raised := d.opts.Clock.Now(), false
 	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
@@ -450,6 +411,10 @@ func (d *drainer) awaitRoom(n int) error {
 		return d.rd.Look, nil
 	})
 }
+
+// roomNeed is what the send buffer must have free to take n bytes whole,
+// with the kernel's per-buffer overhead.
+func roomNeed(n int) int { return n + n/8 + 4096 }
 
 // An abandoned write must not leave the receiver part of a line: a scanner
 // hands a partial last line to its handler at EOF. So each chunk ends at a

@@ -51,8 +51,6 @@ type control struct {
 	// while it idles (parked), or an Emit caller sending inline (sendInline).
 	run     sync.Mutex
 	parked  bool          // under run: the run goroutine waits in idle, as delivery planned it
-	inline  bool          // under run: an Emit caller is sending; nothing may wait
-	fresh   committed     // under run, while inline: what that caller committed
 	inlined atomic.Uint64 // sends Emit callers made
 }
 
@@ -121,7 +119,6 @@ var (
 	errAbandoned  = errors.New("receiver stopped reading inside an event; connection abandoned")
 	errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
 	errFrozen     = errors.New("receiver frozen")
-	errNotNow     = errors.New("an inline send stops where the drainer would wait")
 )
 
 func (d *drainer) noteRead(entries []wal.Entry) {
@@ -355,10 +352,6 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 func (d *drainer) enterGate() error {
 	for {
 		open, _, changed, limit, stop := d.gateState()
-		if !open && d.ctl.inline {
-			stop()
-			return errNotNow
-		}
 		if open {
 			stop()
 			g := &d.pub.gate

@@ -1,0 +1,165 @@
+package emitter
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/evspool/evspool/internal/delivery"
+	"github.com/evspool/evspool/internal/sockwait"
+	"github.com/evspool/evspool/wal"
+)
+
+// Sending inline: when the drainer idles caught up on a watched Unix socket,
+// the Emit caller that committed the next few events writes them itself,
+// under ctl.run, instead of waking the drainer to do it. sendInline checks
+// every precondition first and then writes once; where any fails (anything
+// the drainer would wait for, or more than one chunk) the drainer is woken
+// and carries on. The drainer's own functions know nothing of it: whoever
+// holds ctl.run owns the connection.
+
+// notifyFor hands the events c committed to the drainer: sent inline when
+// few, else it is woken; nothing if it read them already, so the callers of
+// one group commit wake it once. This is safe because the drainer idles only
+// after a Read found nothing.
+func (d *drainer) notifyFor(c committed) {
+	last, read := c.last(), d.ctl.readTo.Load()
+	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
+		d.notify()
+	}
+}
+
+// inlineMax is the most events an Emit caller sends inline: about one
+// write's worth. More is a batch the drainer writes while the caller commits
+// its next one.
+const inlineMax = 16
+
+// sendInline writes the events c committed from the caller's goroutine, in
+// one write(2), if the drainer is parked and the write needs nothing the
+// drainer would do or wait for; false if the drainer must be woken.
+func (d *drainer) sendInline(c committed) bool {
+	if !d.ctl.run.TryLock() {
+		return false
+	}
+	defer d.ctl.run.Unlock()
+	if !d.ctl.parked || !d.inlineable() {
+		return false
+	}
+	d.checkDrops(false)
+	if d.rd.Reading { // what the last send wrote: read by now, mostly
+		if err := d.check(); err != nil {
+			d.fail(err)
+			return false
+		}
+		if d.rd.Reading {
+			return false
+		}
+	}
+	d.step(delivery.Input{Kind: delivery.Next, Seq: d.spool.FirstSeq()})
+	p := d.rd.Send
+	if !d.rd.SendOK || d.rd.Isolating || p.ResendWitness != 0 || p.From != c.first || len(c.events) > p.Max {
+		return false // a wait, a single event, a resend or events before c's: the drainer's
+	}
+	buf, entries, ok := inlinePayload(c, min(p.Max*avgEventGuess, d.opts.BatchBytes))
+	if !ok || chunkEnd(buf) < len(buf) || d.rd.InFlight > 0 && d.rd.InFlight+len(buf) > inFlightMax {
+		return false
+	}
+	room := d.w.room
+	if room.queued+roomNeed(len(buf)) > room.sndbuf || !d.openGate() {
+		return false
+	}
+	n, before, err := d.writeInline(buf)
+	d.leaveGate()
+	if n < len(buf) {
+		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
+			d.fail(fmt.Errorf("write to %s: %w", d.addr, err)) // n > 0: torn, cannot go on
+		}
+		return false // nothing written: the drainer writes it
+	}
+	d.pub.health.beat()
+	d.noteRead(entries) // see notifyFor
+	d.noteInline(entries, len(buf), before)
+	d.ctl.inlined.Add(1)
+	d.step(delivery.Input{Kind: delivery.Recheck, Idle: d.idleFacts(false)})
+	if d.rd.Replan {
+		return false
+	}
+	if d.rd.Look > 0 {
+		// The idle's look is for after the last activity: while sends
+		// come inline, the drainer sleeps on.
+		d.w.poll.Reset(d.rd.Look)
+	}
+	return true
+}
+
+// inlineable reports whether the next write needs no wait the drainer does:
+// connected on a watched Unix socket with room proven, not frozen, no
+// MaxAge to apply and no AckOnWrite.
+func (d *drainer) inlineable() bool {
+	w := &d.w
+	return w.conn != nil && w.unix && w.waiter != nil && w.waiter.Supported() && w.hup != nil && w.room.ok &&
+		!d.opts.AckOnWrite && d.opts.MaxAge <= 0 && !d.rd.Frozen
+}
+
+// openGate marks a write under way, as enterGate does, if the gate is open
+// and no preamble is due; false otherwise.
+func (d *drainer) openGate() bool {
+	g := &d.pub.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held || d.opts.PreambleOnRelease && g.gen != d.w.preGen {
+		return false
+	}
+	g.writing = true
+	return true
+}
+
+// inlinePayload lays c's events out as the drainer writes them, one line
+// each, and the entries that name them (their Data in buf, copied from the
+// caller's, which may be reused); false if they are more bytes than one
+// read of the spool takes (maxBytes, the first event always).
+func inlinePayload(c committed, maxBytes int) ([]byte, []wal.Entry, bool) {
+	size := 0
+	for i, ev := range c.events {
+		if size += len(ev); i > 0 && size > maxBytes {
+			return nil, nil, false
+		}
+	}
+	buf, entries := make([]byte, 0, size+len(c.events)), make([]wal.Entry, len(c.events))
+	for i, ev := range c.events {
+		at := len(buf)
+		buf = append(append(buf, ev...), '\n')
+		entries[i] = wal.Entry{Seq: c.first + uint64(i), Data: buf[at : at+len(ev) : at+len(ev)]}
+	}
+	return buf, entries, true
+}
+
+// writeInline writes buf as gatedWrite does, the gate already entered.
+func (d *drainer) writeInline(buf []byte) (n, before int, err error) {
+	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
+		return 0, 0, err
+	}
+	if err := d.ctx.Err(); err != nil {
+		return 0, 0, err
+	}
+	if d.w.room.queued > 0 {
+		before, _ = d.unread() // else nothing is unread: only this drainer writes
+	}
+	n, err = d.w.conn.Write(buf)
+	return n, before, err
+}
+
+// noteInline tells delivery of an inline write, leaving the look for the
+// read to the next send or the drainer: the receiver has rarely read it
+// yet. Alone in the queue, which the look before found empty, delivery
+// takes the payload for its memory (mem 0), less than it is, which can only
+// delay seeing it read, and it is seen read whole at the next look; the
+// room takes a bound above it until then.
+func (d *drainer) noteInline(entries []wal.Entry, payload, before int) {
+	if d.w.room.queued > 0 {
+		d.noteWrite(entries, before, false)
+		return
+	}
+	d.w.room.queued = 2*payload + 4096
+	d.step(delivery.Input{Kind: delivery.Wrote, Lines: d.sentLines(entries)})
+}
