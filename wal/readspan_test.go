@@ -16,9 +16,7 @@ func TestAckFromReadSpansMatchesTheFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	open := func() *WAL {
-		w, err := Open(t.TempDir(), &Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { w.Close() })
+		w := openNoSync(t)
 		// Commits of 1, 7 and 30 events: frames of several sizes, events of
 		// several lengths.
 		seq := 0
@@ -73,13 +71,7 @@ func TestAckFromReadSpansMatchesTheFile(t *testing.T) {
 func TestAckFromCommitSpansMatchesTheFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	open := func() *WAL {
-		w, err := Open(t.TempDir(), &Options{NoSync: true})
-		require.NoError(t, err)
-		t.Cleanup(func() { w.Close() })
-		return w
-	}
-	cached, walked := open(), open()
+	cached, walked := openNoSync(t), openNoSync(t)
 	seq := 0
 	var acked uint64
 	for _, step := range []struct {
@@ -138,4 +130,14 @@ func TestCommitSpansAreBounded(t *testing.T) {
 	require.LessOrEqual(t, n, maxSpanEvents)
 	require.NoError(t, w.Ack(5))
 	require.Equal(t, uint64(maxSpanEvents+5), w.Stats().PendingEvents)
+}
+
+// openNoSync opens a spool without fsync in a fresh directory, closed at
+// the test's end.
+func openNoSync(t *testing.T) *WAL {
+	t.Helper()
+	w, err := Open(t.TempDir(), &Options{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { w.Close() })
+	return w
 }
