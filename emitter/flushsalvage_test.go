@@ -49,17 +49,19 @@ func TestFlushAfterSalvageCountsEvents(t *testing.T) {
 	err = r.em.Flush(ctx)
 	took := time.Since(begin)
 	t.Logf("Flush after %v: %v", took, err)
-	var fe *emitter.FlushError
-	require.True(t, errors.As(err, &fe), "%v", err)
-	// The drainer may expire some of the stale events between the
-	// receiver's start and Flush's: Flush counts what is pending when it
-	// begins, at most the 2,009 events (never the hole), and accounts for
-	// every one of them.
-	require.EqualValues(t, 10, fe.Delivered)
-	require.Zero(t, fe.Dropped)
-	require.Zero(t, fe.DeadLettered)
-	require.Equal(t, fe.Waited, fe.Delivered+fe.Expired, "every event Flush waited for is accounted for")
-	require.LessOrEqual(t, fe.Waited, uint64(2009), "the hole is neither waited for nor reported")
+	// The drainer may expire the stale events and deliver the fresh ones
+	// between the receiver's start and Flush's: Flush counts what is pending
+	// when it begins, at most the 2,009 events (never the hole), and accounts
+	// for every one of them. When nothing was pending, Flush returns nil.
+	if err != nil {
+		var fe *emitter.FlushError
+		require.True(t, errors.As(err, &fe), "%v", err)
+		require.LessOrEqual(t, fe.Delivered, uint64(10))
+		require.Zero(t, fe.Dropped)
+		require.Zero(t, fe.DeadLettered)
+		require.Equal(t, fe.Waited, fe.Delivered+fe.Expired, "every event Flush waited for is accounted for")
+		require.LessOrEqual(t, fe.Waited, uint64(2009), "the hole is neither waited for nor reported")
+	}
 	require.EqualValues(t, 1999, r.em.Stats().Expired, "every stale event expired, before Flush or during it")
 	require.Less(t, took, 900*time.Millisecond, "the hole is not waited for")
 	requireDelivered(t, fresh, waitLines(t, rcv, len(fresh)))
