@@ -54,6 +54,20 @@ func pair(t *testing.T, network, addr string) (client, server net.Conn) {
 	return client, server
 }
 
+// peerGone returns the hang-up Probe sees, or Probe's error; nil while the peer
+// is there. It fails no test: Eventually and Never may call it after the
+// test has ended.
+func peerGone(w *sockwait.Waiter) error {
+	_, g, err := w.Probe()
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return nil
+	}
+	return g
+}
+
 // unread returns w.Unread and fails the test on error.
 func unread(t *testing.T, w interface{ Unread() (int, error) }) int {
 	t.Helper()

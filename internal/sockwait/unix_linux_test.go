@@ -120,7 +120,7 @@ func halfClosedPeerIsNotGone(t *testing.T, client, server net.Conn) {
 	require.NoError(t, server.Close())
 	require.Eventually(t, func() bool {
 		_, _ = client.Write([]byte("x")) // on TCP only a write draws the reset
-		return hungUp(t, w)
+		return peerGone(w) != nil
 	}, 5*time.Second, time.Millisecond, "a full close after the half-close is a hang-up")
 }
 
