@@ -167,12 +167,13 @@ func (s *queueSender) sendBatch() (int, error) {
 }
 
 // waitConsumed returns nil once the peer has read everything written so
-// far, looking at the queue with a pause that doubles from
-// sockwait.DefaultMinInterval to DefaultMaxInterval. It returns the
+// far, looking at the queue with a pause that doubles from 50 µs to 2 ms
+// (a fast receiver is seen at once, a slow one costs 500 looks a second).
+// It returns the
 // *sockwait.PeerGoneError of a peer that hung up, whatever the queue said
 // (the caller resends), and ctx's error, wrapped, when ctx ends first.
 func waitConsumed(ctx context.Context, w *sockwait.Waiter) error {
-	pause := sockwait.DefaultMinInterval
+	pause := 50 * time.Microsecond
 	t := time.NewTimer(pause)
 	defer t.Stop()
 	for {
@@ -191,6 +192,6 @@ func waitConsumed(ctx context.Context, w *sockwait.Waiter) error {
 			return fmt.Errorf("bench: peer has %d bytes queued unread: %w", unread, ctx.Err())
 		case <-t.C:
 		}
-		pause = min(2*pause, sockwait.DefaultMaxInterval)
+		pause = min(2*pause, 2*time.Millisecond)
 	}
 }

@@ -276,7 +276,7 @@ const catchUpSpins = 64
 // after delivery's pause (Ready.Poll) on the clock.
 func (d *drainer) awaitReads(spins int, done func() bool) error {
 	if !d.w.unix {
-		return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
+		return d.poll(func() (time.Duration, error) {
 			d.pub.health.beat()
 			if done() {
 				return 0, nil
@@ -387,7 +387,7 @@ func (d *drainer) awaitRoom(n int) error {
 		return nil
 	}
 	start, raised := d.opts.Clock.Now(), false
-	return d.poll(sockwait.DefaultMinInterval, func() (time.Duration, error) {
+	return d.poll(func() (time.Duration, error) {
 		sndbuf, queued, err := d.w.waiter.SendMem(0)
 		d.w.room.readings++
 		if err == nil && need > sndbuf && !raised {

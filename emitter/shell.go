@@ -261,7 +261,7 @@ func (d *drainer) logNote(n delivery.Note) {
 // sleep waits dur on the clock; false if the drainer was stopped.
 func (d *drainer) sleep(dur time.Duration) bool {
 	slept := false
-	return d.poll(dur, func() (time.Duration, error) {
+	return d.poll(func() (time.Duration, error) {
 		if slept {
 			return 0, nil
 		}
@@ -270,22 +270,21 @@ func (d *drainer) sleep(dur time.Duration) bool {
 	}) == nil
 }
 
-// poll calls look until it returns a zero pause or an error, pausing first
-// for first and then twice as long each time, up to the pause look
-// returned. It returns ctx's error once the drainer is stopped.
-func (d *drainer) poll(first time.Duration, look func() (time.Duration, error)) error {
+// poll calls look until it returns a zero pause or an error, waiting the
+// pause it returned between two calls (delivery's polling policy). It
+// returns ctx's error once the drainer is stopped.
+func (d *drainer) poll(look func() (time.Duration, error)) error {
 	var t Timer
-	for interval := first; ; interval *= 2 {
-		limit, err := look()
-		if err != nil || limit <= 0 {
+	for {
+		pause, err := look()
+		if err != nil || pause <= 0 {
 			return err
 		}
-		interval = min(interval, limit)
 		if t == nil {
-			t = d.opts.Clock.NewTimer(interval)
+			t = d.opts.Clock.NewTimer(pause)
 			defer t.Stop()
 		} else {
-			t.Reset(interval)
+			t.Reset(pause)
 		}
 		select {
 		case <-t.C():

@@ -375,9 +375,10 @@ func TestDeliveryWakeAt(t *testing.T) {
 	assert.False(t, r.Wakes, "frozen: nothing to wake for, the shell polls")
 }
 
-// How often the shell looks at a receiver with bytes unread is delivery's: a
-// tenth of the time since it last read or was written to (2 ms to 100 ms),
-// every idleCheck once frozen, quickly again once it reads.
+// How often the shell looks at a receiver with bytes unread is delivery's:
+// after as long as it has been quiet (from 50 µs, doubling), then a tenth of
+// the time since it last read or was written to (2 ms to 100 ms), every
+// idleCheck once frozen, quickly again once it reads.
 func TestDeliveryPollRate(t *testing.T) {
 	d := newRig(t, testConfig(delivery.LastRead))
 	d.connected(0)
@@ -387,10 +388,12 @@ func TestDeliveryPollRate(t *testing.T) {
 		require.True(t, r.Reading)
 		return r.Poll
 	}
-	assert.Equal(t, 2*time.Millisecond, poll(1, 5000), "just written: the shortest")
+	assert.Equal(t, 50*time.Microsecond, poll(0, 5000), "just written: the shortest")
+	assert.Equal(t, time.Millisecond, poll(1, 5000), "as long as the quiet")
+	assert.Equal(t, 2*time.Millisecond, poll(3, 5000), "then at least quickLook")
 	assert.Equal(t, 50*time.Millisecond, poll(500, 5000), "a tenth of the quiet")
 	assert.Equal(t, idleCheck, poll(5000, 5000), "capped")
-	assert.Equal(t, 2*time.Millisecond, poll(5001, 4000), "it read: quick again")
+	assert.Equal(t, 50*time.Microsecond, poll(5001, 4000), "it read: quick again")
 	assert.Equal(t, idleCheck, poll(40000, 4000), "frozen")
 }
 

@@ -90,7 +90,7 @@ func TestDeliveryNoRoom(t *testing.T) {
 	room := func(ms int) delivery.Ready {
 		return d.step(delivery.Input{Kind: delivery.NoRoom, Now: at(ms), Since: at(0)})
 	}
-	for ms, look := range map[int]time.Duration{1: 2 * time.Millisecond, 500: 50 * time.Millisecond,
+	for ms, look := range map[int]time.Duration{0: 50 * time.Microsecond, 1: time.Millisecond, 3: 2 * time.Millisecond, 500: 50 * time.Millisecond,
 		3000: idleCheck, 5000: idleCheck} {
 		r := room(ms)
 		assert.False(t, r.RoomTimedOut, "after %d ms", ms)

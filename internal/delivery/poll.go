@@ -5,24 +5,30 @@ import (
 	"time"
 )
 
-// How often the caller looks at a connection is delivery's: pollAfter while
-// it waits for a read or for room, idleCheck while it idles beside a
-// receiver that needs looking at (Park), and Wake for the clock's next
-// judgement.
+// How often the caller looks at a connection is delivery's, one policy:
+// pollAfter while it waits for a read or for room, idleCheck while it idles
+// beside a receiver that needs looking at (Park), and Wake for the clock's
+// next judgement. The caller waits the pause it is given, nothing more.
 
 // idleCheck is how often the caller looks again at a frozen receiver, and
 // at one it idles beside while something pending needs it.
 const idleCheck = 100 * time.Millisecond
 
-// quickLook is the shortest pause between two looks at a receiver.
+// firstLook is the first pause after a write: a receiver that reads at once
+// is seen within microseconds.
+const firstLook = 50 * time.Microsecond
+
+// quickLook is the shortest pause between two looks once a receiver has
+// been quiet a while.
 const quickLook = 2 * time.Millisecond
 
-// pollAfter is the longest pause between two looks at a receiver that has
-// not read for quiet (or waited for room that long): a tenth of it, within
-// quickLook and idleCheck. A receiver that stopped reading is looked at less
-// and less often.
+// pollAfter is the pause before the next look at a receiver that has not
+// read for quiet (or has waited for room that long): as long as the quiet
+// (the pauses double from firstLook), up to quickLook or a tenth of the
+// quiet, whichever is longer, and never more than idleCheck. A receiver
+// that stopped reading is looked at less and less often.
 func pollAfter(quiet time.Duration) time.Duration {
-	return min(max(quiet/10, quickLook), idleCheck)
+	return min(max(quiet, firstLook), max(quiet/10, quickLook), idleCheck)
 }
 
 func later(a, b time.Time) time.Time {

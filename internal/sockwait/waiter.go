@@ -7,15 +7,6 @@ import (
 	"time"
 )
 
-// A caller that polls a connection for its peer's reads starts at
-// DefaultMinInterval between looks and doubles up to DefaultMaxInterval, so
-// a fast receiver is seen within microseconds and a slow one costs about
-// 500 looks a second.
-const (
-	DefaultMinInterval = 50 * time.Microsecond
-	DefaultMaxInterval = 2 * time.Millisecond
-)
-
 // Waiter tells how much of what was written to a connection the peer has
 // not read yet. Its methods are safe for concurrent use. It does not own the
 // connection; once the caller closes it, the methods return an error
