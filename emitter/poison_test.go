@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/internal/deadletters"
 	"github.com/evspool/evspool/internal/testrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
@@ -59,7 +59,7 @@ func TestPoisonLongLineSetAside(t *testing.T) {
 	sent := append(append([]string{}, before...), after...)
 	res := verify.Check(sent, rcv.Lines())
 	assert.True(t, res.OK(), res.String())
-	dls, err := ledger.ReadDeadLetters(spool)
+	dls, err := deadletters.Read(spool)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	assert.Equal(t, long, string(dls[0].Data), "bytes exact")

@@ -1,4 +1,4 @@
-package ledger_test
+package deadletters_test
 
 import (
 	"os"
@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/deadletters"
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
@@ -16,7 +17,7 @@ import (
 func TestDeadLettersRoundTripBytesExact(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
-	none, err := ledger.ReadDeadLetters(dir)
+	none, err := deadletters.Read(dir)
 	require.NoError(t, err)
 	require.Empty(t, none)
 	now := time.Now()
@@ -28,7 +29,7 @@ func TestDeadLettersRoundTripBytesExact(t *testing.T) {
 	for _, dl := range in {
 		require.NoError(t, ledger.AppendDeadLetter(dir, dl, 0))
 	}
-	out, err := ledger.ReadDeadLetters(dir)
+	out, err := deadletters.Read(dir)
 	require.NoError(t, err)
 	require.Len(t, out, len(in))
 	for i := range in {
@@ -49,7 +50,7 @@ func TestDeadLettersRotateAtCap(t *testing.T) {
 	fi, err := os.Stat(filepath.Join(dir, ledger.DeadLetterFile))
 	require.NoError(t, err)
 	assert.LessOrEqual(t, fi.Size(), int64(1000))
-	out, err := ledger.ReadDeadLetters(dir)
+	out, err := deadletters.Read(dir)
 	require.NoError(t, err)
 	require.NotEmpty(t, out)
 	assert.Less(t, len(out), 10, "the oldest generation is gone")
@@ -65,13 +66,13 @@ func TestDeadLettersTornTailSkipped(t *testing.T) {
 	fi, err := os.Stat(path)
 	require.NoError(t, err)
 	require.NoError(t, os.Truncate(path, fi.Size()-5))
-	out, err := ledger.ReadDeadLetters(dir)
+	out, err := deadletters.Read(dir)
 	require.NoError(t, err)
 	require.Len(t, out, 1)
 	assert.Equal(t, "one", string(out[0].Data))
 
 	require.NoError(t, os.WriteFile(path, []byte("garbage\n"), 0o600))
-	_, err = ledger.ReadDeadLetters(dir)
+	_, err = deadletters.Read(dir)
 	require.ErrorContains(t, err, "does not start with")
 }
 
@@ -84,7 +85,7 @@ func TestDeadLettersRefuseLinks(t *testing.T) {
 		dir, o := plant(t, ledger.DeadLetterFile)
 		err := ledger.AppendDeadLetter(dir, ledger.DeadLetter{Seq: 1, Data: []byte("poison")}, 0)
 		require.ErrorIs(t, err, wal.ErrUnsafeFile)
-		_, err = ledger.ReadDeadLetters(dir)
+		_, err = deadletters.Read(dir)
 		require.ErrorIs(t, err, wal.ErrUnsafeFile, "inspect does not read through it")
 		o.untouched(t)
 	})
@@ -99,7 +100,7 @@ func TestDeadLettersRefuseLinks(t *testing.T) {
 		o.untouched(t)
 	})
 	t.Run("no directory", func(t *testing.T) {
-		_, err := ledger.ReadDeadLetters(filepath.Join(t.TempDir(), "missing"))
+		_, err := deadletters.Read(filepath.Join(t.TempDir(), "missing"))
 		require.ErrorIs(t, err, os.ErrNotExist, "a missing file is none, a missing directory an error")
 	})
 }
