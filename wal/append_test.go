@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -663,6 +664,7 @@ func TestBlockConcurrent(t *testing.T) {
 			errs <- nil
 		}()
 	}
+	var progress atomic.Uint64 // the acker's acknowledgements
 	go func() {
 		var acked uint64
 		for acked < producers*each*10 {
@@ -686,16 +688,26 @@ func TestBlockConcurrent(t *testing.T) {
 				errs <- err
 				return
 			}
+			progress.Store(acked)
 		}
 		errs <- nil
 	}()
-	deadline := time.After(30 * time.Second)
-	for i := 0; i < producers+1; i++ {
+	// Stuck is no acknowledgement for 15 s: a loaded machine under -race
+	// can take longer than that for the whole run, never for one step.
+	look := time.NewTicker(15 * time.Second)
+	defer look.Stop()
+	last := uint64(0)
+	for i := 0; i < producers+1; {
 		select {
 		case err := <-errs:
 			require.NoError(t, err)
-		case <-deadline:
-			t.Fatal("producers and acker stuck: deadlock or lost wake-up")
+			i++
+		case <-look.C:
+			now := progress.Load()
+			if now == last && now < producers*each*10 {
+				t.Fatalf("producers and acker stuck at %d acknowledged: deadlock or lost wake-up", now)
+			}
+			last = now
 		}
 	}
 	s := w.Stats()
