@@ -94,7 +94,7 @@ func (e *Emitter) Stats() Stats {
 		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
 		Spool:        ss,
 		Refused:      e.loss.kinds[ledger.Refused].here.Load() + e.atOpen.Refused - min(e.reportedAtOpen[ledger.Refused], e.atOpen.Refused),
-		Expired:      e.loss.kinds[ledger.Expired].here.Load(),
+		Expired:      ss.Expired.Events - min(e.atOpen.Expired.Events, ss.Expired.Events), // counted as they are removed
 		Unreadable:   ss.Unreadable - min(e.reportedAtOpen[ledger.Unreadable], ss.Unreadable),
 
 		reportedAtOpen: e.reportedAtOpen,
