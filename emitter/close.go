@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	"github.com/evspool/evspool/internal/ledger"
-	"github.com/evspool/evspool/wal"
 )
 
 // Close stops the drainer, even mid-write, and closes the spool; it returns
@@ -36,7 +33,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	e.d.ctl.cancel()
 	select {
 	case <-e.d.ctl.done:
-		e.reportFinal() // the drainer is gone: its state is ours now
+		e.loss.final() // the drainer is gone: nothing else counts losses now
 	case <-ctx.Done():
 		// The drainer is stuck where no deadline reaches; it survives the
 		// spool closing under it (its calls get ErrClosed).
@@ -44,23 +41,4 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 		return errors.Join(fmt.Errorf("emitter: close: drainer did not stop: %w", ctx.Err()), err)
 	}
 	return e.spool.Close()
-}
-
-// reportFinal, at Close after the drainer stopped, logs the losses not
-// logged yet and records them as reported.
-func (e *Emitter) reportFinal() {
-	e.d.checkDrops(true) // and unreadable events
-	e.d.logExpired(wal.Counter{}, true)
-	e.notSpooled.mu.Lock()
-	if e.notSpooled.rep.lost(0, true) {
-		e.logNotSpooled("final", true)
-	}
-	e.notSpooled.mu.Unlock()
-	e.refused.mu.Lock()
-	if e.refused.rep.lost(0, true) {
-		e.logRefused(nil)
-	}
-	e.refused.mu.Unlock()
-	total, _ := ledger.Reported(e.spool)
-	markReported(e.spool, e.opts.Logger, total)
 }

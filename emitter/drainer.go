@@ -17,17 +17,15 @@ import (
 // for and idles until something happens; while it idles, Emit callers may
 // send in its place (sendInline, inline.go). Its primitives are in shell.go.
 
-func newDrainer(addr string, opts *Options, spool *wal.WAL) *drainer {
-	dropped := spool.Stats().DroppedOldest.Events // drops of earlier runs are not news
+func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *losses) *drainer {
 	ctx, cancel := context.WithCancel(context.Background())
 	d := &drainer{
-		addr: addr, opts: opts, spool: spool, ctx: ctx,
+		addr: addr, opts: opts, spool: spool, ctx: ctx, loss: loss,
 		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
 		dv:  delivery.New(deliveryConfigOf(opts)),
 		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}, progress: make(chan struct{})},
 		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts),
-			out:   outage{addr: addr, rep: newReporter(opts), log: opts.Logger},
-			drops: newReporter(opts), dropsSeen: dropped, expired: newReporter(opts)},
+			out: outage{addr: addr, rep: newReporter(opts), log: opts.Logger}},
 	}
 	d.restoreStrikes()
 	return d
@@ -41,7 +39,7 @@ func (d *drainer) run() {
 	defer d.closeWatch()
 	for d.ctx.Err() == nil {
 		d.pub.health.beat()
-		d.checkDrops(false)
+		d.checkLosses()
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
@@ -157,7 +155,7 @@ func (d *drainer) connect() bool {
 			return false
 		}
 		d.pub.health.beat()
-		d.checkDrops(false) // an outage is when a spool fills up
+		d.checkLosses() // an outage is when a spool fills up
 		dctx, cancel := context.WithTimeout(d.ctx, d.opts.DialTimeout)
 		conn, err := d.opts.Dial(dctx, d.opts.Network, d.addr)
 		cancel()

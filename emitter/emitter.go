@@ -25,9 +25,7 @@ type Emitter struct {
 	echoMu sync.Mutex
 	echo   []byte
 
-	notSpooled lossLog       // see losses.go
-	refused    lossLog       // see Refuse
-	refusedN   atomic.Uint64 // events refused before the spool by this process
+	loss *losses // see losses.go
 
 	emitted     atomic.Uint64
 	spoolErrors atomic.Uint64
@@ -71,12 +69,9 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 		salvaged = r.Missing
 		logSalvage(o.Logger, r, "spool", spoolDir)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}),
-		notSpooled: lossLog{rep: newReporter(&o)}, refused: lossLog{rep: newReporter(&o)}}
-	e.atOpen = spool.Stats()
-	e.reportedAtOpen = reportPrevious(spool, o.Logger, salvaged)
-	e.d = newDrainer(addr, &e.opts, spool)
-	e.d.logs.unreadable = e.atOpen.Unreadable // logged just above
+	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}), atOpen: spool.Stats()}
+	e.loss, e.reportedAtOpen = newLosses(spool, &e.opts, salvaged)
+	e.d = newDrainer(addr, &e.opts, spool, e.loss)
 	go e.d.run()
 	return e, nil
 }
@@ -131,7 +126,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
 		}
-		e.noteNotSpooled(len(clean), err)
+		e.loss.note(ledger.DroppedNewest, uint64(len(clean)), false, "reason", spoolFailure(err), "error", err.Error())
 		if errors.Is(err, wal.ErrClosed) {
 			err = fmt.Errorf("%w: %w", ErrClosed, err) // Close won the race
 		}

@@ -45,7 +45,7 @@ func (d *drainer) sendInline(c committed) bool {
 	if !d.ctl.parked || !d.inlineable() {
 		return false
 	}
-	d.checkDrops(false)
+	d.checkLosses()
 	if d.rd.Reading { // what the last send wrote: read by now, mostly
 		if err := d.check(); err != nil {
 			d.fail(err)

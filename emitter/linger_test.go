@@ -37,7 +37,8 @@ func TestLingerProbesBeforeAcknowledging(t *testing.T) {
 	}
 	o, err := (&Options{Stdout: io.Discard}).withDefaults()
 	require.NoError(t, err)
-	d := newDrainer(sock, &o, spool)
+	loss, _ := newLosses(spool, &o, 0)
+	d := newDrainer(sock, &o, spool, loss)
 	clk := clocktest.NewFake(time.Now())
 	d.opts.Clock = clk
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evspool/evspool/internal/delivery"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
@@ -321,7 +322,7 @@ func (d *drainer) repair(cause error) {
 	}
 	d.step(delivery.Input{Kind: delivery.Rewind})
 	logSalvage(d.opts.Logger, r)
-	d.unreadableLogged()
+	d.loss.logged(ledger.Unreadable)
 }
 
 // gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
@@ -368,8 +369,7 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return nil, 0, err
 	}
 	d.step(delivery.Input{Kind: delivery.First, Seq: through + 1})
-	d.logs.expiredHere.Add(gone.Events)
-	d.logExpired(gone, false)
+	d.loss.note(ledger.Expired, gone.Events, false)
 	d.progressed(func(*linkStats) {})
 	return nil, expire, nil
 }

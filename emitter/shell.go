@@ -21,7 +21,7 @@ import (
 // every decision. Its run goroutine acts for it, or, while that idles, an
 // Emit caller sending inline; ctl.run makes them one at a time. Others talk
 // to it through wake (a notify channel of capacity 1) and ctx. This file holds the
-// shell's primitives, the gate's side and the loss logs; send.go (writing)
+// shell's primitives and the gate's side; send.go (writing)
 // and the loop (drainer.go) use them, and steps.go feeds delivery and
 // carries out its Ready. The drainer's methods are in these four files.
 type drainer struct {
@@ -36,6 +36,7 @@ type drainer struct {
 	rd   delivery.Ready // what dv said at its last step (steps.go)
 	w    wire
 	logs logs
+	loss *losses // shared with Emitter (losses.go)
 
 	pub shared // read by Emitter's methods on other goroutines
 }
@@ -67,12 +68,7 @@ func (c committed) last() uint64 { return c.first + uint64(len(c.events)) - 1 }
 type logs struct {
 	delivery, deadLetter, preamble reporter // slow, frozen and crash-looping receivers; poison; preambles
 	out                            outage
-	drops                          reporter
-	dropsSeen                      uint64 // DroppedOldest.Events when last looked at
-	dropCheck                      time.Time
-	unreadable                     uint64 // the spool's unreadable events when last logged
-	expired                        reporter
-	expiredHere                    atomic.Uint64 // events MaxAge removed in this process (Stats.Expired)
+	lossCheck                      time.Time // see checkLosses
 }
 
 // shared is the drainer's state that Emitter's methods read or change.
@@ -385,61 +381,15 @@ func (d *drainer) leaveGate() {
 	g.signal()
 }
 
-// checkDrops logs new drop-oldest drops (the spool's counters survive
-// restarts: new ones only) and unreadable events, at most every
-// dropCheckEvery, or anyway when final.
-func (d *drainer) checkDrops(final bool) {
-	now := d.opts.Clock.Now()
-	if !final && now.Sub(d.logs.dropCheck) < dropCheckEvery {
-		return
+// checkLosses logs the losses the spool counted in its own transactions
+// (the polled kinds), at most every lossCheckEvery.
+func (d *drainer) checkLosses() {
+	if now := d.opts.Clock.Now(); now.Sub(d.logs.lossCheck) >= lossCheckEvery {
+		d.logs.lossCheck = now
+		for k, row := range lossKinds {
+			if row.polled {
+				d.loss.note(ledger.Kind(k), 0, false)
+			}
+		}
 	}
-	d.logs.dropCheck = now
-	d.checkUnreadable()
-	st := d.spool.Stats()
-	total := st.DroppedOldest.Events
-	n := total - min(d.logs.dropsSeen, total)
-	d.logs.dropsSeen = max(d.logs.dropsSeen, total)
-	if !d.logs.drops.lost(n, final) {
-		return
-	}
-	dropped, _ := d.logs.drops.take()
-	d.opts.Logger.Warn("spool full: oldest events dropped to make room",
-		"dropped_events", dropped, "dropped_total", total, "pending_events", st.PendingEvents,
-		"max_spool_bytes", st.MaxBytes, "hint", "raise the spool's size cap (--max-spool-size) or check the receiver")
-	markReported(d.spool, d.opts.Logger, ledger.Losses{DroppedOldest: total})
-}
-
-// checkUnreadable logs events a salvage set off by a commit found
-// unreadable; the drainer's own salvages log theirs.
-func (d *drainer) checkUnreadable() {
-	total, _ := ledger.Reported(d.spool)
-	if total.Unreadable <= d.logs.unreadable {
-		return
-	}
-	attrs := []any{"unreadable_events", total.Unreadable - d.logs.unreadable, "unreadable_total", total.Unreadable}
-	if r := d.spool.Salvaged(); r != nil {
-		attrs = append(attrs, "corrupt_file", r.CorruptPath, "cause", r.Cause)
-	}
-	d.opts.Logger.Warn("spool was damaged and has been salvaged: events lost", attrs...)
-	d.unreadableLogged()
-}
-
-// unreadableLogged records that the spool's unreadable events were logged.
-func (d *drainer) unreadableLogged() {
-	total, _ := ledger.Reported(d.spool)
-	d.logs.unreadable = total.Unreadable
-	markReported(d.spool, d.opts.Logger, ledger.Losses{Unreadable: total.Unreadable})
-}
-
-// logExpired counts events MaxAge removed and logs what is due, or
-// everything when final.
-func (d *drainer) logExpired(gone wal.Counter, final bool) {
-	if !d.logs.expired.lost(gone.Events, final) {
-		return
-	}
-	expired, _ := d.logs.expired.take()
-	d.opts.Logger.Warn("events older than the maximum age dropped unsent",
-		"expired_events", expired, "expired_total", d.spool.Stats().Expired.Events,
-		"max_age", d.opts.MaxAge.String(), "pending_events", d.spool.Len())
-	markReported(d.spool, d.opts.Logger, ledger.Losses{Expired: d.spool.Stats().Expired.Events})
 }

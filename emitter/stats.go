@@ -71,8 +71,8 @@ func (s Stats) LostByKind() LostEvents {
 	return LostEvents{
 		NotSpooled:   s.SpoolErrors,
 		Refused:      s.Refused,
-		Dropped:      since(s.Dropped, at.DroppedOldest+at.DroppedNewest),
-		Expired:      since(s.Spool.Expired.Events, at.Expired),
+		Dropped:      since(s.Dropped, at[ledger.DroppedOldest]+at[ledger.DroppedNewest]),
+		Expired:      since(s.Spool.Expired.Events, at[ledger.Expired]),
 		DeadLettered: s.DeadLettered,
 		Unreadable:   s.Unreadable,
 	}
@@ -93,8 +93,9 @@ func (e *Emitter) Stats() Stats {
 		EchoErrors:   e.echoErrors.Load(),
 		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
 		Spool:        ss,
-		Refused:      e.refusedN.Load() + e.atOpen.Refused - min(e.reportedAtOpen.Refused, e.atOpen.Refused),
-		Unreadable:   ss.Unreadable - min(e.reportedAtOpen.Unreadable, ss.Unreadable),
+		Refused:      e.loss.kinds[ledger.Refused].here.Load() + e.atOpen.Refused - min(e.reportedAtOpen[ledger.Refused], e.atOpen.Refused),
+		Expired:      ss.Expired.Events - min(e.atOpen.Expired.Events, ss.Expired.Events), // counted as they are removed
+		Unreadable:   ss.Unreadable - min(e.reportedAtOpen[ledger.Unreadable], ss.Unreadable),
 
 		reportedAtOpen: e.reportedAtOpen,
 	}
@@ -105,7 +106,6 @@ func (e *Emitter) Stats() Stats {
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
 	e.d.pub.mu.Unlock()
 	s.OutageStart = e.d.logs.out.started()
-	s.Expired = e.d.logs.expiredHere.Load()
 	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }

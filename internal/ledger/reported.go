@@ -13,24 +13,24 @@ import (
 // (a spool value) how much of it was logged, so a process killed before it
 // logged leaves the difference to the next. Both only grow.
 
-// Losses are event counts of the losses a spool records.
-type Losses struct {
-	DroppedOldest uint64 // removed under DropOldest
-	DroppedNewest uint64 // refused under DropNewest
-	Expired       uint64 // removed by Expire
-	Unreadable    uint64 // pending when the file was damaged, not recovered by its salvage
-	Refused       uint64 // refused before the spool, recorded by wal's CountRefused
-}
+// Kind is a kind of loss the spool counts; Losses is indexed by it.
+type Kind int
 
-// reportedKeys are the spool values of the reported counts, in the order
-// of fields.
-var reportedKeys = [...]string{"reported_dropped_oldest_events", "reported_dropped_newest_events",
+const (
+	DroppedOldest Kind = iota // removed under DropOldest
+	DroppedNewest             // refused under DropNewest
+	Expired                   // removed by Expire
+	Unreadable                // pending when the file was damaged, not recovered by its salvage
+	Refused                   // refused before the spool, recorded by wal's CountRefused
+	Kinds                     // the number of kinds
+)
+
+// Losses are event counts of the losses a spool records, by Kind.
+type Losses [Kinds]uint64
+
+// reportedKeys are the spool values of the reported counts, by Kind.
+var reportedKeys = [Kinds]string{"reported_dropped_oldest_events", "reported_dropped_newest_events",
 	"reported_expired_events", "reported_unreadable_events", "reported_refused_events"}
-
-// fields are l's counts, in the order of reportedKeys.
-func (l *Losses) fields() [len(reportedKeys)]*uint64 {
-	return [...]*uint64{&l.DroppedOldest, &l.DroppedNewest, &l.Expired, &l.Unreadable, &l.Refused}
-}
 
 // markMu orders MarkReported's read, raise and store.
 var markMu sync.Mutex
@@ -38,11 +38,11 @@ var markMu sync.Mutex
 // Reported returns the losses spool counts and how many were reported.
 func Reported(spool *wal.WAL) (total, reported Losses) {
 	reported, _, _ = loadReported(spool)
-	return totals(spool), reported
+	return Totals(spool), reported
 }
 
-// totals are the loss counts of spool.
-func totals(spool *wal.WAL) Losses {
+// Totals are the loss counts of spool.
+func Totals(spool *wal.WAL) Losses {
 	st := spool.Stats()
 	return Losses{st.DroppedOldest.Events, st.DroppedNewest.Events, st.Expired.Events, st.Unreadable, st.Refused}
 }
@@ -52,18 +52,18 @@ func totals(spool *wal.WAL) Losses {
 // counts as known.
 func ReportedKnown(spool *wal.WAL) bool {
 	_, known, err := loadReported(spool)
-	return err == nil && (known || totals(spool) == Losses{})
+	return err == nil && (known || Totals(spool) == Losses{})
 }
 
 // loadReported reads the reported counts; known is false if there are none.
 func loadReported(spool *wal.WAL) (r Losses, known bool, err error) {
-	for i, n := range r.fields() {
-		v, err := spool.Value(reportedKeys[i])
+	for k, key := range reportedKeys {
+		v, err := spool.Value(key)
 		if err != nil {
 			return Losses{}, false, err
 		}
 		if len(v) == 8 {
-			*n, known = binary.BigEndian.Uint64(v), true
+			r[k], known = binary.BigEndian.Uint64(v), true
 		}
 	}
 	return r, known, nil
@@ -80,11 +80,10 @@ func MarkReported(spool *wal.WAL, r Losses) error {
 	}
 	values := make(map[string][]byte, len(reportedKeys))
 	changed := !known
-	old := was.fields()
-	for i, n := range r.fields() {
-		v := max(*n, *old[i])
-		changed = changed || v != *old[i]
-		values[reportedKeys[i]] = binary.BigEndian.AppendUint64(nil, v)
+	for k, n := range r {
+		v := max(n, was[k])
+		changed = changed || v != was[k]
+		values[reportedKeys[k]] = binary.BigEndian.AppendUint64(nil, v)
 	}
 	if !changed {
 		return nil

@@ -22,21 +22,21 @@ func TestCountRefusedIsALedgerLoss(t *testing.T) {
 	require.NoError(t, w.CountRefused(0))
 	require.NoError(t, w.CountRefused(3))
 	require.EqualValues(t, 5, w.Stats().Refused)
-	require.NoError(t, ledger.MarkReported(w, ledger.Losses{Refused: 2}))
+	require.NoError(t, ledger.MarkReported(w, ledger.Losses{ledger.Refused: 2}))
 	require.True(t, ledger.ReportedKnown(w))
-	require.NoError(t, ledger.MarkReported(w, ledger.Losses{Refused: 1}), "never lowered")
+	require.NoError(t, ledger.MarkReported(w, ledger.Losses{ledger.Refused: 1}), "never lowered")
 	require.NoError(t, w.Close())
 
 	w, err = wal.Open(dir, &wal.Options{NoSync: true})
 	require.NoError(t, err)
 	defer w.Close()
 	total, reported := ledger.Reported(w)
-	require.Equal(t, ledger.Losses{Refused: 5}, total)
-	require.Equal(t, ledger.Losses{Refused: 2}, reported, "3 left for a process to report")
+	require.Equal(t, ledger.Losses{ledger.Refused: 5}, total)
+	require.Equal(t, ledger.Losses{ledger.Refused: 2}, reported, "3 left for a process to report")
 	require.True(t, ledger.ReportedKnown(w))
 	require.NoError(t, w.Close())
 	require.ErrorIs(t, w.CountRefused(1), wal.ErrClosed)
-	require.ErrorIs(t, ledger.MarkReported(w, ledger.Losses{Refused: 5}), wal.ErrClosed)
+	require.ErrorIs(t, ledger.MarkReported(w, ledger.Losses{ledger.Refused: 5}), wal.ErrClosed)
 }
 
 // TestMarkReportedRecordsZeros: on a spool that records nothing yet, a
