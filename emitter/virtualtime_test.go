@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -113,9 +114,12 @@ func TestVirtualTimeFreeze(t *testing.T) {
 }
 
 // A receiver that crash-loops (accepts, reads, dies before handling
-// anything, restarts) is dialled less and less often, on the emitter's
-// clock; nothing is set aside as poison, and once it stays up everything
-// arrives in order.
+// anything, restarts at once behind the listener a supervisor keeps, as
+// with socket activation) is dialled less and less often, on the
+// emitter's clock; nothing is set aside as poison, and once it stays up
+// everything arrives in order. (A listener closed between crashes would
+// let the emitter's clock run past 250 ms whenever the test is slow to
+// listen again: a paced restart, rightly dialled at once.)
 func TestVirtualTimeCrashLoop(t *testing.T) {
 	t.Parallel()
 	r := newVirtualRig(t, emitter.Options{})
@@ -123,17 +127,19 @@ func TestVirtualTimeCrashLoop(t *testing.T) {
 	r.emit(sent)
 	const crashes = 12
 	var accepted []time.Duration // emitter time of each connection
+	ln, err := net.Listen("unix", r.sock)
+	require.NoError(t, err)
+	ln.(*net.UnixListener).SetUnlinkOnClose(false) // the receiver below takes the path over
 	for range crashes {
-		ln, err := net.Listen("unix", r.sock)
-		require.NoError(t, err)
 		conn, err := ln.Accept()
 		require.NoError(t, err)
 		accepted = append(accepted, r.elapsed())
 		buf := make([]byte, 4096)
 		_, _ = conn.Read(buf) // read ahead, then die before handling it
 		conn.Close()
-		ln.Close()
 	}
+	ln.Close()
+	require.NoError(t, os.Remove(r.sock))
 	rcv, err := testrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
