@@ -18,7 +18,9 @@ func closedWrite(uintptr) (bool, error) { return false, ErrUnsupported }
 
 func pendingError(uintptr) error { return ErrUnsupported }
 
-func readable(uintptr) bool { return true }
+func awaitReadable(uintptr) error { return ErrUnsupported }
+
+func shutdown(uintptr) error { return ErrUnsupported }
 
 func sendMem(uintptr) (int, int, error) { return 0, 0, ErrUnsupported }
 
