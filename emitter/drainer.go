@@ -183,7 +183,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.w.sent = conn, sockwait.New(conn), d.w.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.w.hup, d.w.unwatch = d.w.waiter.Watch() // ended by disconnect
+	d.w.hup = d.w.waiter.Watch() // ends at disconnect's Close
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either
 	}

@@ -95,9 +95,8 @@ type wire struct {
 	room   sendRoom // see awaitRoom
 	// hup is closed once the socket becomes readable (the receiver hung up
 	// or sent something); nil once seen, and the connection is then polled.
-	hup     <-chan struct{}
-	unwatch func() // ends the watch behind hup: before the connection closes
-	poll    Timer  // times an idle drainer's next look, reused
+	hup  <-chan struct{}
+	poll Timer // times an idle drainer's next look, reused
 
 	sent    []wal.Entry      // written, not yet acknowledged: the witness comes from here
 	lines   []delivery.Line  // what the last write told delivery (sentLines), reused
@@ -316,9 +315,8 @@ func (d *drainer) disconnect() {
 		return
 	}
 	d.w.unhook()
-	d.w.unwatch()
 	d.w.conn.Close()
-	d.w.conn, d.w.waiter, d.w.hup, d.w.unwatch = nil, nil, nil, nil
+	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 

@@ -66,16 +66,12 @@ func closedWrite(fd uintptr) (bool, error) {
 	return rev&(pollRDHUP|unix.POLLHUP|unix.POLLNVAL) != 0, err
 }
 
-// pollNow polls fd for events without waiting and returns the events
-// reported.
-func pollNow(fd uintptr, events int16) (int16, error) { return pollFor(fd, events, 0) }
-
-// pollFor polls fd for events, waiting up to timeout ms (-1: no limit),
-// retrying on EINTR, and returns the events reported.
-func pollFor(fd uintptr, events int16, timeout int) (int16, error) {
+// pollNow polls fd for events without waiting, retrying on EINTR, and
+// returns the events reported.
+func pollNow(fd uintptr, events int16) (int16, error) {
 	fds := []unix.PollFd{{Fd: int32(fd), Events: events}}
 	for {
-		_, err := unix.Poll(fds, timeout)
+		_, err := unix.Poll(fds, 0)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -96,17 +92,11 @@ func pendingError(fd uintptr) error {
 	return syscall.Errno(errno)
 }
 
-// awaitReadable blocks until a read on fd would not block (data, a
-// shut-down writing side, a hang-up, or our own shutdown). It polls rather
+// readable reports whether a read on fd would not block. It polls rather
 // than recv (even with MSG_PEEK), which would clear a pending ECONNRESET.
-func awaitReadable(fd uintptr) error {
-	_, err := pollFor(fd, unix.POLLIN|pollRDHUP, -1)
-	return err
-}
-
-// shutdown shuts fd down both ways, which wakes awaitReadable.
-func shutdown(fd uintptr) error {
-	return unix.Shutdown(int(fd), unix.SHUT_RDWR)
+func readable(fd uintptr) bool {
+	rev, err := pollNow(fd, unix.POLLIN|pollRDHUP)
+	return err != nil || rev != 0
 }
 
 // Indexes into SO_MEMINFO's array (linux/sock_diag.h).

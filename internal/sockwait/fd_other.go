@@ -18,9 +18,7 @@ func closedWrite(uintptr) (bool, error) { return false, ErrUnsupported }
 
 func pendingError(uintptr) error { return ErrUnsupported }
 
-func awaitReadable(uintptr) error { return ErrUnsupported }
-
-func shutdown(uintptr) error { return ErrUnsupported }
+func readable(uintptr) bool { return true }
 
 func sendMem(uintptr) (int, int, error) { return 0, 0, ErrUnsupported }
 

@@ -88,32 +88,23 @@ func (w *Waiter) control(f func(fd uintptr) error) error {
 
 // Watch returns a channel closed once the connection becomes readable (the
 // peer sent data, shut down its writing side, closed or reset it) or the
-// watch is stopped, and the function that stops it. The peer's reads do not
-// end it, so the caller looks (Probe, PeerClosedWrite) once it fires and
+// watch ends (the connection is closed, a read deadline passes). It costs
+// one goroutine parked in the runtime's poller. The peer's reads do not
+// wake it, so the caller looks (Probe, PeerClosedWrite) once it fires and
 // polls while the connection stays readable. Nothing else may read the
 // connection meanwhile. Where Supported is false the channel is closed at
 // once.
-//
-// It costs one goroutine blocked in poll(2), outside the runtime's poller:
-// a goroutine parked in the poller would make every idle thread of the
-// process poll the network before it sleeps. So closing the connection does
-// not end a watch, and waits for it: call stop first. stop shuts the
-// connection down (shutdown(2), both ways) and returns once the watch has
-// ended; the connection is then good only for Close.
-func (w *Waiter) Watch() (ended <-chan struct{}, stop func()) {
+func (w *Waiter) Watch() <-chan struct{} {
 	ch := make(chan struct{})
 	if !w.ok {
 		close(ch)
-		return ch, func() {}
+		return ch
 	}
 	go func() {
 		defer close(ch)
-		_ = w.control(func(fd uintptr) error { return awaitReadable(fd) })
+		_ = w.rc.Read(readable)
 	}()
-	return ch, func() {
-		_ = w.control(func(fd uintptr) error { return shutdown(fd) })
-		<-ch
-	}
+	return ch
 }
 
 // ArmWrite sets conn's write deadline timeout from now on real time, and is

@@ -25,14 +25,12 @@ func watchEnded(ch <-chan struct{}, d time.Duration) bool {
 func TestWatch(t *testing.T) {
 	t.Parallel()
 	pairs := map[string]func(*testing.T) (net.Conn, net.Conn){"unix": unixPair, "tcp": tcpPair}
-	ends := map[string]func(client, server net.Conn, stop func()){
-		"peer closes":       func(_, s net.Conn, _ func()) { s.Close() },
-		"peer half-closes":  func(_, s net.Conn, _ func()) { _ = closeWrite(s) },
-		"peer sends a byte": func(_, s net.Conn, _ func()) { _, _ = s.Write([]byte{'x'}) },
-		"we stop, then close": func(c, _ net.Conn, stop func()) {
-			stop()
-			c.Close()
-		},
+	ends := map[string]func(client, server net.Conn){
+		"peer closes":       func(_, s net.Conn) { s.Close() },
+		"peer half-closes":  func(_, s net.Conn) { _ = closeWrite(s) },
+		"peer sends a byte": func(_, s net.Conn) { _, _ = s.Write([]byte{'x'}) },
+		"we close":          func(c, _ net.Conn) { c.Close() },
+		"a read deadline":   func(c, _ net.Conn) { _ = c.SetReadDeadline(time.Unix(1, 0)) },
 	}
 	for network, mk := range pairs {
 		for name, end := range ends {
@@ -40,7 +38,7 @@ func TestWatch(t *testing.T) {
 				t.Parallel()
 				client, server := mk(t)
 				w := sockwait.New(client)
-				ch, stop := w.Watch()
+				ch := w.Watch()
 				// The peer reading what was written does not make the
 				// socket readable: the watch goes on.
 				for range 3 {
@@ -50,9 +48,8 @@ func TestWatch(t *testing.T) {
 					require.NoError(t, err)
 				}
 				require.False(t, watchEnded(ch, 100*time.Millisecond), "ended while the peer only read")
-				end(client, server, stop)
+				end(client, server)
 				require.True(t, watchEnded(ch, 5*time.Second), "still watching after the socket became readable")
-				stop() // again, after the end: returns at once
 			})
 		}
 	}
@@ -67,9 +64,7 @@ func TestWatchUnsupported(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	ch, stop := sockwait.New(a).Watch()
-	require.True(t, watchEnded(ch, time.Second), "nothing to watch: closed at once")
-	stop()
+	require.True(t, watchEnded(sockwait.New(a).Watch(), time.Second), "nothing to watch: closed at once")
 }
 
 // A watch consumes nothing: a peer that closed with bytes unread is still
@@ -79,8 +74,7 @@ func TestWatchKeepsTheReset(t *testing.T) {
 	t.Parallel()
 	client, server := unixPair(t)
 	w := sockwait.New(client)
-	ch, stop := w.Watch()
-	defer stop()
+	ch := w.Watch()
 	_, err := client.Write(payload(1000))
 	require.NoError(t, err)
 	server.Close() // unread
@@ -89,19 +83,4 @@ func TestWatchKeepsTheReset(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, gone, "hung up")
 	require.ErrorIs(t, gone.Cause, syscall.ECONNRESET, "the reset is kept for the drainer")
-}
-
-// A watch is no waiter in the runtime's poller: it waits in poll(2), so
-// the process's idle threads do not poll the network because of it. A
-// read deadline, which ends a wait in the poller, leaves it watching.
-func TestWatchOutsideThePoller(t *testing.T) {
-	t.Parallel()
-	client, server := unixPair(t)
-	w := sockwait.New(client)
-	ch, stop := w.Watch()
-	require.NoError(t, client.SetReadDeadline(time.Unix(1, 0)))
-	require.False(t, watchEnded(ch, 100*time.Millisecond), "a read deadline ended the watch")
-	server.Close()
-	require.True(t, watchEnded(ch, 5*time.Second))
-	stop()
 }
