@@ -15,12 +15,13 @@ import (
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
-// settled reports whether the run goroutine idles (an inline send does not
-// wait for it).
+// settled reports whether the run goroutine idles and is not yet woken (a
+// parked drainer with a wake pending takes the lock back at once, and an
+// Emit meeting it there wakes it rather than sending inline).
 func settled(d *drainer) bool {
 	d.ctl.run.Lock()
 	defer d.ctl.run.Unlock()
-	return d.ctl.parked
+	return d.ctl.parked && len(d.ctl.wake) == 0
 }
 
 // openOnReceiver starts a receiver and opens an emitter on it (NoSync, no
