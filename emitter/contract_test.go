@@ -196,6 +196,7 @@ func (c *stallConn) Write(p []byte) (int, error) {
 // abandoned by Close (before or after a stall past StallTimeout), on TCP (which takes
 // partial writes) and on Unix sockets with lines over half the send buffer.
 func TestNoTornLineWhenWriteAbandoned(t *testing.T) {
+	t.Parallel() // its receivers are paused, then read to the end: no timing to disturb
 	for _, tc := range []struct {
 		network string
 		size    int // of each line

@@ -16,7 +16,7 @@ import (
 
 // Every page of a spool file, in turn, overwritten with random bytes, then
 // with zeros (make test: the first 8 pages, where bbolt keeps its meta,
-// freelist and root, and every 10th page after them; make torture: every
+// freelist and root, and every 20th page after them; make torture: every
 // page): Open
 // must never panic (bbolt panics in goroutines of its own on some damage,
 // where nothing can recover, so this would kill the test binary), and the
@@ -43,7 +43,7 @@ func TestCorruptEveryPage(t *testing.T) {
 	const page = 4096
 	for n := 0; n < 2*len(orig)/page; n++ {
 		p, zero := n/2, n%2 == 1 // each page random, then zeroed
-		if p >= 8 && p%10 != 0 && !testmode.Long() {
+		if p >= 8 && p%20 != 0 && !testmode.Long() {
 			continue
 		}
 		dir := t.TempDir()
