@@ -96,9 +96,12 @@ func probeGone(t *testing.T, w *sockwait.Waiter) error {
 
 // consumed waits, by AwaitRead, until the peer has read everything written
 // to conn or hung up, or within has passed, and then probes: it returns the
-// queue and the hang-up (nil while the peer is there).
+// queue and the hang-up (nil while the peer is there). It clears the write
+// deadline AwaitRead set, as the emitter's next write arms its own: a test's
+// plain Write after it must not time out at once on a slow machine.
 func consumed(t *testing.T, w *sockwait.Waiter, conn net.Conn, within time.Duration) (int, error) {
 	t.Helper()
+	defer func() { require.NoError(t, conn.SetWriteDeadline(time.Time{})) }()
 	end := time.Now().Add(within)
 	for {
 		_, err := w.AwaitRead(conn, 10*time.Millisecond, 0, func(n int) bool { return n == 0 })
