@@ -206,8 +206,13 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 		return result{int(st.DialErrors), r.logs.count(slog.LevelWarn, "receiver unreachable; spooling events until it is back")}
 	}
 
-	start := time.Now()
-	open := func() bool { return time.Since(start) > wait }
+	// The wait runs from the hook's first call, not from the rig's start,
+	// which a loaded machine can delay by most of it.
+	var first atomic.Int64
+	open := func() bool {
+		first.CompareAndSwap(0, time.Now().UnixNano())
+		return time.Since(time.Unix(0, first.Load())) > wait
+	}
 	var d net.Dialer
 	inDial := measure(&emitter.Options{DialTimeout: dialTimeout,
 		Dial: func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -224,7 +229,7 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 	require.GreaterOrEqual(t, inDial.dialErrors, 3)
 	require.Equal(t, 1, inDial.warnings)
 
-	start = time.Now()
+	first.Store(0)
 	inPreamble := measure(&emitter.Options{DialTimeout: dialTimeout,
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			if err := waitGate(ctx, open); err != nil {
