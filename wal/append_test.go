@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -332,7 +333,7 @@ func TestStatsAndClock(t *testing.T) {
 // survive a restart.
 func TestDropCountersSurviveRestart(t *testing.T) {
 	t.Parallel()
-	const size, n = 1000, 2000
+	const size, n = 1000, 1500 // a third more than the cap holds
 	cases := []struct {
 		policy wal.Policy
 	}{{wal.DropOldest}, {wal.DropNewest}}
@@ -382,23 +383,36 @@ func TestDropCountersSurviveRestart(t *testing.T) {
 	}
 }
 
-// spFillBlock fills a Block spool until an Append with a cancelled context is
-// refused, and returns the last sequence number stored.
+// spFillBlock fills a Block spool until an Append of one event with a
+// cancelled context is refused, and returns the last sequence number stored.
+// The first event is a value of its own (acknowledging it frees one event's
+// room); the bulk goes in batches, a commit each, and single events fill
+// what is left.
 func spFillBlock(t *testing.T, w *wal.WAL, size int) uint64 {
 	t.Helper()
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	var last uint64
-	for i := uint64(1); ; i++ {
-		seq, err := w.Append(cancelled, spEvent(i, size))
+	fill := func(n int) error {
+		batch := make([][]byte, n)
+		for i := range batch {
+			batch[i] = spEvent(last+1+uint64(i), size)
+		}
+		seq, err := w.Append(cancelled, batch...)
 		if err != nil {
 			require.ErrorIs(t, err, wal.ErrFull)
 			require.ErrorIs(t, err, context.Canceled)
-			require.Positive(t, last)
-			return last
+			return err
 		}
 		last = seq
+		return nil
 	}
+	require.NoError(t, fill(1))
+	for fill(64) == nil {
+	}
+	for fill(1) == nil {
+	}
+	return last
 }
 
 type spResult struct {
@@ -638,7 +652,8 @@ func TestReclaimOnline(t *testing.T) {
 // commit and a waiter, stops it.
 func TestBlockConcurrent(t *testing.T) {
 	t.Parallel()
-	const producers, each = 8, 300
+	const producers = 8
+	each := testmode.Pick[uint64](150, 300) // batches a producer appends
 	// Not spOpen: after a deadlock, Close would hang the test binary too.
 	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true, MaxBytes: 1 << 20, OnFull: wal.Block})
 	require.NoError(t, err)
@@ -646,7 +661,7 @@ func TestBlockConcurrent(t *testing.T) {
 	errs := make(chan error, producers+1)
 	for p := 0; p < producers; p++ {
 		go func() {
-			for i := 0; i < each; i++ {
+			for range each {
 				// Batches of 10 events of 1 KiB: the spool holds about 70.
 				batch := make([][]byte, 10)
 				for j := range batch {

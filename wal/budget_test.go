@@ -58,11 +58,18 @@ func TestBudgetRestoredWhenDrained(t *testing.T) {
 	require.NoError(t, w.Ack(last))
 	require.Equal(t, initial, w.budget.Load())
 
-	// The whole budget is usable: 100-byte events fill more than half the cap.
-	for {
-		if _, err := w.Append(context.Background(), make([]byte, 100)); err != nil {
-			require.ErrorIs(t, err, ErrFull)
-			break
+	// The whole budget is usable: 100-byte events fill more than half the
+	// cap (in batches while they fit, then one at a time).
+	for _, n := range []int{64, 1} {
+		batch := make([][]byte, n)
+		for i := range batch {
+			batch[i] = make([]byte, 100)
+		}
+		for {
+			if _, err := w.Append(context.Background(), batch...); err != nil {
+				require.ErrorIs(t, err, ErrFull)
+				break
+			}
 		}
 	}
 	require.GreaterOrEqual(t, w.Stats().PendingBytes, uint64(w.opts.MaxBytes/2))

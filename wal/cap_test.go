@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -72,9 +73,14 @@ func (r *capRun) report(policy wal.Policy) {
 	require.True(r.t, r.full, "the spool never filled")
 }
 
-// TestCap appends ten times MaxBytes under each policy and checks the file's
-// footprint on disk after every batch.
+// capFills is how many times MaxBytes TestCap appends: enough to fill the
+// spool, free it and fill it again several times (make torture: 10).
+var capFills = testmode.Pick[int64](4, 10)
+
+// TestCap appends capFills times MaxBytes under each policy and checks the
+// file's footprint on disk after every batch.
 func TestCap(t *testing.T) {
+	t.Parallel()
 	for _, c := range capCases {
 		for _, policy := range []wal.Policy{wal.DropOldest, wal.DropNewest, wal.Block} {
 			t.Run(policy.String()+"/"+c.name, func(t *testing.T) {
@@ -106,7 +112,7 @@ func capDrop(run *capRun, policy wal.Policy) {
 	t, c, w := run.t, run.c, run.w
 	rng := rand.New(rand.NewPCG(1, uint64(c.maxBytes)))
 	next := uint64(1)
-	for written := int64(0); written < 10*c.maxBytes; {
+	for written := int64(0); written < capFills*c.maxBytes; {
 		batch, n := capBatch(rng, c, next)
 		last, err := w.Append(context.Background(), batch...)
 		switch {
@@ -176,7 +182,7 @@ func capBlock(run *capRun) {
 	}()
 
 	next := uint64(1)
-	for written := int64(0); written < 10*c.maxBytes; {
+	for written := int64(0); written < capFills*c.maxBytes; {
 		batch, n := capBatch(rng, c, next)
 		last, err := w.Append(cancelled, batch...)
 		if errors.Is(err, wal.ErrFull) {
