@@ -106,13 +106,14 @@ bench-peer:
 bench-malloc-probe:
 	perf probe -q -x $$(ldconfig -p | awk '/libc.so.6 .*x86-64/ {print $$NF; exit}') --add malloc
 
-# Long fault runs (about 14 minutes on 2 cores, measured 2026-12-01:
-# internal/torture 8 min, FuzzOpen 3-4 min, the rest 2): the chaos loop for 3 minutes, a 1 GB
+# Long fault runs (about 20 minutes on 2 cores, measured 2026-12-05;
+# internal/torture 10 min, FuzzOpen 3-4 min): the chaos loop for 3 minutes, a 1 GB
 # line, the rest of internal/torture (among it a cloud-event-proxy-like
 # receiver killed 5 times under 5,000 events, a poison line, half-closed
 # receivers), the full-length versions of tests make test samples (wal's
-# model with 100 sequences a policy, every page of a spool damaged, a
-# 2,000,000-event start-up scan; internal/testmode), then each fuzz target
+# model with 100 sequences a policy, every page of a spool damaged, ten
+# times the cap appended under each policy, a 2,000,000-event start-up
+# scan; internal/testmode), then each fuzz target
 # (about 15 s each; FuzzOpen's 20,000 executions, each opening, salvaging and
 # reopening a damaged spool, 3-4 minutes: it found two bugs at that budget).
 # The short versions of all of these run in make test. Fuzz budgets are
@@ -121,7 +122,7 @@ bench-malloc-probe:
 # deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
-	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
+	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestCap|TestBlockConcurrent|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime 300000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./internal/boltfile
