@@ -23,7 +23,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *losses) *drain
 		addr: addr, opts: opts, spool: spool, ctx: ctx, loss: loss,
 		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
 		dv:  delivery.New(deliveryConfigOf(opts)),
-		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}, progress: make(chan struct{})},
+		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}},
 		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts),
 			out: outage{addr: addr, rep: newReporter(opts), log: opts.Logger}},
 	}

@@ -22,12 +22,13 @@ type gate struct {
 
 var errGateLost = errors.New("connection lost while delivery was held")
 
-// signal wakes whoever waits on the gate; g.mu must be held.
+// signal wakes whoever waits on the gate; g.mu must be held. The next
+// watch makes a new channel: nothing is made while no one waits.
 func (g *gate) signal() {
 	if g.changed != nil {
 		close(g.changed)
+		g.changed = nil
 	}
-	g.changed = make(chan struct{})
 }
 
 // watch returns the channel closed at the gate's next change; g.mu is held.

@@ -77,7 +77,7 @@ type shared struct {
 	health   health        // see health.go
 	gate     gate          // see gate.go
 	mu       sync.Mutex
-	progress chan struct{} // closed and replaced as events leave the spool
+	progress chan struct{} // closed as events leave the spool; nil until someone waits (progressWatch)
 	link     linkStats
 }
 
@@ -161,8 +161,19 @@ func (d *drainer) progressed(f func(*linkStats)) {
 	d.pub.mu.Lock()
 	defer d.pub.mu.Unlock()
 	f(&d.pub.link)
-	close(d.pub.progress)
-	d.pub.progress = make(chan struct{})
+	if d.pub.progress != nil {
+		close(d.pub.progress)
+		d.pub.progress = nil
+	}
+}
+
+// progressWatch returns the channel closed when events next leave the spool,
+// made when first asked for; pub.mu must be held.
+func (p *shared) progressWatch() <-chan struct{} {
+	if p.progress == nil {
+		p.progress = make(chan struct{})
+	}
+	return p.progress
 }
 
 // record updates the shared link stats; a non-nil err becomes the last one.

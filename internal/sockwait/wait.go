@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"sync"
 	"time"
 )
 
@@ -13,20 +14,47 @@ import (
 // hang-up (see the package doc for the order). gone is non-nil when the
 // peer hung up.
 func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
-	err = w.control(func(fd uintptr) error {
-		var err error
-		if unread, err = outq(fd); err != nil {
-			return err
-		}
-		var hup bool
-		if hup, err = hungUp(fd); err != nil || !hup {
-			return err
-		}
-		gone = &PeerGoneError{Unread: unread, Cause: pendingError(fd)}
-		return nil
-	})
-	return unread, gone, err
+	l := looks.Get().(*look)
+	defer looks.Put(l)
+	l.unread, l.hup, l.cause, l.err = 0, false, nil, nil
+	if err := w.control(l.probe); err != nil {
+		return 0, nil, err
+	}
+	if l.hup {
+		gone = &PeerGoneError{Unread: l.unread, Cause: l.cause}
+	}
+	return l.unread, gone, l.err
 }
+
+// look is one look at a descriptor under RawConn.Control: its results, and
+// the functions Control runs, bound once: a closure made for every look
+// would be a heap object each time, and the drainer looks after every
+// write.
+type look struct {
+	unread      int
+	hup         bool
+	cause, err  error
+	probe, outq func(fd uintptr)
+}
+
+var looks = sync.Pool{New: func() any {
+	l := &look{}
+	l.probe, l.outq = l.doProbe, l.doOutq
+	return l
+}}
+
+func (l *look) doProbe(fd uintptr) {
+	if l.unread, l.err = outq(fd); l.err != nil {
+		return
+	}
+	if l.hup, l.err = hungUp(fd); l.err != nil || !l.hup {
+		l.hup = false
+		return
+	}
+	l.cause = pendingError(fd)
+}
+
+func (l *look) doOutq(fd uintptr) { l.unread, l.err = outq(fd) }
 
 // AwaitRead waits at most max for the peer to read, and returns SIOCOUTQ
 // once enough(unread) holds or the wait ends. On a Unix stream socket each

@@ -28,26 +28,29 @@ func (w *Waiter) Supported() bool { return w.ok }
 
 // Unread returns the SIOCOUTQ count (see the package doc); only 0 is exact.
 func (w *Waiter) Unread() (int, error) {
-	var n int
-	err := w.control(func(fd uintptr) (err error) {
-		n, err = outq(fd)
-		return err
-	})
-	return n, err
+	l := looks.Get().(*look)
+	defer looks.Put(l)
+	l.unread, l.err = 0, nil
+	if err := w.control(l.outq); err != nil {
+		return 0, err
+	}
+	return l.unread, l.err
 }
 
 // SendMem returns the size of the send buffer and the memory its queue
 // holds (SO_MEMINFO), first asking for a buffer of at least grow bytes if
 // grow is positive (the kernel caps it at net.core.wmem_max, doubled).
 func (w *Waiter) SendMem(grow int) (sndbuf, queued int, err error) {
-	err = w.control(func(fd uintptr) error {
+	var ferr error
+	if err := w.control(func(fd uintptr) {
 		if grow > 0 {
 			_ = raiseSndbuf(fd, grow)
 		}
-		sndbuf, queued, err = sendMem(fd)
-		return err
-	})
-	return sndbuf, queued, err
+		sndbuf, queued, ferr = sendMem(fd)
+	}); err != nil {
+		return 0, 0, err
+	}
+	return sndbuf, queued, ferr
 }
 
 // PeerClosedWrite reports, without waiting or consuming data, whether the
@@ -57,24 +60,23 @@ func (w *Waiter) SendMem(grow int) (sndbuf, queued int, err error) {
 // still reads.
 func (w *Waiter) PeerClosedWrite() (bool, error) {
 	var fin bool
-	err := w.control(func(fd uintptr) (err error) {
-		fin, err = closedWrite(fd)
-		return err
-	})
-	return fin, err
+	var ferr error
+	if err := w.control(func(fd uintptr) { fin, ferr = closedWrite(fd) }); err != nil {
+		return false, err
+	}
+	return fin, ferr
 }
 
 // control runs f on the connection's file descriptor, or returns
 // ErrUnsupported.
-func (w *Waiter) control(f func(fd uintptr) error) error {
+func (w *Waiter) control(f func(fd uintptr)) error {
 	if !w.ok {
 		return ErrUnsupported
 	}
-	var ferr error
-	if err := w.rc.Control(func(fd uintptr) { ferr = f(fd) }); err != nil {
+	if err := w.rc.Control(f); err != nil {
 		return fmt.Errorf("sockwait: connection unusable: %w", err)
 	}
-	return ferr
+	return nil
 }
 
 // Watch returns a channel closed once the connection becomes readable (the
