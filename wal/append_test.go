@@ -333,7 +333,7 @@ func TestStatsAndClock(t *testing.T) {
 // survive a restart.
 func TestDropCountersSurviveRestart(t *testing.T) {
 	t.Parallel()
-	const size, n = 1000, 1500 // a third more than the cap holds
+	const size, n = 1000, 1500 // half again what the cap holds
 	cases := []struct {
 		policy wal.Policy
 	}{{wal.DropOldest}, {wal.DropNewest}}
