@@ -68,6 +68,10 @@ func putMeta(b *bolt.Bucket, key, payload []byte) error {
 	return b.Put(key, encodeMeta(key, payload))
 }
 
+// putMetaUint stores n under key, as putMeta does, in one allocation.
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
-	return putMeta(b, key, binary.BigEndian.AppendUint64(nil, n))
+	v := make([]byte, 8+metaSumSize)
+	binary.BigEndian.PutUint64(v, n)
+	binary.BigEndian.PutUint32(v[8:], keySum(key, v[:8]))
+	return b.Put(key, v)
 }

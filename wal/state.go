@@ -128,7 +128,7 @@ func (st *state) put(fr *framer, now stamp) error {
 // encodeValue), each at most frameRoom, and puts each once full.
 type framer struct {
 	eb     *bolt.Bucket
-	mem    *arena // nil: allocate each value
+	mem    arena  // empty: allocate each value
 	seq    uint64 // the sequence number of events[0]
 	at     stamp
 	events [][]byte // the value being gathered
@@ -200,17 +200,16 @@ func (c *Counter) add(d Counter) {
 // allocation; bbolt holds them only until the commit.
 type arena []byte
 
-func newArena(batch []*appendReq) *arena {
+func newArena(batch []*appendReq) arena {
 	n := 0
 	for _, r := range batch {
 		n += len(r.events)*(keySize+recordHeader) + int(r.size)
 	}
-	a := arena(make([]byte, n))
-	return &a
+	return arena(make([]byte, n))
 }
 
 func (a *arena) take(n int) []byte {
-	if a == nil || n > len(*a) {
+	if n > len(*a) {
 		return make([]byte, n) // not reached: a frame takes less than its events as records
 	}
 	b := (*a)[:n:n]
