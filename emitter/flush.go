@@ -30,7 +30,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	var settle time.Time
 	for {
 		e.d.pub.mu.Lock()
-		progress := e.d.pub.progressWatch()
+		progress := e.d.pub.progress.watch()
 		e.d.pub.mu.Unlock()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
 			// The counters lag the spool a moment: wait for them, so that

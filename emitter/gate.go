@@ -17,27 +17,10 @@ type gate struct {
 	since   time.Duration // Clock.Boot() at the Hold
 	gen     uint64        // holds so far: a connection whose preamble is older was held since
 	writing bool          // the drainer is writing a chunk
-	changed chan struct{} // closed and replaced when held or writing changes
+	changed broadcast     // fired when held or writing changes; under mu
 }
 
 var errGateLost = errors.New("connection lost while delivery was held")
-
-// signal wakes whoever waits on the gate; g.mu must be held. The next
-// watch makes a new channel: nothing is made while no one waits.
-func (g *gate) signal() {
-	if g.changed != nil {
-		close(g.changed)
-		g.changed = nil
-	}
-}
-
-// watch returns the channel closed at the gate's next change; g.mu is held.
-func (g *gate) watch() <-chan struct{} {
-	if g.changed == nil {
-		g.changed = make(chan struct{})
-	}
-	return g.changed
-}
 
 // Hold shuts the live gate: once Hold returns, nothing more is written to
 // the receiver until Release (a chunk under way is finished first, within
@@ -51,10 +34,10 @@ func (e *Emitter) Hold() {
 	if first {
 		g.held, g.since = true, e.opts.Clock.Boot()
 		g.gen++
-		g.signal()
+		g.changed.fire()
 	}
 	for g.writing {
-		ch := g.watch()
+		ch := g.changed.watch()
 		g.mu.Unlock()
 		<-ch
 		g.mu.Lock()
@@ -73,7 +56,7 @@ func (e *Emitter) Release() {
 	held, since := g.held, g.since
 	g.held = false
 	if held {
-		g.signal()
+		g.changed.fire()
 	}
 	g.mu.Unlock()
 	if held {

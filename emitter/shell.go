@@ -77,7 +77,7 @@ type shared struct {
 	health   health        // see health.go
 	gate     gate          // see gate.go
 	mu       sync.Mutex
-	progress chan struct{} // closed as events leave the spool; nil until someone waits (progressWatch)
+	progress broadcast // fired as events leave the spool
 	link     linkStats
 }
 
@@ -161,19 +161,28 @@ func (d *drainer) progressed(f func(*linkStats)) {
 	d.pub.mu.Lock()
 	defer d.pub.mu.Unlock()
 	f(&d.pub.link)
-	if d.pub.progress != nil {
-		close(d.pub.progress)
-		d.pub.progress = nil
-	}
+	d.pub.progress.fire()
 }
 
-// progressWatch returns the channel closed when events next leave the spool,
-// made when first asked for; pub.mu must be held.
-func (p *shared) progressWatch() <-chan struct{} {
-	if p.progress == nil {
-		p.progress = make(chan struct{})
+// broadcast wakes every waiter at once by closing a channel, under its
+// owner's lock. The channel is made when someone first watches: firing
+// while no one waits makes nothing.
+type broadcast struct{ ch chan struct{} }
+
+// watch returns the channel closed at the next fire.
+func (b *broadcast) watch() <-chan struct{} {
+	if b.ch == nil {
+		b.ch = make(chan struct{})
 	}
-	return p.progress
+	return b.ch
+}
+
+// fire wakes whoever watches.
+func (b *broadcast) fire() {
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
 }
 
 // record updates the shared link stats; a non-nil err becomes the last one.
@@ -340,17 +349,17 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 		d.step(delivery.Input{Kind: delivery.Held, Held: held})
 		if !d.rd.Release {
 			if d.rd.HoldLeft <= 0 {
-				return false, g.gen, g.watch(), nil, stop
+				return false, g.gen, g.changed.watch(), nil, stop
 			}
 			t := d.opts.Clock.NewTimer(d.rd.HoldLeft)
-			return false, g.gen, g.watch(), t.C(), func() { t.Stop() }
+			return false, g.gen, g.changed.watch(), t.C(), func() { t.Stop() }
 		}
 		g.held = false
-		g.signal()
+		g.changed.fire()
 		d.opts.Logger.Warn("delivery held longer than the maximum; released without Release",
 			"addr", d.addr, "held_for", held.Round(time.Millisecond).String(), "max_hold", d.opts.MaxHold.String())
 	}
-	return !g.held, g.gen, g.watch(), nil, stop
+	return !g.held, g.gen, g.changed.watch(), nil, stop
 }
 
 // enterGate waits while the gate is shut and marks a write under way, for
@@ -389,7 +398,7 @@ func (d *drainer) leaveGate() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.writing = false
-	g.signal()
+	g.changed.fire()
 }
 
 // checkLosses logs the losses the spool counted in its own transactions
