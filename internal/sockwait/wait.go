@@ -14,9 +14,8 @@ import (
 // hang-up (see the package doc for the order). gone is non-nil when the
 // peer hung up.
 func (w *Waiter) Probe() (unread int, gone *PeerGoneError, err error) {
-	l := looks.Get().(*look)
+	l := getLook()
 	defer looks.Put(l)
-	l.unread, l.hup, l.cause, l.err = 0, false, nil, nil
 	if err := w.control(l.probe); err != nil {
 		return 0, nil, err
 	}
@@ -42,6 +41,13 @@ var looks = sync.Pool{New: func() any {
 	l.probe, l.outq = l.doProbe, l.doOutq
 	return l
 }}
+
+// getLook takes a look from the pool with its results cleared.
+func getLook() *look {
+	l := looks.Get().(*look)
+	l.unread, l.hup, l.cause, l.err = 0, false, nil, nil
+	return l
+}
 
 func (l *look) doProbe(fd uintptr) {
 	if l.unread, l.err = outq(fd); l.err != nil {

@@ -28,9 +28,8 @@ func (w *Waiter) Supported() bool { return w.ok }
 
 // Unread returns the SIOCOUTQ count (see the package doc); only 0 is exact.
 func (w *Waiter) Unread() (int, error) {
-	l := looks.Get().(*look)
+	l := getLook()
 	defer looks.Put(l)
-	l.unread, l.err = 0, nil
 	if err := w.control(l.outq); err != nil {
 		return 0, err
 	}
