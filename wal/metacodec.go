@@ -35,7 +35,14 @@ func keySum(key []byte, parts ...[]byte) uint32 {
 func encodeMeta(key, payload []byte) []byte {
 	v := make([]byte, len(payload)+metaSumSize)
 	copy(v, payload)
-	binary.BigEndian.PutUint32(v[len(payload):], keySum(key, payload))
+	return sealMeta(key, v)
+}
+
+// sealMeta writes the checksum of key and v's payload (all of v but its
+// last metaSumSize bytes) into those bytes, and returns v.
+func sealMeta(key, v []byte) []byte {
+	p := v[:len(v)-metaSumSize]
+	binary.BigEndian.PutUint32(v[len(p):], keySum(key, p))
 	return v
 }
 
@@ -68,10 +75,10 @@ func putMeta(b *bolt.Bucket, key, payload []byte) error {
 	return b.Put(key, encodeMeta(key, payload))
 }
 
-// putMetaUint stores n under key, as putMeta does, in one allocation.
+// putMetaUint stores n under key as putMeta does, building the stored
+// value in place: one allocation.
 func putMetaUint(b *bolt.Bucket, key []byte, n uint64) error {
 	v := make([]byte, 8+metaSumSize)
 	binary.BigEndian.PutUint64(v, n)
-	binary.BigEndian.PutUint32(v[8:], keySum(key, v[:8]))
-	return b.Put(key, v)
+	return b.Put(key, sealMeta(key, v))
 }

@@ -3,6 +3,7 @@ package wal
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -120,7 +121,7 @@ func TestCommitSpansAreBounded(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { w.Close() })
 	// Eight events a commit, each commit a span of its own.
-	batch := [][]byte{[]byte("x"), []byte("x"), []byte("x"), []byte("x"), []byte("x"), []byte("x"), []byte("x"), []byte("x")}
+	batch := slices.Repeat([][]byte{[]byte("x")}, 8)
 	for range (maxSpanEvents + 10) / len(batch) {
 		_, err := w.Append(context.Background(), batch...)
 		require.NoError(t, err)
