@@ -202,10 +202,13 @@ func (w *WAL) openBolt() (db *bolt.DB, err error) {
 			Timeout:  w.opts.LockTimeout,
 			NoSync:   w.opts.NoSync,
 			OpenFile: openFile,
-			// A map freelist allocates in O(1). It stays synced (no
-			// NoFreelistSync): else bbolt rebuilds it at Open in a goroutine
-			// whose panic on damage no recover can reach.
-			FreelistType: bolt.FreelistMapType,
+			// An array freelist (bbolt's default): a commit of a few events
+			// takes the lowest free page without the map's churn, and
+			// reuses pages already written rather than any free one
+			// (BenchmarkOneByOne). It stays synced (no NoFreelistSync):
+			// else bbolt rebuilds it at Open in a goroutine whose panic on
+			// damage no recover can reach.
+			FreelistType: bolt.FreelistArrayType,
 			// Read ahead (Linux): bbolt's MADV_RANDOM would make Open's
 			// verifying scan fault in one page at a time.
 			MmapFlags: mmapFlags,
