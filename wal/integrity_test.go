@@ -211,10 +211,11 @@ func TestIntegrityMarksNewerThanFile(t *testing.T) {
 }
 
 // TestIntegrityMarksBitFlip: a flipped bit in the marks file fails its
-// check: its numbers are not used (not a removal mark 2^40 higher, which
-// would drop every pending event), spool.db's are.
+// check: the numbers or the ack slot it is in are not used (not a removal
+// mark 2^40 higher, which would drop every pending event), spool.db's
+// and the other slot's are.
 func TestIntegrityMarksBitFlip(t *testing.T) {
-	for bit := 3; bit < 28*8; bit += 7 { // every byte, a different bit each
+	for bit := 3; bit < 64*8; bit += 7 { // every byte, a different bit each
 		dir := t.TempDir()
 		w := spOpen(t, dir, &wal.Options{NoSync: true})
 		icWrite(t, w, 1, 30)

@@ -69,13 +69,15 @@ func TestKilledCommitThenSalvage(t *testing.T) {
 
 	// The crash: B's data pages written, its meta page not; the marks
 	// file's reservation raised (before the commit), its removal mark not
-	// (after it). Layout (marks.go): reserved u64 | removed u64 | [flags
-	// u64] | crc32c u32.
+	// (after it). Layout (marks.go): reserved u64 | removed u64 | flags
+	// u64 | crc32c u32, then the two ack slots at 32 and 48.
 	crashed := t.TempDir()
 	copy(after[:2*4096], before[:2*4096])
+	require.Len(t, marks, 64)
+	require.Len(t, marksBefore, 64)
 	copy(marks[8:16], marksBefore[8:16])
-	n := len(marks) - 4
-	binary.BigEndian.PutUint32(marks[n:], crc32.Checksum(marks[:n], crc32.MakeTable(crc32.Castagnoli)))
+	copy(marks[32:], marksBefore[32:])
+	binary.BigEndian.PutUint32(marks[24:], crc32.Checksum(marks[:24], crc32.MakeTable(crc32.Castagnoli)))
 	require.NoError(t, os.WriteFile(filepath.Join(crashed, "spool.db"), after, 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(crashed, "marks"), marks, 0o600))
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os"
+	"runtime/debug"
 	"slices"
 )
 
@@ -16,14 +17,30 @@ import (
 //	          it committed (set by Close and a settled Open)
 //
 // The three are big-endian u64s through the meta codec under the key
-// "marks"; a missing or damaged file reads as zeros. reserved is raised
-// markStep ahead and fsync'd before a commit would reach it, so numbering
-// never goes back even if spool.db is lost. removed is written after each
-// Ack without fsync: it survives a process crash, not a power loss.
+// "marks" (bytes 0-27). reserved is raised markStep ahead and fsync'd
+// before a commit would reach it, so numbering never goes back even if
+// spool.db is lost.
+//
+// Each Ack raises removed alone, without fsync (it survives a process
+// crash, not a power loss), in one of two ack slots (bytes 32-43 and
+// 48-59: removed through the codec under the key "acked"), written in
+// turn: a process killed in mid-write leaves the other slot whole. The
+// larger of the sound removed numbers counts; a slot that fails its check
+// only costs resends, and a damaged first 28 bytes read as zeros.
+//
+// On Linux an Ack stores its slot into a shared mapping of the file: no
+// system call, and the file's times change once a writeback rather than
+// once an Ack (which cost 0.2 block writes an event at 1,000/s). A fault
+// on the mapping (the file cut short under it, no block to back the page)
+// is caught; the marks file is then written with pwrite(2).
 const (
 	marksFileName = "marks"
 	markStep      = 1 << 16
 	marksSize     = 28
+	ackSlotAt     = 32 // the first ack slot; the second follows it
+	ackSlotSize   = 16 // removed u64 | checksum u32, padded
+	ackSlotUsed   = 8 + metaSumSize
+	marksFileSize = ackSlotAt + 2*ackSlotSize
 )
 
 type marks struct {
@@ -31,13 +48,20 @@ type marks struct {
 	sync     bool
 	reserved uint64
 	removed  uint64
-	exact    bool // reserved is exactly the next number (see flags above)
-	damaged  bool // the file held something that failed its check
+	exact    bool   // reserved is exactly the next number (see flags above)
+	damaged  bool   // the first 28 bytes held something that failed their check
+	slot     int    // the ack slot the next Ack writes: not the one holding removed
+	mapped   []byte // the file's first page, shared; nil: pwrite(2)
+	unmap    func()
 	buf      [marksSize]byte
+	ackBuf   [ackSlotSize]byte // its own: every Ack writes it
 }
 
 // keyMarks is the marks file's key in the meta codec (metacodec.go).
 var keyMarks = []byte("marks")
+
+// keyAcked is an ack slot's key in the meta codec.
+var keyAcked = []byte("acked")
 
 func openMarks(d *spoolDir, sync bool) (*marks, error) {
 	created := !d.exists(marksFileName)
@@ -53,14 +77,52 @@ func openMarks(d *spoolDir, sync bool) (*marks, error) {
 		}
 	}
 	m := &marks{f: f, sync: sync}
-	buf := make([]byte, marksSize)
+	buf := make([]byte, marksFileSize)
 	n, _ := f.ReadAt(buf, 0)
 	m.parse(buf[:n])
+	if n < marksFileSize {
+		// Room for the ack slots; lost to a power cut, they cost resends.
+		if err := f.Truncate(marksFileSize); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("wal: extend marks file: %w", err)
+		}
+	}
+	m.mapped, m.unmap, _ = mapShared(f, marksFileSize) // else pwrite(2)
 	return m, nil
 }
 
-// parse reads the marks file's contents; a damaged file leaves zeros.
+// close unmaps and closes the file.
+func (m *marks) close() error {
+	m.dropMap()
+	return m.f.Close()
+}
+
+func (m *marks) dropMap() {
+	if m.mapped != nil {
+		m.unmap()
+		m.mapped, m.unmap = nil, nil
+	}
+}
+
+// parse reads the marks file's contents: the numbers (a damaged value
+// leaves zeros), then the ack slots, the larger sound one raising removed.
 func (m *marks) parse(buf []byte) {
+	m.parseNumbers(buf[:min(len(buf), marksSize)])
+	var acked [2]uint64
+	for i := range acked {
+		at := ackSlotAt + i*ackSlotSize
+		if len(buf) < at+ackSlotUsed {
+			break
+		}
+		acked[i], _ = metaUint(keyAcked, buf[at:at+ackSlotUsed]) // unsound: 0
+	}
+	m.removed = max(m.removed, acked[0], acked[1])
+	if acked[0] > acked[1] {
+		m.slot = 1
+	}
+}
+
+func (m *marks) parseNumbers(buf []byte) {
 	var p []byte
 	if len(buf) >= marksSize {
 		p, _ = decodeMeta(keyMarks, buf[:marksSize])
@@ -87,13 +149,20 @@ func (m *marks) reserve(next uint64) error {
 }
 
 // remove records that every sequence number up to seq has left the spool,
-// without fsync (it survives a process crash). Ack commits the deletion at
-// once when it fails.
+// in the next ack slot, without fsync (it survives a process crash). Ack
+// commits the deletion at once when it fails.
 func (m *marks) remove(seq uint64) error {
-	if seq > m.removed {
-		m.removed = seq
-		return m.write()
+	if seq <= m.removed {
+		return nil
 	}
+	v := m.ackBuf[:]
+	binary.BigEndian.PutUint64(v, seq)
+	sealMeta(keyAcked, v[:ackSlotUsed])
+	if err := m.writeAt(v, ackSlotAt+m.slot*ackSlotSize); err != nil {
+		return fmt.Errorf("wal: write marks file: %w", err)
+	}
+	m.removed = seq
+	m.slot ^= 1
 	return nil
 }
 
@@ -122,8 +191,7 @@ func (m *marks) set(reserved uint64, exact bool) error {
 	return nil
 }
 
-// write writes the three numbers, checksummed as encodeMeta does, from a
-// buffer of its own: every Ack writes them.
+// write writes the three numbers, checksummed as encodeMeta does.
 func (m *marks) write() error {
 	buf := m.buf[:]
 	binary.BigEndian.PutUint64(buf[0:8], m.reserved)
@@ -133,7 +201,32 @@ func (m *marks) write() error {
 		flags = 1
 	}
 	binary.BigEndian.PutUint64(buf[16:24], flags)
-	binary.BigEndian.PutUint32(buf[24:], keySum(keyMarks, buf[:24]))
-	_, err := m.f.WriteAt(buf, 0)
+	sealMeta(keyMarks, buf)
+	return m.writeAt(buf, 0)
+}
+
+// writeAt writes b at off: into the mapping if there is one, else (and
+// from a fault on, for good) with pwrite(2).
+func (m *marks) writeAt(b []byte, off int) error {
+	if m.mapped != nil {
+		if storeMapped(m.mapped[off:off+len(b)], b) == nil {
+			return nil
+		}
+		m.dropMap()
+	}
+	_, err := m.f.WriteAt(b, int64(off))
 	return err
+}
+
+// storeMapped copies b into dst, a shared mapping, and returns a fault on
+// it (SIGBUS) as an error rather than crash.
+func storeMapped(dst, b []byte) (err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("wal: store into the mapped marks file: %v", r)
+		}
+	}()
+	copy(dst, b)
+	return nil
 }

@@ -101,7 +101,7 @@ func Open(dir string, opts *Options) (*WAL, error) {
 func (w *WAL) closeFiles() error {
 	var merr, lerr error
 	if w.marks != nil {
-		merr = w.marks.f.Close()
+		merr = w.marks.close()
 	}
 	if w.lock != nil {
 		lerr = w.lock.Close()
