@@ -51,7 +51,7 @@ type marks struct {
 	exact    bool   // reserved is exactly the next number (see flags above)
 	damaged  bool   // the first 28 bytes held something that failed their check
 	slot     int    // the ack slot the next Ack writes: not the one holding removed
-	mapped   []byte // the file's first page, shared; nil: pwrite(2)
+	mapped   []byte // the file's 64 bytes, mapped shared; nil: pwrite(2)
 	unmap    func()
 	buf      [marksSize]byte
 	ackBuf   [ackSlotSize]byte // its own: every Ack writes it
