@@ -29,6 +29,7 @@ func TestFormatsBytes(t *testing.T) {
 		{"frame", "3046a07697979cfe3d85cd158000034630b8a000030200036162636465", encodeFrameInto(make([]byte, frameSize(evs)), k, at, evs)},
 		{"meta value", "000000000000012cf89bf9a9", encodeMeta(keyNextSeq, binary.BigEndian.AppendUint64(nil, 300))},
 		{"marks", "0000000000011170000000000000000c0000000000000001e32713f8", encodeMeta(keyMarks, marks)},
+		{"ack slot", "000000000000000c38b8fe61", encodeMeta(keyAcked, binary.BigEndian.AppendUint64(nil, 12))},
 	} {
 		require.Equal(t, tc.want, hex.EncodeToString(tc.got), tc.name)
 	}
@@ -60,6 +61,20 @@ func TestMarksFormats(t *testing.T) {
 	}
 	flipped := encodeMeta(keyMarks, three)
 	flipped[3] ^= 1
+	// withSlots is a 64-byte file: buf's numbers, then the ack slots
+	// holding a and b (0: never written).
+	withSlots := func(buf []byte, a, b uint64) []byte {
+		f := make([]byte, marksFileSize)
+		copy(f, buf)
+		for i, n := range []uint64{a, b} {
+			if n > 0 {
+				copy(f[ackSlotAt+i*ackSlotSize:], encodeMeta(keyAcked, binary.BigEndian.AppendUint64(nil, n)))
+			}
+		}
+		return f
+	}
+	tornSecond := withSlots(encodeMeta(keyMarks, three), 15, 20)
+	tornSecond[ackSlotAt+ackSlotSize+5] ^= 0x40
 	for _, tc := range []struct {
 		name              string
 		buf               []byte
@@ -67,6 +82,10 @@ func TestMarksFormats(t *testing.T) {
 		exact, damaged    bool
 	}{
 		{"today's", encodeMeta(keyMarks, three), 70000, 12, true, false},
+		{"ack slots, the larger counts", withSlots(encodeMeta(keyMarks, three), 20, 15), 70000, 20, true, false},
+		{"ack slots, the second torn", tornSecond, 70000, 15, true, false},
+		{"ack slots below the numbers' removed", withSlots(encodeMeta(keyMarks, three), 5, 0), 70000, 12, true, false},
+		{"ack slot beside damaged numbers", withSlots(flipped, 0, 30), 0, 30, false, true},
 		{"checksum without the key", crc(three), 70000, 12, true, false},
 		{"20 bytes, no flags", crc(three[:16]), 70000, 12, false, false},
 		{"a flipped bit", flipped, 0, 0, false, true},
