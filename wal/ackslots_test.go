@@ -42,7 +42,7 @@ func TestAckSlotsSurviveAKill(t *testing.T) {
 	require.Len(t, marksFile, marksFileSize)
 	var slots []uint64
 	for i := range 2 {
-		at := ackSlotAt + i*ackSlotSize
+		at := ackSlotOff(i)
 		n, err := metaUint(keyAcked, marksFile[at:at+ackSlotUsed])
 		require.NoError(t, err, "slot %d", i)
 		slots = append(slots, n)
@@ -72,9 +72,9 @@ func TestAckSlotsSurviveAKill(t *testing.T) {
 	})
 	t.Run("the last slot torn", func(t *testing.T) {
 		torn := bytes.Clone(marksFile)
-		at := ackSlotAt
+		at := ackSlotOff(0)
 		if slots[1] == 9 {
-			at += ackSlotSize
+			at = ackSlotOff(1)
 		}
 		binary.BigEndian.PutUint32(torn[at+4:], 0) // half of its number written
 		seqs, logs := reopen(t, torn)

@@ -184,14 +184,8 @@ func BenchmarkRawBolt(b *testing.B) {
 
 func benchRawBolt(b *testing.B, size int) {
 	events := loadBenchEvents(b)
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, nil)
-	require.NoError(b, err)
-	defer db.Close()
 	name := []byte("events")
-	require.NoError(b, db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket(name)
-		return err
-	}))
+	db := openRawBolt(b, name, false)
 	b.SetBytes(benchEventSize)
 	b.ResetTimer()
 	for done := 0; done < b.N; {
@@ -214,6 +208,21 @@ func benchRawBolt(b *testing.B, size int) {
 	}
 	b.StopTimer()
 	reportEventsPerSec(b, b.N)
+}
+
+// openRawBolt opens a plain bbolt file with default options (fsync off
+// if noSync) holding an empty bucket name, closed when b ends.
+func openRawBolt(b *testing.B, name []byte, noSync bool) *bolt.DB {
+	o := *bolt.DefaultOptions
+	o.NoSync = noSync
+	db, err := bolt.Open(filepath.Join(b.TempDir(), "raw.db"), 0o600, &o)
+	require.NoError(b, err)
+	b.Cleanup(func() { db.Close() })
+	require.NoError(b, db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucket(name)
+		return err
+	}))
+	return db
 }
 
 // BenchmarkRawBoltGroup64 is the yardstick for BenchmarkAppend/concurrent64:

@@ -68,13 +68,13 @@ func TestMarksFormats(t *testing.T) {
 		copy(f, buf)
 		for i, n := range []uint64{a, b} {
 			if n > 0 {
-				copy(f[ackSlotAt+i*ackSlotSize:], encodeMeta(keyAcked, binary.BigEndian.AppendUint64(nil, n)))
+				copy(f[ackSlotOff(i):], encodeMeta(keyAcked, binary.BigEndian.AppendUint64(nil, n)))
 			}
 		}
 		return f
 	}
 	tornSecond := withSlots(encodeMeta(keyMarks, three), 15, 20)
-	tornSecond[ackSlotAt+ackSlotSize+5] ^= 0x40
+	tornSecond[ackSlotOff(1)+5] ^= 0x40
 	for _, tc := range []struct {
 		name              string
 		buf               []byte

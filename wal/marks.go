@@ -30,7 +30,7 @@ import (
 //
 // On Linux an Ack stores its slot into a shared mapping of the file: no
 // system call, and the file's times change once a writeback rather than
-// once an Ack (which cost 0.2 block writes an event at 1,000/s). A fault
+// once an Ack. A fault
 // on the mapping (the file cut short under it, no block to back the page)
 // is caught; the marks file is then written with pwrite(2).
 const (
@@ -42,6 +42,9 @@ const (
 	ackSlotUsed   = 8 + metaSumSize
 	marksFileSize = ackSlotAt + 2*ackSlotSize
 )
+
+// ackSlotOff is where ack slot i (0 or 1) starts in the file.
+func ackSlotOff(i int) int { return ackSlotAt + i*ackSlotSize }
 
 type marks struct {
 	f        *os.File
@@ -110,7 +113,7 @@ func (m *marks) parse(buf []byte) {
 	m.parseNumbers(buf[:min(len(buf), marksSize)])
 	var acked [2]uint64
 	for i := range acked {
-		at := ackSlotAt + i*ackSlotSize
+		at := ackSlotOff(i)
 		if len(buf) < at+ackSlotUsed {
 			break
 		}
@@ -158,7 +161,7 @@ func (m *marks) remove(seq uint64) error {
 	v := m.ackBuf[:]
 	binary.BigEndian.PutUint64(v, seq)
 	sealMeta(keyAcked, v[:ackSlotUsed])
-	if err := m.writeAt(v, ackSlotAt+m.slot*ackSlotSize); err != nil {
+	if err := m.writeAt(v, ackSlotOff(m.slot)); err != nil {
 		return fmt.Errorf("wal: write marks file: %w", err)
 	}
 	m.removed = seq

@@ -3,7 +3,6 @@ package wal
 import (
 	"context"
 	"encoding/binary"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -47,24 +46,13 @@ func benchOneByOne(b *testing.B, sync bool) {
 		}
 		prev = last
 	}
-	for i := range 100 {
-		step(i)
-	}
 	runCPU(b, step)
 }
 
 func benchLeastDurable(b *testing.B, sync bool) {
 	events := loadBenchEvents(b)
-	o := *bolt.DefaultOptions
-	o.NoSync = !sync
-	db, err := bolt.Open(filepath.Join(b.TempDir(), "least.db"), 0o600, &o)
-	require.NoError(b, err)
-	defer db.Close()
 	name := []byte("lines")
-	require.NoError(b, db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucket(name)
-		return err
-	}))
+	db := openRawBolt(b, name, !sync)
 	var seq uint64
 	step := func(i int) {
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -81,15 +69,15 @@ func benchLeastDurable(b *testing.B, sync bool) {
 		}
 		seq++
 	}
-	for i := range 100 {
-		step(i)
-	}
 	runCPU(b, step)
 }
 
-// runCPU runs step b.N times and reports the process's user and system CPU
-// per op beside the wall time.
+// runCPU runs step 100 times to warm up, then b.N times, and reports the
+// process's user and system CPU per op beside the wall time.
 func runCPU(b *testing.B, step func(i int)) {
+	for i := range 100 {
+		step(i)
+	}
 	b.ReportAllocs()
 	b.SetBytes(benchEventSize)
 	u0, s0 := rusage(b)
