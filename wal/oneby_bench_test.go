@@ -19,11 +19,22 @@ import (
 // are the process's CPU (getrusage) per event, so that the work done in
 // user space, which fsync's cost hides in ns/op, compares side by side.
 // fsync=off drops bbolt's two fdatasyncs a commit from both.
+//
+// Two more yardsticks price the spool's layout on the same plain bbolt:
+// leastdurable+metabucket adds this format's meta bucket (its 13 values
+// beside the events bucket) and writes the two a commit moves, as every
+// commit of the spool does; leastdurable+statekey keeps the meta values
+// in one value under one key of the events bucket instead, after every
+// event key, so a commit rewrites it in the leaf it writes anyway. The
+// second is a layout no format here has: what it saves over the first is
+// what a format change could save.
 func BenchmarkOneByOne(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		name := map[bool]string{false: "fsync=off", true: "fsync=on"}[sync]
 		b.Run("evspool/"+name, func(b *testing.B) { benchOneByOne(b, sync) })
-		b.Run("leastdurable/"+name, func(b *testing.B) { benchLeastDurable(b, sync) })
+		b.Run("leastdurable/"+name, func(b *testing.B) { benchLeastDurable(b, sync, nil) })
+		b.Run("leastdurable+metabucket/"+name, func(b *testing.B) { benchLeastDurable(b, sync, metaBucketLayout) })
+		b.Run("leastdurable+statekey/"+name, func(b *testing.B) { benchLeastDurable(b, sync, stateKeyLayout) })
 	}
 }
 
@@ -49,10 +60,27 @@ func benchOneByOne(b *testing.B, sync bool) {
 	runCPU(b, step)
 }
 
-func benchLeastDurable(b *testing.B, sync bool) {
+// layout writes a yardstick's meta values in the commit of line seq; nil
+// writes none.
+type layout func(tx *bolt.Tx, lines *bolt.Bucket, seq uint64) error
+
+func benchLeastDurable(b *testing.B, sync bool, lay layout) {
 	events := loadBenchEvents(b)
 	name := []byte("lines")
 	db := openRawBolt(b, name, !sync)
+	if lay != nil {
+		require.NoError(b, db.Update(func(tx *bolt.Tx) error {
+			mb, err := tx.CreateBucket(metaBucket)
+			if err != nil {
+				return err
+			}
+			var m meta
+			if err := m.store(mb); err != nil {
+				return err
+			}
+			return lay(tx, tx.Bucket(name), 0)
+		}))
+	}
 	var seq uint64
 	step := func(i int) {
 		err := db.Update(func(tx *bolt.Tx) error {
@@ -62,7 +90,13 @@ func benchLeastDurable(b *testing.B, sync bool) {
 					return err
 				}
 			}
-			return bk.Put(binary.BigEndian.AppendUint64(nil, seq+1), events[i%len(events)])
+			if err := bk.Put(binary.BigEndian.AppendUint64(nil, seq+1), events[i%len(events)]); err != nil {
+				return err
+			}
+			if lay != nil {
+				return lay(tx, bk, seq+1)
+			}
+			return nil
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -70,6 +104,29 @@ func benchLeastDurable(b *testing.B, sync bool) {
 		seq++
 	}
 	runCPU(b, step)
+}
+
+// metaBucketLayout is this format's: the two values a commit moves, put in
+// the meta bucket.
+func metaBucketLayout(tx *bolt.Tx, _ *bolt.Bucket, seq uint64) error {
+	prev := meta{nextSeq: seq, removedSeq: max(seq, 1) - 1}
+	m := meta{nextSeq: seq + 1, removedSeq: seq}
+	return m.storeChanged(tx.Bucket(metaBucket), &prev)
+}
+
+// stateKey sorts after every 8-byte event key.
+var stateKey = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+
+// stateKeyLayout puts every meta value, packed and checksummed, under
+// stateKey in the events bucket.
+func stateKeyLayout(_ *bolt.Tx, lines *bolt.Bucket, seq uint64) error {
+	m := meta{nextSeq: seq + 1, removedSeq: seq}
+	fields := m.fields()
+	v := make([]byte, 8*len(fields)+metaSumSize)
+	for i, f := range fields {
+		binary.BigEndian.PutUint64(v[8*i:], *f.val)
+	}
+	return lines.Put(stateKey, sealMeta(stateKey, v))
 }
 
 // runCPU runs step 100 times to warm up, then b.N times, and reports the
