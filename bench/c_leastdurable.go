@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"hash/crc32"
 	"net"
 	"path/filepath"
 	"sync"
@@ -20,10 +21,17 @@ import (
 // evspool contenders echo nothing (their Stdout is io.Discard). A failed
 // write redials once and writes once more, then the line is dropped; it
 // keeps nothing to resend.
+//
+// With metaBucket (the least-durable-metabucket yardstick) each commit also
+// does what a commit of evspool's spool format does beside the events: puts
+// the two numbers it moves (next sequence, removed through), checksummed,
+// into a second bucket of 13 such values. Against least-durable in the same
+// run, it prices that layout at a daemon's rates.
 type leastDurable struct {
-	addr    string
-	db      *bolt.DB
-	dropped atomic.Uint64
+	addr       string
+	db         *bolt.DB
+	metaBucket bool
+	dropped    atomic.Uint64
 
 	mu   sync.Mutex
 	conn net.Conn
@@ -33,7 +41,28 @@ type leastDurable struct {
 
 var leastBucket = []byte("lines")
 
-func openLeastDurable(addr, dir string, fsync bool) (*leastDurable, error) {
+// leastMeta is the second bucket of least-durable-metabucket, with the
+// names of the spool format's 13 meta values (wal/meta.go); the first two
+// are the ones every commit writes.
+var (
+	leastMeta     = []byte("meta")
+	leastMetaKeys = [][]byte{[]byte("next_sequence"), []byte("removed_through"),
+		[]byte("format_version"), []byte("dropped_oldest_events"), []byte("dropped_oldest_bytes"),
+		[]byte("dropped_newest_events"), []byte("dropped_newest_bytes"), []byte("expired_events"),
+		[]byte("expired_bytes"), []byte("unreadable_events"), []byte("refused_events"),
+		[]byte("boot_id"), []byte("boot_first_seq")}
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+)
+
+// putLeastMeta puts n under key as the spool format stores a meta value:
+// 8 bytes big-endian, then the CRC-32C of key and those bytes.
+func putLeastMeta(b *bolt.Bucket, key []byte, n uint64) error {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 12), n)
+	c := crc32.Update(crc32.Checksum(key, castagnoli), castagnoli, v)
+	return b.Put(key, binary.BigEndian.AppendUint32(v, c))
+}
+
+func openLeastDurable(addr, dir string, fsync, metaBucket bool) (*leastDurable, error) {
 	o := *bolt.DefaultOptions
 	o.NoSync = !fsync
 	db, err := bolt.Open(filepath.Join(dir, "least.db"), 0o600, &o)
@@ -41,14 +70,22 @@ func openLeastDurable(addr, dir string, fsync bool) (*leastDurable, error) {
 		return nil, err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(leastBucket)
+		if _, err := tx.CreateBucketIfNotExists(leastBucket); err != nil || !metaBucket {
+			return err
+		}
+		mb, err := tx.CreateBucketIfNotExists(leastMeta)
+		for _, k := range leastMetaKeys {
+			if err == nil {
+				err = putLeastMeta(mb, k, 0)
+			}
+		}
 		return err
 	})
 	if err != nil {
 		db.Close()
 		return nil, err
 	}
-	l := &leastDurable{addr: addr, db: db}
+	l := &leastDurable{addr: addr, db: db, metaBucket: metaBucket}
 	l.conn, _ = dial(addr)
 	return l, nil
 }
@@ -67,7 +104,7 @@ func (l *leastDurable) Emit(_ context.Context, events [][]byte) error {
 }
 
 // commit puts e under the next key and deletes the previous line's key, in
-// one transaction.
+// one transaction (with metaBucket, the two numbers too).
 func (l *leastDurable) commit(e []byte) error {
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(leastBucket)
@@ -76,7 +113,14 @@ func (l *leastDurable) commit(e []byte) error {
 				return err
 			}
 		}
-		return b.Put(binary.BigEndian.AppendUint64(nil, l.seq+1), e)
+		if err := b.Put(binary.BigEndian.AppendUint64(nil, l.seq+1), e); err != nil || !l.metaBucket {
+			return err
+		}
+		mb := tx.Bucket(leastMeta)
+		if err := putLeastMeta(mb, leastMetaKeys[0], l.seq+2); err != nil {
+			return err
+		}
+		return putLeastMeta(mb, leastMetaKeys[1], l.seq)
 	})
 	if err == nil {
 		l.seq++

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"hash/crc32"
 	"net"
 	"path/filepath"
 	"testing"
@@ -37,7 +38,7 @@ func TestLeastDurableKeepsOnlyTheLastLine(t *testing.T) {
 		}
 		got <- lines
 	}()
-	l, err := openLeastDurable(sock, dir, true)
+	l, err := openLeastDurable(sock, dir, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestLeastDurableKeepsOnlyTheLastLine(t *testing.T) {
 // committed and then dropped, never held back.
 func TestLeastDurableDropsWithoutReceiver(t *testing.T) {
 	dir := t.TempDir()
-	l, err := openLeastDurable(filepath.Join(dir, "none.sock"), dir, false)
+	l, err := openLeastDurable(filepath.Join(dir, "none.sock"), dir, false, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,5 +96,52 @@ func TestLeastDurableDropsWithoutReceiver(t *testing.T) {
 	}
 	if l.Dropped() != 2 || l.seq != 2 {
 		t.Fatalf("dropped %d, seq %d", l.Dropped(), l.seq)
+	}
+}
+
+// TestLeastDurableMetaBucket: least-durable-metabucket keeps the 13 values
+// beside the lines, and after n lines holds next sequence n+1 and removed
+// through n-1, each checksummed over its key.
+func TestLeastDurableMetaBucket(t *testing.T) {
+	dir := t.TempDir()
+	l, err := openLeastDurable(filepath.Join(dir, "none.sock"), dir, false, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []string{"one", "two", "three"} {
+		if err := l.commit([]byte(e)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := bolt.Open(filepath.Join(dir, "least.db"), 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	err = db.View(func(tx *bolt.Tx) error {
+		mb := tx.Bucket(leastMeta)
+		if n := mb.Stats().KeyN; n != len(leastMetaKeys) {
+			t.Fatalf("meta bucket holds %d keys, want %d", n, len(leastMetaKeys))
+		}
+		for k, want := range map[string]uint64{"next_sequence": 4, "removed_through": 2, "boot_id": 0} {
+			v := mb.Get([]byte(k))
+			if len(v) != 12 {
+				t.Fatalf("%s: %d bytes", k, len(v))
+			}
+			if got := binary.BigEndian.Uint64(v); got != want {
+				t.Errorf("%s = %d, want %d", k, got, want)
+			}
+			sum := crc32.Update(crc32.Checksum([]byte(k), castagnoli), castagnoli, v[:8])
+			if binary.BigEndian.Uint32(v[8:]) != sum {
+				t.Errorf("%s: checksum %x, want %x", k, v[8:], sum)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

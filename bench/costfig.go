@@ -112,10 +112,10 @@ type CostRatio struct {
 }
 
 // costPairs are the CPU-per-event ratios node-cost gives: evspool fsync'd
-// against the least a durable emitter does, and evspool without fsync
-// (and with it) against syslog-ng's reliable disk buffer, which does not
-// fsync either.
-var costPairs = [][2]string{{cEvspoolFsync, cLeastDurable}, {cEvspoolNoFsync, cSyslogNG}, {cEvspoolFsync, cSyslogNG}}
+// against the least a durable emitter does, evspool without fsync (and
+// with it) against syslog-ng's reliable disk buffer, which does not fsync
+// either, and what the spool format's meta bucket adds to the least.
+var costPairs = [][2]string{{cEvspoolFsync, cLeastDurable}, {cEvspoolNoFsync, cSyslogNG}, {cEvspoolFsync, cSyslogNG}, {cLeastMeta, cLeastDurable}}
 
 // costRatios is, for each of costPairs and each rate, the first contender's
 // CPU per event over the second's, for the rounds where both ran.

@@ -28,12 +28,13 @@ const (
 	cDque           = "dque"
 	cTidwall        = "tidwall-wal"
 	cLeastDurable   = "least-durable"
+	cLeastMeta      = "least-durable-metabucket"
 	cSyslogNG       = "syslog-ng-reliable"
 )
 
-// allContenders run in every scenario of the full plan. least-durable is
-// not among them: it is a cost yardstick for node-cost, not a delivery
-// contender, though -contenders can name it anywhere.
+// allContenders run in every scenario of the full plan. least-durable and
+// least-durable-metabucket are not among them: they are cost yardsticks,
+// not delivery contenders, though -contenders can name them anywhere.
 var allContenders = []string{cEvspoolFsync, cEvspoolNoFsync, cReconnectOnly, cWriteThrough, cDque, cTidwall, cSyslogNG}
 
 // unavailable says why a contender cannot run on this machine, or "" if it
@@ -95,8 +96,8 @@ func openSender(name, addr, dir string, fast bool) (sender, error) {
 			return nil, err
 		}
 		return newQueueSender(addr, q), nil
-	case cLeastDurable:
-		return openLeastDurable(addr, dir, !fast)
+	case cLeastDurable, cLeastMeta:
+		return openLeastDurable(addr, dir, !fast, name == cLeastMeta)
 	case cSyslogNG:
 		return openSyslogNG(addr, dir)
 	}
