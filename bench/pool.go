@@ -19,7 +19,8 @@ const (
 // pooled is one comparison's rounds gathered from several results files.
 type pooled struct {
 	Name   string
-	Target float64
+	Target float64 // 0: none
+	AtMost bool    // the target is a ceiling (a cost), not a floor
 	Runs   int
 	Rounds []float64
 }
@@ -27,13 +28,32 @@ type pooled struct {
 // verdict says whether the pool is large enough to judge, and if so whether
 // its median meets the target.
 func (p *pooled) verdict() string {
-	if len(p.Rounds) < poolMinRounds || p.Runs < poolMinRuns {
+	switch {
+	case p.Target == 0:
+		return "no target"
+	case len(p.Rounds) < poolMinRounds || p.Runs < poolMinRuns:
 		return fmt.Sprintf("not judged: %d rounds from %d runs (at least %d from %d)", len(p.Rounds), p.Runs, poolMinRounds, poolMinRuns)
-	}
-	if median(p.Rounds) >= p.Target {
+	case p.AtMost && median(p.Rounds) <= p.Target, !p.AtMost && median(p.Rounds) >= p.Target:
 		return "yes"
 	}
 	return "no"
+}
+
+// target prints the target with its direction.
+func (p *pooled) target() string {
+	switch {
+	case p.Target == 0:
+		return "–"
+	case p.AtMost:
+		return fmt.Sprintf("≤ %.2f×", p.Target)
+	}
+	return fmt.Sprintf("≥ %.2f×", p.Target)
+}
+
+// costTargets are issue 45's ceilings on node-cost's CPU-per-event ratios.
+var costTargets = map[[2]string]float64{
+	{cEvspoolFsync, cLeastDurable}: 1.0,
+	{cEvspoolNoFsync, cSyslogNG}:   1.2,
 }
 
 // poolCeilings gathers the library-vs-raw-bbolt rounds of every results
@@ -59,6 +79,30 @@ func poolCeilings(results []*Results) []*pooled {
 	return out
 }
 
+// poolCosts gathers node-cost's ratio rounds of every results file, pair
+// and rate by pair and rate, in the order they first appear.
+func poolCosts(results []*Results) []*pooled {
+	var out []*pooled
+	byName := map[string]*pooled{}
+	for _, r := range results {
+		if r.NodeCost == nil {
+			continue
+		}
+		for _, cr := range r.NodeCost.Ratios {
+			name := fmt.Sprintf("node-cost %s / %s, %s/s", cr.Of, cr.To, humanRate(cr.Rate))
+			p := byName[name]
+			if p == nil {
+				p = &pooled{Name: name, Target: costTargets[[2]string{cr.Of, cr.To}], AtMost: true}
+				byName[name] = p
+				out = append(out, p)
+			}
+			p.Runs++
+			p.Rounds = append(p.Rounds, cr.Rounds...)
+		}
+	}
+	return out
+}
+
 // poolMain prints the pooled median, spread and verdict of each comparison
 // in the results files named.
 func poolMain(files []string, w io.Writer) error {
@@ -75,8 +119,8 @@ func poolMain(files []string, w io.Writer) error {
 		results = append(results, &r)
 	}
 	fmt.Fprintf(w, "| comparison | target | pooled median | spread | rounds (runs) | met |\n|---|--:|--:|--:|--:|---|\n")
-	for _, p := range poolCeilings(results) {
-		fmt.Fprintf(w, "| %s | %.2f× | **%.2f×** | %.2f-%.2f× | %d (%d) | %s |\n", p.Name, p.Target, median(p.Rounds),
+	for _, p := range append(poolCeilings(results), poolCosts(results)...) {
+		fmt.Fprintf(w, "| %s | %s | **%.2f×** | %.2f-%.2f× | %d (%d) | %s |\n", p.Name, p.target(), median(p.Rounds),
 			slices.Min(p.Rounds), slices.Max(p.Rounds), len(p.Rounds), p.Runs, p.verdict())
 	}
 	return nil
