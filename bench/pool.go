@@ -50,7 +50,8 @@ func (p *pooled) target() string {
 	return fmt.Sprintf("≥ %.2f×", p.Target)
 }
 
-// costTargets are issue 45's ceilings on node-cost's CPU-per-event ratios.
+// costTargets are the ceilings on node-cost's CPU-per-event ratios: evspool
+// fsync'd against least-durable, and without fsync against syslog-ng.
 var costTargets = map[[2]string]float64{
 	{cEvspoolFsync, cLeastDurable}: 1.0,
 	{cEvspoolNoFsync, cSyslogNG}:   1.2,

@@ -107,11 +107,10 @@ func benchLeastDurable(b *testing.B, sync bool, lay layout) {
 }
 
 // metaBucketLayout is this format's: the two values a commit moves, put in
-// the meta bucket.
+// the meta bucket by the spool's own storeChanged (the others unchanged).
 func metaBucketLayout(tx *bolt.Tx, _ *bolt.Bucket, seq uint64) error {
-	prev := meta{nextSeq: seq, removedSeq: max(seq, 1) - 1}
 	m := meta{nextSeq: seq + 1, removedSeq: seq}
-	return m.storeChanged(tx.Bucket(metaBucket), &prev)
+	return m.storeChanged(tx.Bucket(metaBucket), &m)
 }
 
 // stateKey sorts after every 8-byte event key.
