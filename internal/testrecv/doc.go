@@ -44,6 +44,16 @@
 // the process, and optionally shutdown(SHUT_WR) on every connection. CEP.Kill
 // SIGKILLs it: what it had read but not handled is gone, as in production.
 //
+// # A receiver like cloud-event-proxy v2
+//
+// StartV2 runs, in process, a receiver like linuxptp-daemon's own
+// cloud-event-proxy (v2): one connection at a time, a status request
+// written on each, NDJSON state messages kept in a cache (V2Cache) that
+// publishes a key only when its value changes, stamped with the message's
+// timestamp. Kill forgets the cache, as a restarted proxy starts empty.
+// V2Options.WriteBackEvery makes it write back with blocking writes, so
+// that a sender that never reads stalls it.
+//
 // # Caveats
 //
 //   - Memory grows with every recorded line; a long-running sink sets
