@@ -1,0 +1,80 @@
+package main
+
+import (
+	"sort"
+	"time"
+
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+// pubScore compares the transitions a v2 receiver published with those a
+// fault-free run publishes (the reference: every line once, in order).
+type pubScore struct {
+	Reference int `json:"reference"` // transitions the reference publishes
+	Published int `json:"published"`
+	// Missing counts reference transitions never published, not even late
+	// (a later re-send of the same value, before the next transition, is
+	// that transition announced late).
+	Missing int `json:"missing"`
+	// OutOfOrder counts publishes of a message older than one already
+	// published for its key: a value that was over, announced again.
+	OutOfOrder int `json:"out_of_order"`
+	// Extra counts in-order publishes of a transition already published: a
+	// restarted receiver announcing again a value it had announced.
+	Extra int `json:"extra"`
+}
+
+// scorePublishes matches each publish to the reference transition in
+// force at its message's timestamp. Timestamps are unique and increasing
+// in the stream, so that transition is the one whose value it carries.
+func scorePublishes(ref, got []testrecv.V2Publish) pubScore {
+	s := pubScore{Reference: len(ref), Published: len(got)}
+	starts := map[testrecv.V2Key][]time.Time{}
+	for _, p := range ref {
+		starts[p.Key] = append(starts[p.Key], p.Timestamp)
+	}
+	matched := map[testrecv.V2Key][]bool{}
+	for k, ts := range starts {
+		matched[k] = make([]bool, len(ts))
+	}
+	newest := map[testrecv.V2Key]time.Time{}
+	for _, p := range got {
+		if last, ok := newest[p.Key]; ok && p.Timestamp.Before(last) {
+			s.OutOfOrder++
+			continue
+		}
+		newest[p.Key] = p.Timestamp
+		ts := starts[p.Key]
+		i := sort.Search(len(ts), func(i int) bool { return ts[i].After(p.Timestamp) }) - 1
+		if i < 0 || matched[p.Key][i] {
+			s.Extra++
+			continue
+		}
+		matched[p.Key][i] = true
+	}
+	for _, m := range matched {
+		for _, ok := range m {
+			if !ok {
+				s.Missing++
+			}
+		}
+	}
+	return s
+}
+
+// stateDiff counts the keys a receiver's current state has wrong: missing,
+// with another value, or there when they should not be.
+func stateDiff(want, got map[testrecv.V2Key]string) int {
+	n := 0
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			n++
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			n++
+		}
+	}
+	return n
+}
