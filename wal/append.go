@@ -16,6 +16,11 @@ import (
 // full, Options.OnFull decides (see Policy). An event that could never fit is
 // refused with ErrTooLarge. The events are copied; the caller keeps them.
 func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err error) {
+	return w.appendOps(ctx, events, nil)
+}
+
+// appendOps is Append with the events' state ops (AppendState).
+func (w *WAL) appendOps(ctx context.Context, events [][]byte, ops []StateOp) (last uint64, err error) {
 	if err := w.ready(); err != nil {
 		return 0, err
 	}
@@ -23,6 +28,7 @@ func (w *WAL) Append(ctx context.Context, events ...[]byte) (last uint64, err er
 		return 0, nil
 	}
 	req := newReq(events)
+	req.ops = ops
 	defer req.release()
 	for _, e := range events {
 		req.cost += entryCost(len(e))

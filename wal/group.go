@@ -53,8 +53,9 @@ func (r *appendReq) release() {
 
 type appendReq struct {
 	events   [][]byte
-	cost     int64  // see entryCost
-	size     uint64 // event bytes
+	ops      []StateOp // what events do to the state (statekeys.go); nil: nothing
+	cost     int64     // see entryCost
+	size     uint64    // event bytes
 	reserved bool
 	wake     chan struct{} // signalled once: done, or made leader (cap 1, reused)
 	lead     bool          // set before wake is signalled: commit the queue

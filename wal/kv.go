@@ -57,7 +57,7 @@ func (w *WAL) Value(key string) ([]byte, error) {
 // Each call costs a commit: it is for a few small values.
 func (w *WAL) SetValues(values map[string][]byte) error {
 	for k := range values {
-		if !userKey([]byte(k)) {
+		if !userKey([]byte(k)) || isStateName([]byte(k)) {
 			return fmt.Errorf("%w: %q", errValueKey, k)
 		}
 	}

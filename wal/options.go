@@ -84,6 +84,10 @@ type Options struct {
 	// error matching its Err(). Used by Open only.
 	Context context.Context
 
+	// MaxStateKeys bounds the keys the state keeps (AppendState). Default
+	// DefaultMaxStateKeys.
+	MaxStateKeys int
+
 	// Logger gets what the spool does on its own (retried reads). Default: discard.
 	Logger *slog.Logger
 
@@ -98,6 +102,7 @@ func (o *Options) withDefaults() (Options, error) {
 		c = *o
 	}
 	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.MaxStateKeys = cmp.Or(c.MaxStateKeys, DefaultMaxStateKeys)
 	if c.MaxBytes < MinMaxBytes {
 		return c, fmt.Errorf("wal: MaxBytes %d is below the minimum of %d bytes (1 MiB)", c.MaxBytes, MinMaxBytes)
 	}

@@ -13,6 +13,8 @@ type counts struct {
 	payload  uint64 // their bytes
 	firstSeq uint64 // oldest pending sequence, 0 when empty
 	firstAt  int64  // its timestamp (unix ns)
+
+	stateKeys uint64 // keys the state holds (statekeys.go)
 }
 
 // state is a working copy of the counters, kept only if its transaction commits.
@@ -25,8 +27,10 @@ type state struct {
 	dropped  bool   // events were dropped: space was freed
 	acked    uint64 // entries up to this are hidden, deleted or not (see remove.go)
 	appended uint64
-	puts     []readSpan // the values this commit put (see readspan.go)
-	path     string     // the spool file, for errors
+	// maxStateKeys bounds stateKeys; stateRefused counts the keys it kept out.
+	maxStateKeys, stateRefused uint64
+	puts                       []readSpan // the values this commit put (see readspan.go)
+	path                       string     // the spool file, for errors
 }
 
 // snapshot starts a working copy of the counters. It needs wmu (or a WAL
@@ -34,7 +38,7 @@ type state struct {
 // use until the next snapshot.
 func (w *WAL) snapshot() *state {
 	w.scratch = state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
-		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path}
+		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path, maxStateKeys: uint64(w.opts.MaxStateKeys)}
 	return &w.scratch
 }
 
@@ -44,6 +48,7 @@ func (w *WAL) restore(st *state) {
 	w.cost.Store(st.cost)
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
+	w.stats.StateRefused += st.stateRefused
 	w.spans.extend(st.puts)
 }
 
@@ -94,8 +99,14 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 			// Block: its reservation found room; if enforceCap lowered the
 			// budget since, store it anyway rather than drop what Block kept.
 		}
+		first := st.meta.nextSeq + fr.n
 		for _, e := range r.events {
 			if err := fr.add(st.meta.nextSeq+fr.n, now, e); err != nil {
+				return err
+			}
+		}
+		if len(r.ops) > 0 {
+			if err := st.applyState(tx.Bucket(metaBucket), r.events, r.ops, first, now); err != nil {
 				return err
 			}
 		}

@@ -28,6 +28,9 @@ type Stats struct {
 	Unreadable    uint64  // pending when the file was damaged, not recovered by its salvage
 	Refused       uint64  // refused before the spool, recorded by CountRefused
 
+	StateKeys    uint64 // keys the state holds (AppendState)
+	StateRefused uint64 // keys the state did not keep since Open: past MaxStateKeys, or too long
+
 	Appended     uint64 // events appended since Open
 	Acked        uint64 // events acknowledged since Open
 	AckCommits   uint64 // commits made only to delete acknowledged events (see FlushAcks)
@@ -53,6 +56,7 @@ func (w *WAL) Stats() Stats {
 	s.FileBytes, s.MaxBytes = w.fileSize(), w.opts.MaxBytes
 	s.DroppedOldest, s.DroppedNewest, s.Expired = w.meta.droppedOldest, w.meta.droppedNewest, w.meta.expired
 	s.Unreadable, s.Refused = w.meta.unreadable, w.meta.refused
+	s.StateKeys = w.stateKeys
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)
 	}
