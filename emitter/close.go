@@ -34,6 +34,9 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	select {
 	case <-e.d.ctl.done:
 		e.loss.final() // the drainer is gone: nothing else counts losses now
+		if err := e.d.lis.stop(ctx); err != nil {
+			return errors.Join(err, e.spool.Close())
+		}
 	case <-ctx.Done():
 		// The drainer is stuck where no deadline reaches; it survives the
 		// spool closing under it (its calls get ErrClosed).

@@ -24,9 +24,10 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *losses) *drain
 		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
 		dv:  delivery.New(deliveryConfigOf(opts)),
 		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}},
-		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts),
+		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts), state: newReporter(opts),
 			out: outage{addr: addr, rep: newReporter(opts), log: opts.Logger}},
 	}
+	d.lis = newListener(opts, d.notify)
 	d.restoreStrikes()
 	return d
 }
@@ -40,11 +41,18 @@ func (d *drainer) run() {
 	for d.ctx.Err() == nil {
 		d.pub.health.beat()
 		d.checkLosses()
+		if d.w.conn == nil && d.w.released && !d.awaitWork() {
+			return
+		}
 		if d.w.conn == nil && !d.connect() {
 			return
 		}
 		if d.passGate(false) != nil {
 			continue // stopped, or the connection was lost while held (gate.go)
+		}
+		if err := d.answerRequest(); err != nil {
+			d.fail(err)
+			continue
 		}
 		if d.rd.Reading && d.w.waiter.Supported() && !d.opts.AckOnWrite {
 			if err := d.waitRead(false); err != nil { // a write sent inline
@@ -73,7 +81,12 @@ func (d *drainer) run() {
 func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	d.step(delivery.Input{Kind: delivery.Park, Idle: d.idleFacts(gate != nil)})
 	look := d.rd.Look
-	var expiry, poll <-chan time.Time
+	var expiry, poll, release <-chan time.Time
+	if gate == nil && d.releasable() {
+		t := d.opts.Clock.NewTimer(d.opts.ReleaseIdle - d.opts.Clock.Now().Sub(d.w.wroteAt))
+		defer t.Stop()
+		release = t.C()
+	}
 	if d.rd.Wakes {
 		t := d.opts.Clock.NewTimer(d.rd.Wake.Sub(d.opts.Clock.Now()))
 		defer t.Stop()
@@ -106,6 +119,8 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 		woke = wokeLook
 	case <-hup:
 		woke = wokeHup
+	case <-release:
+		woke = wokeRelease
 	case <-d.ctx.Done():
 	}
 	d.ctl.run.Lock()
@@ -121,6 +136,8 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	case woke == wokeHup && hup == d.w.hup: // the connection it watched is still the drainer's
 		d.w.hup = nil
 		d.checkIdle()
+	case woke == wokeRelease && d.releasable() && d.opts.Clock.Now().Sub(d.w.wroteAt) >= d.opts.ReleaseIdle:
+		d.release()
 	}
 }
 
@@ -131,7 +148,8 @@ const (
 	wokeOther    idleWake = iota // new events, the gate, ctx: the loop sees to them
 	wokeDeadline                 // delivery's deadline
 	wokeLook                     // the idle's next look
-	wokeHup                      // the socket became readable
+	wokeHup                      // the receiver closed its end, or reading it failed
+	wokeRelease                  // the connection has been idle ReleaseIdle
 )
 
 // onDeadline steps delivery at its deadline, probing the socket first where
@@ -181,10 +199,12 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.w.sent = conn, sockwait.New(conn), d.w.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.w.hup = d.w.waiter.Watch() // ends at disconnect's Close
+	d.w.in = d.lis.read(conn) // ends at disconnect's Close
+	d.w.hup = d.w.in.done
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either
 	}
+	d.w.wroteTo, d.w.wroteAt, d.w.stateSent, d.w.stateAt = 0, d.opts.Clock.Now(), false, 0
 	d.step(delivery.Input{Kind: delivery.Connected, Reads: d.w.unix && d.w.waiter.Supported()})
 	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
@@ -238,7 +258,55 @@ func (d *drainer) passGate(fresh bool) error {
 		return nil
 	}
 	d.w.preGen = gen
-	return d.preamble()
+	if err := d.preamble(); err != nil || !fresh || d.opts.StateKey == nil {
+		return err
+	}
+	if err := d.awaitRequest(); err != nil {
+		return err
+	}
+	if err := d.writeState(); err != nil {
+		d.opts.Logger.Warn("cannot write the state on a new connection; reconnecting", "addr", d.addr, "error", err.Error())
+		d.disconnect()
+		return err
+	}
+	return nil
+}
+
+// releasable reports whether the connection may be released idle
+// (Options.ReleaseIdle): everything written was read, nothing is pending
+// and no request waits.
+func (d *drainer) releasable() bool {
+	return d.opts.ReleaseIdle > 0 && d.w.conn != nil && !d.rd.Reading && d.spool.Len() == 0 && !d.lis.requested.Load()
+}
+
+// release closes the idle connection; the next dial waits for work
+// (awaitWork). Delivery is told it was no failure.
+func (d *drainer) release() {
+	d.step(delivery.Input{Kind: delivery.Released})
+	d.disconnect()
+	d.w.released = true
+	d.record(func(l *linkStats) { l.releases++ }, nil)
+	d.opts.Logger.Debug("released the idle connection", "addr", d.addr, "idle_for", d.opts.ReleaseIdle.String())
+}
+
+// awaitWork waits, after a release, until something is pending; false when
+// the drainer is stopped. It waits for work, not wedged.
+func (d *drainer) awaitWork() bool {
+	d.pub.health.idle(true)
+	defer d.pub.health.idle(false)
+	for d.spool.Len() == 0 {
+		d.ctl.run.Unlock()
+		select {
+		case <-d.ctl.wake:
+		case <-d.ctx.Done():
+		}
+		d.ctl.run.Lock()
+		if d.ctx.Err() != nil {
+			return false
+		}
+	}
+	d.w.released = false
+	return true
 }
 
 // waitDial waits until delivery's next dial (Ready.DialAt). On a Unix socket

@@ -117,7 +117,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	if e.opts.OnCommit != nil {
 		begin = e.opts.Clock.Now()
 	}
-	last, err := e.spool.Append(ctx, clean...)
+	last, err := e.spool.AppendState(ctx, clean, e.stateOps(clean))
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(e.opts.Clock.Now().Sub(begin), len(clean), err)
 	}

@@ -94,11 +94,11 @@ func (d *drainer) sendInline(c committed) bool {
 
 // inlineable reports whether the next write needs no wait the drainer does:
 // connected on a watched Unix socket with room proven, not frozen, no
-// MaxAge to apply and no AckOnWrite.
+// MaxAge to apply, no AckOnWrite and no state request to answer first.
 func (d *drainer) inlineable() bool {
 	w := &d.w
 	return w.conn != nil && w.unix && w.waiter != nil && w.waiter.Supported() && w.hup != nil && w.room.ok &&
-		!d.opts.AckOnWrite && d.opts.MaxAge <= 0 && !d.rd.Frozen
+		!d.opts.AckOnWrite && d.opts.MaxAge <= 0 && !d.rd.Frozen && !d.lis.requested.Load()
 }
 
 // openGate marks a write under way, as enterGate does, if the gate is open

@@ -129,6 +129,40 @@ type Options struct {
 	// stream or TCP connection). Default false.
 	AckOnWrite bool
 
+	// StateKey, if set, turns state keys on (docs/delivery.md, "State
+	// keys"): it says of each event its key, or that it clears, and the spool
+	// keeps the newest event of every key. Every new connection then starts
+	// with the newest event of each key that has nothing pending, then the
+	// backlog. Only for receivers that treat a line as a value (last one
+	// wins), never for one that counts lines. JSONStateKey builds one.
+	// Default: off.
+	StateKey StateKeyFunc
+	// StateRequest, with StateKey, tells a line the receiver writes that
+	// asks for the state; it is answered with the state at the next write
+	// boundary and not handed to OnReceive. It must not keep line.
+	// JSONType builds one. Default: none.
+	StateRequest func(line []byte) bool
+	// MaxStateKeys bounds the keys the state keeps; a new key past it is
+	// not kept, counted (Stats.StateRefused) and logged. Default 1024.
+	MaxStateKeys int
+	// StateMaxAge, when positive, leaves out of the state a key nothing has
+	// renewed for this long, on the boot clock. Default 0: none is left out.
+	StateMaxAge time.Duration
+	// OnReceive, if set, is handed each line the receiver writes, without
+	// its newline, in order, from a goroutine of its own; it may keep line.
+	// Lines wait for it in a queue of 256: one that finds the queue full is
+	// dropped and counted (Stats.ReceivedDropped), so a slow OnReceive never
+	// stalls delivery. Default: lines are read and discarded.
+	OnReceive func(line []byte)
+	// MaxReceiveLine is the longest line, newline included, taken from the
+	// receiver; a longer one is discarded and counted. Default 64 KiB.
+	MaxReceiveLine int
+	// ReleaseIdle, when positive, closes a connection once it has had
+	// nothing to carry for this long, and dials again when there is: a
+	// receiver that serves one connection at a time can then serve others.
+	// Default 0: the connection is kept.
+	ReleaseIdle time.Duration
+
 	// Clock times everything the emitter times: the stamps on events and
 	// their ages (MaxAge), the hold (MaxHold), dial pauses, the replay
 	// linger, stalls, every wait and poll, Flush and the warnings' rate.
@@ -178,6 +212,14 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.Clock, clock.System())
 	if c.MaxHold < 0 {
 		return c, fmt.Errorf("emitter: MaxHold %v is negative: give a positive duration, or 0 for holds that last until Release", c.MaxHold)
+	}
+	setDefault(&c.MaxStateKeys, wal.DefaultMaxStateKeys)
+	setDefault(&c.MaxReceiveLine, DefaultMaxEventSize)
+	if c.StateMaxAge < 0 || c.ReleaseIdle < 0 {
+		return c, fmt.Errorf("emitter: StateMaxAge %v or ReleaseIdle %v is negative: give a positive duration, or 0 for none", c.StateMaxAge, c.ReleaseIdle)
+	}
+	if c.MaxReceiveLine < 2 {
+		return c, fmt.Errorf("emitter: MaxReceiveLine %d is too small", c.MaxReceiveLine)
 	}
 	if c.MaxAge < 0 {
 		return c, fmt.Errorf("emitter: MaxAge %v is negative: give a positive age, or 0 for none", c.MaxAge)

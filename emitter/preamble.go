@@ -42,18 +42,23 @@ type preambleWriter struct {
 var errPreambleOver = errors.New("emitter: preamble writer used after the preamble returned")
 
 func (w *preambleWriter) Write(p []byte) (int, error) {
-	d := w.d
 	if w.done.Load() {
 		return 0, errPreambleOver
 	}
+	return w.d.writeRaw(w.conn, p)
+}
+
+// writeRaw writes p, which delivery does not count (the preamble, the
+// state), through the gate with a deadline.
+func (d *drainer) writeRaw(conn net.Conn, p []byte) (int, error) {
 	if d.ctx.Err() != nil || d.enterGate() != nil {
 		return 0, ErrClosed
 	}
 	defer d.leaveGate()
-	if err := sockwait.ArmWrite(w.conn, d.opts.WriteTimeout); err != nil {
+	if err := sockwait.ArmWrite(conn, d.opts.WriteTimeout); err != nil {
 		return 0, err
 	}
-	n, err := w.conn.Write(p)
+	n, err := conn.Write(p)
 	if err != nil {
 		err = fmt.Errorf("write to %s: %w", d.addr, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/evspool/evspool/internal/delivery"
@@ -26,7 +27,7 @@ func (d *drainer) sendBatch() (int, error) {
 	switch {
 	case !d.rd.SendOK:
 		return 0, nil
-	case p.ResendWitness != 0 && d.w.witness.Seq != p.ResendWitness:
+	case p.ResendWitness != 0 && (d.w.witness.Seq != p.ResendWitness || d.stateNewer(d.w.witness)):
 		d.step(delivery.Input{Kind: delivery.NoWitness}) // not at hand: go on without it
 		return 0, nil
 	case p.ResendWitness != 0:
@@ -150,11 +151,13 @@ func (d *drainer) sentLines(entries []wal.Entry) []delivery.Line {
 	lines := d.w.lines[:0]
 	for _, e := range entries {
 		lines = append(lines, delivery.Line{Seq: e.Seq, Size: len(e.Data) + 1})
+		d.w.wroteTo = max(d.w.wroteTo, e.Seq)
 		if e.Seq > d.rd.Acked {
 			d.w.sent = append(d.w.sent, e)
 		}
 	}
 	d.w.lines = lines
+	d.w.wroteAt = d.opts.Clock.Now()
 	return lines
 }
 
@@ -179,6 +182,9 @@ func (d *drainer) check() error {
 // probed steps delivery with a probe of the socket: unread bytes, or the
 // receiver gone.
 func (d *drainer) probed(unread int, gone *sockwait.PeerGoneError) error {
+	if gone != nil && !errors.Is(gone.Cause, syscall.ECONNRESET) && d.w.in.resetSeen(resetWait) {
+		gone.Cause = syscall.ECONNRESET // the reader's read took it from the socket
+	}
 	if gone != nil { // a dying peer's queue reads as 0: report the check before
 		return fmt.Errorf("%w with %d bytes unread at the last check before; resending from the oldest event not known handled",
 			gone, max(d.rd.Unread, unread))

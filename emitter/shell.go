@@ -36,7 +36,8 @@ type drainer struct {
 	rd   delivery.Ready // what dv said at its last step (steps.go)
 	w    wire
 	logs logs
-	loss *losses // shared with Emitter (losses.go)
+	loss *losses   // shared with Emitter (losses.go)
+	lis  *listener // what the receiver writes (inbound.go)
 
 	pub shared // read by Emitter's methods on other goroutines
 }
@@ -67,8 +68,10 @@ func (c committed) last() uint64 { return c.first + uint64(len(c.events)) - 1 }
 // logs are the drainer's rate-limited reports.
 type logs struct {
 	delivery, deadLetter, preamble reporter // slow, frozen and crash-looping receivers; poison; preambles
+	state                          reporter // keys the state did not keep
 	out                            outage
 	lossCheck                      time.Time // see checkLosses
+	stateRefused                   uint64    // the StateRefused last logged
 }
 
 // shared is the drainer's state that Emitter's methods read or change.
@@ -100,6 +103,13 @@ type wire struct {
 	witness wal.Entry        // the newest acknowledged event, resent as proof
 	preGen  uint64           // the gate's generation at this connection's last preamble
 	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
+
+	in        *inbound  // this connection's reader (inbound.go)
+	wroteTo   uint64    // the newest sequence written on this connection
+	wroteAt   time.Time // when this connection last carried anything (ReleaseIdle)
+	stateSent bool      // the state was written on this connection (state.go)
+	stateAt   uint64    // wroteTo when it was
+	released  bool      // the connection was released idle: dial when there is work
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:
@@ -212,6 +222,13 @@ func (d *drainer) deadLetter(seq uint64) bool {
 		d.logs.deadLetter.warn(d.opts.Logger, "cannot set a poison event aside; it stays spooled and is retried",
 			"seq", seq, "file", path, "error", err.Error())
 		return false
+	}
+	if d.opts.StateKey != nil {
+		if err := d.spool.SetStateAside(seq); err != nil { // before the Ack: a crash sets it aside again
+			d.opts.Logger.Error("cannot keep a poison event out of the state; it stays spooled and is retried",
+				"seq", seq, "error", err)
+			return false
+		}
 	}
 	if err := d.spool.Ack(seq); err != nil {
 		d.opts.Logger.Error("poison event set aside but not removed from the spool; it will be set aside again",
@@ -331,7 +348,8 @@ func (d *drainer) disconnect() {
 	}
 	d.w.unhook()
 	d.w.conn.Close()
-	d.w.conn, d.w.waiter, d.w.hup = nil, nil, nil
+	<-d.w.in.done // a closed connection's read returns at once
+	d.w.conn, d.w.waiter, d.w.hup, d.w.in = nil, nil, nil, nil
 	d.record(func(l *linkStats) { l.connected = false }, nil)
 }
 
@@ -411,5 +429,20 @@ func (d *drainer) checkLosses() {
 				d.loss.note(ledger.Kind(k), 0, false)
 			}
 		}
+		d.checkStateRefused()
+	}
+}
+
+// checkStateRefused logs, rate-limited, the keys the state did not keep
+// since the last look.
+func (d *drainer) checkStateRefused() {
+	if d.opts.StateKey == nil {
+		return
+	}
+	if n := d.spool.Stats().StateRefused; n > d.logs.stateRefused {
+		d.logs.stateRefused = n
+		d.logs.state.warn(d.opts.Logger, "keys not kept in the state: it holds its most keys, or a key is longer than 247 bytes",
+			"refused_keys", n, "max_state_keys", d.opts.MaxStateKeys,
+			"hint", "raise --state-max-keys (Options.MaxStateKeys), or retire keys with a clear line (--state-clear)")
 	}
 }

@@ -41,6 +41,25 @@ type Stats struct {
 	Refused    uint64
 	Unreadable uint64
 
+	// StateWrites and StateLines count the times the state was written
+	// (new connections, answered requests) and the events it carried: apart
+	// from Delivered, as they were delivered before. StateKeys is the keys
+	// the spool keeps; StateRefused the new keys it did not keep since Open
+	// (past MaxStateKeys, or too long).
+	StateWrites  uint64
+	StateLines   uint64
+	StateKeys    uint64
+	StateRefused uint64
+	// ReceivedLines counts the lines the receiver wrote, StateRequests
+	// those that asked for the state; ReceivedLong the lines discarded as
+	// over MaxReceiveLine, ReceivedDropped those OnReceive's queue had no
+	// room for. Releases counts idle connections closed (ReleaseIdle).
+	ReceivedLines   uint64
+	StateRequests   uint64
+	ReceivedLong    uint64
+	ReceivedDropped uint64
+	Releases        uint64
+
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
 	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize (counted in Refused too)
 
@@ -104,7 +123,12 @@ func (e *Emitter) Stats() Stats {
 	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
 	s.Stalls, s.Delivered, s.DeadLettered, s.Unproven = l.stalls, l.delivered, l.deadLettered, l.unproven
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
+	s.StateWrites, s.StateLines, s.Releases = l.stateWrites, l.stateLines, l.releases
 	e.d.pub.mu.Unlock()
+	s.StateKeys, s.StateRefused = ss.StateKeys, ss.StateRefused
+	lis := e.d.lis
+	s.ReceivedLines, s.StateRequests = lis.lines.Load(), lis.requests.Load()
+	s.ReceivedLong, s.ReceivedDropped = lis.long.Load(), lis.dropped.Load()
 	s.OutageStart = e.d.logs.out.started()
 	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
@@ -118,6 +142,8 @@ type linkStats struct {
 	delivered               uint64
 	unproven                uint64
 	deadLettered            uint64
+	stateWrites, stateLines uint64
+	releases                uint64
 	lastErr                 string
 	lastErrAt               time.Time
 }

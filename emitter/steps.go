@@ -66,6 +66,9 @@ func (d *drainer) fail(err error) {
 	if !errors.Is(err, errAbandoned) {
 		d.record(func(l *linkStats) { l.writeErrors++ }, err)
 	}
+	if d.w.in.resetSeen(0) && !errors.Is(err, syscall.ECONNRESET) {
+		err = errors.Join(err, syscall.ECONNRESET) // the reader's read took it from the socket
+	}
 	cause, unread := causeOf(err)
 	aerr := d.step(delivery.Input{Kind: delivery.Failed, Cause: cause, N: unread})
 	d.disconnect()

@@ -73,6 +73,9 @@ func execCmd(args []string, e *env) int {
 	fl := flag.NewFlagSet("exec", flag.ContinueOnError)
 	var rf runFlags
 	rf.register(fl)
+	toStdin := fl.Bool("receiver-to-stdin", false,
+		"write the lines the receiver writes to COMMAND's stdin (instead of evspool's stdin), but for the requests --state-request answers; "+
+			"lines COMMAND is too slow to take are dropped and counted, never stalling delivery")
 	if done, code := parseFlags(fl, args, e, execHelp); done {
 		return code
 	}
@@ -84,6 +87,17 @@ func execCmd(args []string, e *env) int {
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
 	defer ignoreSIGPIPE()()
+	if *toStdin {
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			fmt.Fprintf(e.stderr, "evspool exec: cannot make a pipe for COMMAND's stdin: %v\n", err)
+			return exitFatal
+		}
+		defer pw.Close()
+		rf.onReceive = func(line []byte) { _, _ = pw.Write(append(line, '\n')) } // EPIPE once COMMAND is gone
+		e = &env{stdin: pr, stdout: e.stdout, stderr: e.stderr}
+		defer pr.Close() // COMMAND holds its own copy once started
+	}
 	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
 	defer sd.close()
 	sigs := make(chan os.Signal, 4)

@@ -92,6 +92,9 @@ type runFlags struct {
 
 	preamble []string      // --preamble, see preamble.go
 	maxAge   time.Duration // --max-age; 0: off
+	state    stateFlags    // see state_flags.go
+
+	onReceive func(line []byte) // exec --receiver-to-stdin
 }
 
 func (r *runFlags) register(fs *flag.FlagSet) {
@@ -102,6 +105,7 @@ func (r *runFlags) register(fs *flag.FlagSet) {
 	r.fsync = true
 	r.replayLinger = emitter.DefaultReplayLinger
 	r.registerDelivery(fs)
+	r.state.register(fs)
 	fs.StringVar(&r.socket, "socket", "", "receiver's socket path (or host:port with --network tcp); required")
 	fs.StringVar(&r.spool, "spool", "", "spool directory, created 0700 if missing; required")
 	fs.StringVar(&r.network, "network", "unix", "unix or tcp")
@@ -139,6 +143,9 @@ func (r *runFlags) validate() error {
 	case r.replayLinger <= 0:
 		return fmt.Errorf("--replay-linger must be positive")
 	}
+	if err := r.state.validate(); err != nil {
+		return err
+	}
 	if err := checkMetricsAddr(r.metricsAddr); err != nil {
 		return err
 	}
@@ -171,7 +178,7 @@ func checkMetricsAddr(addr string) error {
 }
 
 func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
-	return &emitter.Options{
+	o := &emitter.Options{
 		MaxAge:        r.maxAge,
 		Preamble:      preambleFunc(r.preamble),
 		Network:       r.network,
@@ -185,7 +192,10 @@ func (r *runFlags) emitterOptions(logger *slog.Logger) *emitter.Options {
 		ReplayLinger:  r.replayLinger,
 		MaxAttempts:   maxAttempts(r.maxAttempts),
 		Logger:        logger,
+		OnReceive:     r.onReceive,
 	}
+	r.state.apply(o)
+	return o
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -105,6 +105,16 @@ func statsMetrics() []metric {
 			func(s *emitter.Stats) uint64 { return s.Spool.Unreadable }),
 		counter("writer_refused_lines_total", "Lines an emitter Writer refused for being over the event size limit.",
 			func(s *emitter.Stats) uint64 { return s.WriterRefused }),
+		gauge("state_keys", "Keys whose newest event the spool keeps as the state (state keys on).",
+			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.StateKeys) }),
+		counter("state_keys_refused_total", "New keys the state did not keep: past the most keys, or too long.",
+			func(s *emitter.Stats) uint64 { return s.StateRefused }),
+		counter("state_lines_total", "Events written as the state (on new connections and on request), apart from deliveries.",
+			func(s *emitter.Stats) uint64 { return s.StateLines }),
+		counter("receiver_lines_total", "Lines the receiver wrote on the connection, state requests included.",
+			func(s *emitter.Stats) uint64 { return s.ReceivedLines }),
+		counter("receiver_lines_dropped_total", "Lines the receiver wrote that were discarded: over the length limit, or no room in the queue to the embedder.",
+			func(s *emitter.Stats) uint64 { return s.ReceivedLong + s.ReceivedDropped }),
 	}
 }
 

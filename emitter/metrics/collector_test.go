@@ -114,7 +114,7 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 23, n, "20 figures, two drop reasons and build_info")
+	require.Equal(t, 28, n, "25 figures, two drop reasons and build_info")
 }
 
 // evspool_build_info is the library's: a daemon that registers only the

@@ -60,6 +60,9 @@ func (d *Delivery) Step(in Input) error {
 		d.peerFin(in.Now, in.N)
 	case Failed:
 		d.failed(in.Now, in.Cause, in.N)
+	case Released:
+		d.connLost()
+		d.backOff(in.Now, false) // dial at once when there is work
 	default:
 		return d.stepMore(in)
 	}

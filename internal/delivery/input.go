@@ -55,6 +55,7 @@ const (
 	NoRoom                     // a reading found no room in the send buffer (Ready.Look, Ready.RoomTimedOut)
 	Park                       // the caller is about to idle (Ready.Look)
 	Recheck                    // another goroutine acted while the caller idled (Ready.Replan, Ready.Look)
+	Released                   // the caller closed a connection it had no use for, everything on it read: no failure
 )
 
 // Cause is what the caller saw end a connection; delivery judges from it

@@ -1,0 +1,380 @@
+package emitter_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/testrecv"
+)
+
+// v2Key is the state key of the v2 receiver, with its clear line.
+var v2Key = emitter.JSONStateKey([]string{"type", "profile", "iface"}, "cache_clear")
+
+// stEvent is a v2 message: key k (its iface), value n.
+func stEvent(k string, n int) string {
+	return fmt.Sprintf(`{"version":1,"type":"ptp_state","profile":"ptp4l.0.config","iface":%q,"values":{"n":%d}}`, k, n)
+}
+
+// stParse returns a stEvent's key and value; ok false for anything else.
+func stParse(line string) (k string, n int, ok bool) {
+	var m struct {
+		Type   string `json:"type"`
+		Iface  string `json:"iface"`
+		Values struct {
+			N int `json:"n"`
+		} `json:"values"`
+	}
+	if json.Unmarshal([]byte(line), &m) != nil || m.Type != "ptp_state" {
+		return "", 0, false
+	}
+	return m.Iface, m.Values.N, true
+}
+
+// stCheck checks what a receiver that starts empty on every connection
+// sees: per connection, per key, values never go back; a clear forgets.
+// It returns the state the last connection ends with.
+func stCheck(t *testing.T, lines []testrecv.Line) map[string]int {
+	t.Helper()
+	var state map[string]int
+	conn := -1
+	for _, l := range lines {
+		if l.Conn != conn {
+			conn, state = l.Conn, map[string]int{}
+		}
+		if l.Data == `{"version":1,"type":"cache_clear"}` {
+			clear(state)
+			continue
+		}
+		k, n, ok := stParse(l.Data)
+		require.True(t, ok, "not a state line: %q", l.Data)
+		old, seen := state[k]
+		require.False(t, seen && n < old, "connection %d: key %s went back from %d to %d", conn, k, old, n)
+		state[k] = n
+	}
+	return state
+}
+
+// A receiver restarted after everything was delivered gets the newest
+// event of every key, and nothing else; a clear retires the keys before
+// it.
+func TestStateAfterReceiverRestart(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key})
+	want := map[string]int{}
+	for n := range 5 {
+		for _, k := range []string{"ens1f0", "ens1f1", "ens2f0"} {
+			r.emitAll([]string{stEvent(k, n)})
+			want[k] = n
+		}
+	}
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, 15)
+	require.NoError(t, r.rcv.Kill())
+	require.NoError(t, r.rcv.Restart())
+	lines := waitLines(t, r.rcv, 18)
+	require.Equal(t, []string{stEvent("ens1f0", 4), stEvent("ens1f1", 4), stEvent("ens2f0", 4)}, lines[15:],
+		"the newest of each key, in the order they were emitted")
+	st := r.em.Stats()
+	require.EqualValues(t, 3, st.StateLines)
+	require.EqualValues(t, 15, st.Delivered, "the state is not counted delivered")
+	require.EqualValues(t, 3, st.StateKeys)
+	require.Equal(t, want, stCheck(t, r.rcv.Received()))
+
+	r.emitAll([]string{`{"version":1,"type":"cache_clear"}`, stEvent("ens9", 1)})
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, 20)
+	require.NoError(t, r.rcv.Kill())
+	require.NoError(t, r.rcv.Restart())
+	lines = waitLines(t, r.rcv, 21)
+	require.Equal(t, []string{stEvent("ens9", 1)}, lines[20:], "keys before the clear are retired")
+}
+
+// A receiver that was down while some keys changed gets, on its new
+// connection, the keys with nothing pending first, then the backlog in
+// order: no key goes back, and it ends with the whole state.
+func TestStateBeforeBacklog(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key})
+	want := map[string]int{}
+	emit := func(k string, n int) {
+		r.emitAll([]string{stEvent(k, n)})
+		want[k] = n
+	}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		emit(k, 1)
+	}
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, 4)
+	require.NoError(t, r.rcv.Kill())
+	emit("b", 2)
+	emit("d", 2)
+	emit("b", 3)
+	require.NoError(t, r.rcv.Restart())
+	r.flush(5 * time.Second)
+	lines := waitLines(t, r.rcv, 9)
+	require.Equal(t, []string{stEvent("a", 1), stEvent("c", 1), stEvent("b", 2), stEvent("d", 2), stEvent("b", 3)}, lines[4:])
+	require.Equal(t, want, stCheck(t, r.rcv.Received()))
+}
+
+// Per key the receiver never sees an older value after a newer one, and
+// ends with the whole state, while it is killed again and again with
+// lines in flight and read but not handled.
+func TestStateOrderUnderKills(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, &testrecv.Options{HandleTime: 200 * time.Microsecond}, &emitter.Options{StateKey: v2Key})
+	keys := []string{"a", "b", "c", "d", "e", "f"}
+	want := map[string]int{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 6 && ctx.Err() == nil; i++ {
+			time.Sleep(30 * time.Millisecond) // the fault's timing, not a wait for something
+			if r.rcv.Kill() == nil {
+				_ = r.rcv.Restart()
+			}
+		}
+	}()
+	for n := range 1500 {
+		k := keys[(n*7)%len(keys)]
+		r.emitAll([]string{stEvent(k, n)})
+		want[k] = n
+	}
+	<-done
+	cancel()
+	r.flush(20 * time.Second)
+	// Once more with nothing new: the state alone.
+	require.NoError(t, r.rcv.Kill())
+	require.NoError(t, r.rcv.Restart())
+	require.Eventually(t, func() bool {
+		rec := r.rcv.Received()
+		return len(rec) > 0 && rec[len(rec)-1].Conn == r.rcv.Accepted() && len(lastConn(rec)) == len(keys)
+	}, 10*time.Second, 5*time.Millisecond)
+	require.Equal(t, want, stCheck(t, r.rcv.Received()))
+}
+
+// lastConn returns the lines of the last connection.
+func lastConn(lines []testrecv.Line) []testrecv.Line {
+	i := len(lines)
+	for i > 0 && lines[i-1].Conn == lines[len(lines)-1].Conn {
+		i--
+	}
+	return lines[i:]
+}
+
+// oneAtATime is a receiver shaped like cloud-event-proxy v2: one
+// connection at a time, the request line written on accept, then lines
+// read until EOF; with writeBack, one line written back (blocking) every
+// writeBack lines read.
+type oneAtATime struct {
+	ln        net.Listener
+	writeBack int
+	mu        sync.Mutex
+	lines     []testrecv.Line
+	eofs      atomic.Int64 // connections that ended with EOF
+	resets    atomic.Int64 // connections that ended with an error
+	conns     atomic.Int64
+}
+
+func startOneAtATime(t *testing.T, path string, writeBack int) *oneAtATime {
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	o := &oneAtATime{ln: ln, writeBack: writeBack}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			o.serve(c)
+		}
+	}()
+	return o
+}
+
+func (o *oneAtATime) serve(c net.Conn) {
+	defer c.Close()
+	n := int(o.conns.Add(1))
+	c.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	if _, err := io.WriteString(c, `{"version":1,"type":"status_request"}`+"\n"); err != nil {
+		return
+	}
+	c.SetWriteDeadline(time.Time{})
+	sc := bufio.NewScanner(c)
+	read := 0
+	for sc.Scan() {
+		o.mu.Lock()
+		o.lines = append(o.lines, testrecv.Line{Data: sc.Text(), Conn: n})
+		o.mu.Unlock()
+		read++
+		if o.writeBack > 0 && read%o.writeBack == 0 {
+			if _, err := fmt.Fprintf(c, `{"type":"ack","n":%d}`+"\n", read); err != nil {
+				return
+			}
+		}
+	}
+	if sc.Err() == nil {
+		o.eofs.Add(1)
+	} else {
+		o.resets.Add(1)
+	}
+}
+
+func (o *oneAtATime) received() []testrecv.Line {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]testrecv.Line(nil), o.lines...)
+}
+
+// A receiver that writes back often is read: it never stalls delivery,
+// its lines reach OnReceive in order, and its request is answered with
+// the state, not handed on.
+func TestReceiverWritesBack(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	rcv := startOneAtATime(t, sock, 10)
+	var mu sync.Mutex
+	var got []string
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"),
+		OnReceive: func(line []byte) { mu.Lock(); got = append(got, string(line)); mu.Unlock() }})
+	require.NoError(t, err)
+	const n = 20000
+	for i := range n {
+		require.NoError(t, em.Emit(context.Background(), []byte(stEvent(fmt.Sprint(i%8), i))))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx), "stats: %+v", em.Stats())
+	require.NoError(t, em.Close(ctx))
+	require.Eventually(t, func() bool { return rcv.eofs.Load() == 1 }, 5*time.Second, time.Millisecond,
+		"the receiver gets EOF at Close, not a reset: nothing was left unread")
+	handled := 0
+	for _, l := range rcv.received() {
+		if _, _, ok := stParse(l.Data); ok {
+			handled++
+		}
+	}
+	require.GreaterOrEqual(t, handled, n)
+	st := em.Stats()
+	require.EqualValues(t, 1, st.StateRequests)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, got, int(st.ReceivedLines-st.StateRequests))
+	require.GreaterOrEqual(t, len(got), n/10-1)
+	require.Equal(t, `{"type":"ack","n":10}`, got[0])
+	require.Zero(t, st.ReceivedDropped+st.ReceivedLong)
+}
+
+// With ReleaseIdle, an idle connection is let go (the receiver reads EOF)
+// so that a receiver serving one connection at a time serves the next;
+// the next event dials again and starts with the state.
+func TestReleaseIdle(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	rcv := startOneAtATime(t, sock, 0)
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReleaseIdle: 100 * time.Millisecond, ReplayLinger: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	require.NoError(t, em.Emit(context.Background(), []byte(stEvent("a", 1))))
+	require.Eventually(t, func() bool { return rcv.eofs.Load() == 1 }, 5*time.Second, time.Millisecond)
+	other, err := net.Dial("unix", sock)
+	require.NoError(t, err, "another client")
+	line, err := bufio.NewReader(other).ReadString('\n')
+	require.NoError(t, err, "the receiver serves another client")
+	require.Contains(t, line, "status_request")
+	other.Close()
+	require.Eventually(t, func() bool { return rcv.eofs.Load() == 2 }, 5*time.Second, time.Millisecond)
+
+	require.NoError(t, em.Emit(context.Background(), []byte(stEvent("b", 1))))
+	require.Eventually(t, func() bool { return len(rcv.received()) == 3 }, 5*time.Second, time.Millisecond)
+	rec := rcv.received()
+	require.Equal(t, []string{stEvent("a", 1), stEvent("a", 1), stEvent("b", 1)},
+		[]string{rec[0].Data, rec[1].Data, rec[2].Data}, "a, then on the new connection the state (a), then b")
+	require.Equal(t, 3, rec[2].Conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx))
+	st := em.Stats()
+	require.GreaterOrEqual(t, st.Releases, uint64(1))
+	require.EqualValues(t, 2, st.Delivered)
+	require.Zero(t, rcv.resets.Load())
+}
+
+// JSONStateKey: the fields' values make the key, a missing field counts as
+// empty, a line that is not a JSON object or has none of the fields has no
+// key, and the clear type clears.
+func TestJSONStateKey(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, line string
+		key        string
+		clear      bool
+	}{
+		{"all fields", `{"type":"ptp_state","profile":"p0","iface":"ens1f0","values":{}}`, "ptp_state\x00p0\x00ens1f0", false},
+		{"no iface", `{"type":"os_clock_state","profile":"phc2sys"}`, "os_clock_state\x00phc2sys\x00", false},
+		{"number", `{"type":7,"profile":"p"}`, "7\x00p\x00", false},
+		{"none of the fields", `{"version":1}`, "", false},
+		{"not JSON", `ptp4l[1.2]: master offset 3`, "", false},
+		{"not an object", `["type"]`, "", false},
+		{"broken JSON", `{"type":"x"`, "", false},
+		{"clear", `{"version":1,"type":"cache_clear"}`, "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key, clear := v2Key([]byte(tc.line))
+			require.Equal(t, tc.key, string(key))
+			require.Equal(t, tc.clear, clear)
+		})
+	}
+	req := emitter.JSONType("status_request")
+	require.True(t, req([]byte(`{"version":1,"type":"status_request"}`)))
+	require.False(t, req([]byte(`{"type":"status_requestx"}`)))
+	require.False(t, req([]byte(`status_request`)))
+}
+
+// A line from the receiver longer than MaxReceiveLine is discarded and
+// counted; the lines around it are not lost.
+func TestReceiverLongLine(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	ln, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer ln.Close()
+	var got []string
+	var mu sync.Mutex
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		MaxReceiveLine: 100, OnReceive: func(l []byte) { mu.Lock(); got = append(got, string(l)); mu.Unlock() }})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	c, err := ln.Accept()
+	require.NoError(t, err)
+	defer c.Close()
+	long := make([]byte, 5000)
+	for i := range long {
+		long[i] = 'x'
+	}
+	_, err = fmt.Fprintf(c, "first\n%s\nlast\n", long)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(got) == 2 }, 5*time.Second, time.Millisecond)
+	require.Equal(t, []string{"first", "last"}, got)
+	require.EqualValues(t, 1, em.Stats().ReceivedLong)
+	require.False(t, errors.Is(em.Alive(), emitter.ErrNotAlive))
+}
