@@ -269,7 +269,8 @@ func (c *child) supervise(f *forwarder, sigs <-chan os.Signal, logger *slog.Logg
 			code = exitUnproven
 		}
 	default:
-		logger.Info("command exited; everything delivered", "exit_status", code, "delivered", st.Delivered, "lost", 0)
+		logger.Info("command exited; everything delivered",
+			append([]any{"exit_status", code, "delivered", st.Delivered, "lost", 0}, stateAttrs(st)...)...)
 	}
 	return code
 }

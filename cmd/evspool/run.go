@@ -136,7 +136,7 @@ func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 	}
 	if st.Pending > 0 {
 		logger.Info("stopped with events still spooled; the next run on this spool delivers them",
-			"pending_events", st.Pending, "delivered", st.Delivered, "unproven", st.Unproven, "lost", 0)
+			append([]any{"pending_events", st.Pending, "delivered", st.Delivered, "unproven", st.Unproven, "lost", 0}, stateAttrs(st)...)...)
 		return exitSpooled
 	}
 	if st.Unproven > 0 {
@@ -144,7 +144,7 @@ func exitStatus(st emitter.Stats, logger *slog.Logger) int {
 			"delivered", st.Delivered, "unproven", st.Unproven, "lost", 0)
 		return exitUnproven
 	}
-	logger.Info("everything delivered", "delivered", st.Delivered, "lost", 0)
+	logger.Info("everything delivered", append([]any{"delivered", st.Delivered, "lost", 0}, stateAttrs(st)...)...)
 	return exitOK
 }
 
@@ -162,4 +162,15 @@ func lossAttrs(st emitter.Stats) []any {
 		"pending_events", st.Pending,
 		"delivered", st.Delivered,
 		"unproven", st.Unproven}
+}
+
+// stateAttrs are the final line's figures of the state and of what the
+// receiver wrote, where there were any: the state's lines are not
+// deliveries.
+func stateAttrs(st emitter.Stats) []any {
+	if st.StateWrites == 0 && st.ReceivedLines == 0 {
+		return nil
+	}
+	return []any{"state_writes", st.StateWrites, "state_lines", st.StateLines, "state_keys", st.StateKeys,
+		"receiver_lines", st.ReceivedLines, "state_requests", st.StateRequests}
 }

@@ -448,3 +448,27 @@ func TestDeliveryMaxHold(t *testing.T) {
 	assert.False(t, r.Release)
 	assert.Zero(t, r.HoldLeft, "no limit")
 }
+
+// TestDeliveryReleased: a connection the caller releases idle (ReleaseIdle)
+// is no failure: however many in a row carried nothing, the next dial is
+// at once, nothing is noted as a crash loop and nothing struck.
+func TestDeliveryReleased(t *testing.T) {
+	d := newRig(t, testConfig(delivery.LastRead))
+	d.restore(1, delivery.Strikes{})
+	for i := range 5 {
+		ms := 1000 * i
+		d.connected(ms)
+		r := d.step(delivery.Input{Kind: delivery.Released, Now: at(ms + 500)})
+		assert.Equal(t, at(ms+500), r.DialAt, "dial at once when there is work")
+		assert.False(t, r.Connected)
+		assert.False(t, r.SaveStrikes)
+		assert.Empty(t, r.Notes)
+	}
+	// A connection that handled lines, then released: they stay acknowledged.
+	d.connected(10000)
+	d.writeRead(10000, lines(1, 1, 100))
+	d.writeRead(10001, lines(2, 1, 100))
+	r := d.step(delivery.Input{Kind: delivery.Released, Now: at(10002)})
+	assert.EqualValues(t, 1, r.Acked, "the line a later read proved handled")
+	assert.Equal(t, at(10002), r.DialAt)
+}
