@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/evspool/evspool/emitter"
 )
 
 // A sender is one contender inside the producer process.
@@ -30,6 +32,7 @@ const (
 	cLeastDurable   = "least-durable"
 	cLeastMeta      = "least-durable-metabucket"
 	cSyslogNG       = "syslog-ng-reliable"
+	cEvspoolKeys    = "evspool-fsync-keys"
 )
 
 // allContenders run in every scenario of the full plan. least-durable and
@@ -80,6 +83,8 @@ func openSender(name, addr, dir string, fast bool) (sender, error) {
 		return openEvspool(addr, dir, !fast)
 	case cEvspoolNoFsync:
 		return openEvspool(addr, dir, false)
+	case cEvspoolKeys:
+		return openEvspoolOpts(addr, dir, &emitter.Options{NoSync: fast, StateKey: benchStateKey})
 	case cReconnectOnly:
 		return newReconnectOnly(addr), nil
 	case cWriteThrough:

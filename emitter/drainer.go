@@ -199,7 +199,8 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.w.conn, d.w.waiter, d.w.sent = conn, sockwait.New(conn), d.w.sent[:0]
 	_, d.w.unix = conn.(*net.UnixConn)
 	d.w.room = sendRoom{}
-	d.w.in = d.lis.read(conn) // ends at disconnect's Close
+	d.lis.requested.Store(false) // asked on a connection that is gone
+	d.w.in = d.lis.read(conn)    // ends at disconnect's Close
 	d.w.hup = d.w.in.done
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either

@@ -125,6 +125,10 @@ var (
 	errAbandoned  = errors.New("receiver stopped reading inside an event; connection abandoned")
 	errPeerClosed = errors.New("receiver closed the connection (FIN) after reading everything its kernel took")
 	errFrozen     = errors.New("receiver frozen")
+	// errNotAccepted is a receiver that asks for the state on accept
+	// (Options.StateRequest) and has not: busy with another client, not
+	// frozen on what it read.
+	errNotAccepted = errors.New("receiver has not accepted the connection")
 )
 
 func (d *drainer) noteRead(entries []wal.Entry) {
@@ -268,6 +272,12 @@ func (d *drainer) restoreStrikes() {
 	}
 }
 
+// notAccepted reports whether the receiver, which asks for the state when
+// it accepts a connection, has written nothing on this one.
+func (d *drainer) notAccepted() bool {
+	return d.opts.StateKey != nil && d.opts.StateRequest != nil && d.w.in != nil && d.w.in.got.Load() == 0
+}
+
 // logNote logs what delivery noted, rate-limited.
 func (d *drainer) logNote(n delivery.Note) {
 	stalled := d.opts.Clock.Now().Sub(n.Since)
@@ -277,8 +287,14 @@ func (d *drainer) logNote(n delivery.Note) {
 		d.logs.delivery.warn(d.opts.Logger, "receiver is not reading; keeping the connection", "addr", d.addr,
 			"stalled_for", stalled.Round(time.Millisecond).String())
 	case delivery.NoteFrozen:
-		d.logs.out.down(fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
-			errFrozen, stalled.Round(time.Second)), d.spool.Len, n.Since)
+		err := fmt.Errorf("%w: read nothing for %v; keeping its connection and writing nothing new until it reads",
+			errFrozen, stalled.Round(time.Second))
+		if d.notAccepted() {
+			err = fmt.Errorf("%w: it has not asked for the state in %v, as it does when it accepts a connection "+
+				"(it serves another client, or is stuck); keeping the connection and writing nothing new until it reads",
+				errNotAccepted, stalled.Round(time.Second))
+		}
+		d.logs.out.down(err, d.spool.Len, n.Since)
 	case delivery.NoteStuck:
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.Seq, "stalled_for", stalled.Round(time.Millisecond).String())

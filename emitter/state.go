@@ -3,7 +3,6 @@ package emitter
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/evspool/evspool/wal"
@@ -143,14 +142,12 @@ func (d *drainer) writeState() error {
 	return nil
 }
 
-var errNoRequest = errors.New("receiver closed the connection before asking for the state")
-
 // awaitRequest waits, on a new connection to a receiver that asks for the
 // state (Options.StateRequest), until it asks: such a receiver asks as it
 // accepts the connection, so the state written then answers it, and until
-// then it is busy with another client, not frozen. Past WriteTimeout the
-// state is written unasked. It fails when the connection ends or the
-// drainer is stopped.
+// then it is busy with another client, not frozen. Past WriteTimeout, or
+// once the receiver can write nothing more, the state is written unasked.
+// It fails only when the drainer is stopped.
 func (d *drainer) awaitRequest() error {
 	if d.opts.StateRequest == nil {
 		return nil
@@ -165,8 +162,7 @@ func (d *drainer) awaitRequest() error {
 		case <-t.C():
 			return nil
 		case <-d.w.hup:
-			d.disconnect()
-			return errNoRequest
+			return nil // it will write nothing: the hang-up, if it is one, is judged as ever
 		case <-d.ctx.Done():
 			return d.ctx.Err()
 		}

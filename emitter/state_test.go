@@ -7,8 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -377,4 +379,60 @@ func TestReceiverLongLine(t *testing.T) {
 	require.Equal(t, []string{"first", "last"}, got)
 	require.EqualValues(t, 1, em.Stats().ReceivedLong)
 	require.False(t, errors.Is(em.Alive(), emitter.ErrNotAlive))
+}
+
+// BenchmarkJSONStateKey prices the v2 key of one message, the cost state
+// keys add to an event beside the spool's (node-cost's
+// evspool-fsync-keys).
+func BenchmarkJSONStateKey(b *testing.B) {
+	msg := []byte(`{"version":1,"type":"ptp_state","timestamp":"2026-05-12T21:00:00.074311Z","profile":"ptp4l.0.config","iface":"ens1f0","values":{"state":"FREERUN"}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(msg)))
+	for b.Loop() {
+		if k, _ := v2Key(msg); len(k) == 0 {
+			b.Fatal("no key")
+		}
+	}
+}
+
+// A receiver that serves one connection at a time and is busy with another
+// client has not accepted evspool's: the outage says so, not that it is
+// frozen, and once it accepts, delivery goes on.
+func TestBusyReceiverNotFrozen(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	rcv := startOneAtATime(t, sock, 0)
+	other, err := net.Dial("unix", sock)
+	require.NoError(t, err)
+	_, err = bufio.NewReader(other).ReadString('\n')
+	require.NoError(t, err, "the receiver serves the other client")
+	logs := &logSink{}
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReplayLinger: 20 * time.Millisecond,
+		WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond, Logger: slog.New(logs)})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	require.NoError(t, em.Emit(context.Background(), []byte(stEvent("a", 1))))
+	require.Eventually(t, func() bool { return logged(logs, "has not accepted the connection") }, 10*time.Second, 5*time.Millisecond)
+	require.False(t, logged(logs, "receiver frozen"))
+	other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx))
+	require.Equal(t, stEvent("a", 1), rcv.received()[0].Data)
+}
+
+// logged reports whether a record's error attribute contains s.
+func logged(l *logSink, s string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	found := false
+	for _, r := range l.records {
+		r.Attrs(func(a slog.Attr) bool {
+			found = found || a.Key == "error" && strings.Contains(a.Value.String(), s)
+			return !found
+		})
+	}
+	return found
 }
