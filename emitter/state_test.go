@@ -436,3 +436,22 @@ func logged(l *logSink, s string) bool {
 	}
 	return found
 }
+
+// StateMaxAge leaves out of the state a key no event renewed for so long,
+// on the emitter's clock.
+func TestStateMaxAge(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key, StateMaxAge: time.Hour, Clock: clk})
+	r.emitAll([]string{stEvent("old", 1)})
+	clk.Advance(2 * time.Hour)
+	r.emitAll([]string{stEvent("new", 1)})
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, 2)
+	require.NoError(t, r.rcv.Kill())
+	require.NoError(t, r.rcv.Restart())
+	require.Eventually(t, func() bool { return r.em.Stats().StateWrites == 2 }, 5*time.Second, time.Millisecond)
+	lines := waitLines(t, r.rcv, 3)
+	require.Equal(t, []string{stEvent("new", 1)}, lines[2:], "old is older than StateMaxAge")
+	require.EqualValues(t, 1, r.em.Stats().StateLines)
+}
