@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -159,4 +160,35 @@ func TestStateSalvage(t *testing.T) {
 	w = spOpen(t, dir, &wal.Options{NoSync: true})
 	require.NotNil(t, w.Salvaged(), "damage not reported")
 	require.Equal(t, []string{"c=1", "a=3"}, stState(t, w, 1<<40))
+}
+
+// BenchmarkAppendState prices state keys on one-event appends, fsync off:
+// the same events with no key, and each renewing one of keys keys.
+func BenchmarkAppendState(b *testing.B) {
+	ev := []byte(`{"version":1,"type":"ptp_state","timestamp":"2026-05-12T21:00:00.074311Z","profile":"ptp4l.0.config","iface":"ens1f0","values":{"state":"FREERUN"}}`)
+	for _, keys := range []int{0, 10, 100} {
+		b.Run(fmt.Sprintf("keys=%d", keys), func(b *testing.B) {
+			w, err := wal.Open(b.TempDir(), &wal.Options{NoSync: true})
+			require.NoError(b, err)
+			defer w.Close()
+			ops := make([][]wal.StateOp, max(keys, 1))
+			for i := range ops {
+				if keys > 0 {
+					ops[i] = []wal.StateOp{{Key: fmt.Appendf(nil, "ptp_state\x00ptp4l.0.config\x00ens%d", i)}}
+				}
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				last, err := w.AppendState(b.Context(), [][]byte{ev}, ops[i%len(ops)])
+				if err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 {
+					_ = w.Ack(last)
+				}
+				i++
+			}
+		})
+	}
 }
