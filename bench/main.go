@@ -16,6 +16,9 @@ func main() {
 			os.Exit(producerMain(os.Args[2:]))
 		case "rawbolt":
 			os.Exit(rawBoltMain(os.Args[2:]))
+		case "state":
+			// go run . state: the v2 receiver's current state and publishes (issue 54)
+			os.Exit(stateMain(os.Args[2:]))
 		case "pool":
 			// go run . pool results/a.json results/b.json ...
 			if err := poolMain(os.Args[2:], os.Stdout); err != nil {
