@@ -121,3 +121,42 @@ func TestStateFlagsUsage(t *testing.T) {
 		require.Contains(t, p.logs(), "--state-", "%v", args)
 	}
 }
+
+// exec --receiver-to-stdin hands COMMAND what the receiver writes: here
+// the request v2 writes on accept, which COMMAND answers with an event;
+// with --state-request the request is evspool's to answer, not COMMAND's.
+func TestExecReceiverToStdin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		reply bool
+	}{
+		{"handed on", nil, true},
+		{"answered by evspool", v2Flags, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sock, spool := paths(t)
+			v2, err := testrecv.StartV2(sock, nil)
+			require.NoError(t, err)
+			t.Cleanup(v2.Kill)
+			script := `echo '{"version":1,"type":"ptp_state","profile":"p","iface":"e0","values":{"state":"LOCKED"}}'
+if read -t 3 l; then echo "reply:$l"; fi`
+			args := append([]string{"exec", "--socket", sock, "--spool", spool, "--receiver-to-stdin"}, tc.flags...)
+			p := start(t, append(args, "--", "bash", "-c", script)...)
+			require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.logs())
+			var replies []string
+			for _, l := range p.echoed() {
+				if strings.HasPrefix(l, "reply:") {
+					replies = append(replies, l)
+				}
+			}
+			if tc.reply {
+				require.Equal(t, []string{`reply:{"version":1,"type":"status_request"}`}, replies)
+			} else {
+				require.Empty(t, replies)
+			}
+		})
+	}
+}
