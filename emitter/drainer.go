@@ -210,7 +210,14 @@ func (d *drainer) onConnect(conn net.Conn) {
 	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.
 	d.w.unhook = context.AfterFunc(d.ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	d.record(func(l *linkStats) { l.connected = true; l.connects++ }, nil)
+	resumed := d.w.resumed // a dial after a release is no reconnect
+	d.w.resumed = false
+	d.record(func(l *linkStats) {
+		l.connected = true
+		if !resumed {
+			l.connects++
+		}
+	}, nil)
 }
 
 // checkIdle notices a receiver that hung up or reads again while idle.
@@ -271,43 +278,6 @@ func (d *drainer) passGate(fresh bool) error {
 		return err
 	}
 	return nil
-}
-
-// releasable reports whether the connection may be released idle
-// (Options.ReleaseIdle): everything written was read, nothing is pending
-// and no request waits.
-func (d *drainer) releasable() bool {
-	return d.opts.ReleaseIdle > 0 && d.w.conn != nil && !d.rd.Reading && d.spool.Len() == 0 && !d.lis.requested.Load()
-}
-
-// release closes the idle connection; the next dial waits for work
-// (awaitWork). Delivery is told it was no failure.
-func (d *drainer) release() {
-	d.step(delivery.Input{Kind: delivery.Released})
-	d.disconnect()
-	d.w.released = true
-	d.record(func(l *linkStats) { l.releases++ }, nil)
-	d.opts.Logger.Debug("released the idle connection", "addr", d.addr, "idle_for", d.opts.ReleaseIdle.String())
-}
-
-// awaitWork waits, after a release, until something is pending; false when
-// the drainer is stopped. It waits for work, not wedged.
-func (d *drainer) awaitWork() bool {
-	d.pub.health.idle(true)
-	defer d.pub.health.idle(false)
-	for d.spool.Len() == 0 {
-		d.ctl.run.Unlock()
-		select {
-		case <-d.ctl.wake:
-		case <-d.ctx.Done():
-		}
-		d.ctl.run.Lock()
-		if d.ctx.Err() != nil {
-			return false
-		}
-	}
-	d.w.released = false
-	return true
 }
 
 // waitDial waits until delivery's next dial (Ready.DialAt). On a Unix socket

@@ -109,7 +109,8 @@ type wire struct {
 	wroteAt   time.Time // when this connection last carried anything (ReleaseIdle)
 	stateSent bool      // the state was written on this connection (state.go)
 	stateAt   uint64    // wroteTo when it was
-	released  bool      // the connection was released idle: dial when there is work
+	released  bool      // the connection was released idle: dial when there is work (release.go)
+	resumed   bool      // the next connection follows a release: no reconnect
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:

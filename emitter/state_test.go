@@ -316,6 +316,7 @@ func TestReleaseIdle(t *testing.T) {
 	require.NoError(t, em.Flush(ctx))
 	st := em.Stats()
 	require.GreaterOrEqual(t, st.Releases, uint64(1))
+	require.Zero(t, st.Reconnects, "a dial after a release is no reconnect")
 	require.EqualValues(t, 2, st.Delivered)
 	require.Zero(t, rcv.resets.Load())
 }
