@@ -16,6 +16,7 @@ import (
 // StateResults is what `go run . state` writes to results/<name>.json.
 type StateResults struct {
 	Name      string         `json:"name"`
+	Baseline  string         `json:"baseline,omitempty"` // the commit evspool-base was built at
 	Machine   Machine        `json:"machine"`
 	Config    stateConfig    `json:"config"`
 	Rows      []StateRow     `json:"rows"`
@@ -27,6 +28,7 @@ type StateResults struct {
 // stateOptions are the state scenario's flags.
 type stateOptions struct {
 	name, outDir, tmp, root string
+	baseline                string
 	contenders, faults      []string
 	rates                   []float64
 	cfg                     stateConfig
@@ -42,6 +44,7 @@ func parseStateOptions(args []string) (*stateOptions, error) {
 	fs.StringVar(&o.outDir, "out", "results", "directory for the results")
 	fs.StringVar(&o.tmp, "tmp", os.TempDir(), "where spools and sockets go")
 	fs.StringVar(&o.root, "root", "..", "the evspool repository, for building cmd/evspool")
+	fs.StringVar(&o.baseline, "baseline", "", "a commit of the repository: adds evspool-base, its evspool run without state keys (the figures before)")
 	contenders := fs.String("contenders", "", "comma-separated contenders (default all: evspool-state,evspool,link,reconnect-only)")
 	faults := fs.String("faults", "", "comma-separated fault modes (default all: none,receiver,sender,both)")
 	rates := fs.String("rates", "50,500", "comma-separated stream rates, messages/s")
@@ -110,27 +113,29 @@ func runStateAll(o *stateOptions) (*StateResults, error) {
 	}
 	defer os.RemoveAll(tmp)
 	res := &StateResults{Name: o.name, Machine: machineFacts(tmp, o.root), Config: o.cfg}
-	bin := filepath.Join(tmp, "evspool")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/evspool")
-	build.Dir = o.root
-	if out, err := build.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build evspool: %v: %s", err, bytes.TrimSpace(out))
+	bins, err := buildStateBins(tmp, o, res)
+	if err != nil {
+		return nil, err
 	}
 	contenders := o.contenders
-	if slices.Contains(contenders, sEvspoolState) && !evspoolSupportsState(bin) {
+	if slices.Contains(contenders, sEvspoolState) && !evspoolSupportsState(bins.cur) {
 		contenders = slices.DeleteFunc(slices.Clone(contenders), func(c string) bool { return c == sEvspoolState })
 		res.Skipped = append(res.Skipped, sEvspoolState+": this evspool's run has no --state-key")
 	}
+	if bins.base != "" {
+		contenders = append(slices.Clone(contenders), sEvspoolBase)
+	}
+	wbContenders := append(slices.Clone(contenders), sEvspoolLib)
 	steps := len(contenders) * len(o.rates) * len(o.faults)
 	if o.wbLines > 0 {
-		steps += len(contenders)
+		steps += len(wbContenders)
 	}
 	prog := newProgress(steps)
 	for _, rate := range o.rates {
 		for _, mode := range o.faults {
 			for _, c := range contenders {
 				prog.begin(fmt.Sprintf("state %s %g/s %s", c, rate, mode))
-				row := runState(tmp, bin, msgs, o.cfg, c, rate, mode)
+				row := runState(tmp, bins, msgs, o.cfg, c, rate, mode)
 				res.Rows = append(res.Rows, row)
 				prog.end(stateSummary(row))
 				if row.Error != "" {
@@ -140,9 +145,9 @@ func runStateAll(o *stateOptions) (*StateResults, error) {
 		}
 	}
 	if o.wbLines > 0 {
-		for _, c := range contenders {
+		for _, c := range wbContenders {
 			prog.begin("writeback " + c)
-			row := runWriteback(tmp, bin, c, o.wbLines, o.wbRate, 3*time.Second)
+			row := runWriteback(tmp, bins, c, o.wbLines, o.wbRate, 3*time.Second)
 			res.Writeback = append(res.Writeback, row)
 			prog.end(fmt.Sprintf("%d / %d handled", row.Handled, row.Sent))
 			if row.Error != "" {
@@ -153,6 +158,43 @@ func runStateAll(o *stateOptions) (*StateResults, error) {
 	prog.finish()
 	res.Machine.LoadAvgTo = loadAvg()
 	return res, nil
+}
+
+// buildStateBins builds cmd/evspool from the repository and, with
+// -baseline, from that commit's tree (git archive: the repository's work
+// tree and index are left alone).
+func buildStateBins(tmp string, o *stateOptions, res *StateResults) (evspoolBins, error) {
+	bins := evspoolBins{cur: filepath.Join(tmp, "evspool")}
+	if err := goBuild(o.root, bins.cur); err != nil {
+		return bins, err
+	}
+	if o.baseline == "" {
+		return bins, nil
+	}
+	rev, err := exec.Command("git", "-C", o.root, "rev-parse", "--short", o.baseline+"^{commit}").Output()
+	if err != nil {
+		return bins, fmt.Errorf("baseline %s: %v", o.baseline, err)
+	}
+	res.Baseline = string(bytes.TrimSpace(rev))
+	src := filepath.Join(tmp, "base-src")
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return bins, err
+	}
+	archive := exec.Command("sh", "-c", `git -C "$1" archive "$2" | tar -x -C "$3"`, "sh", o.root, res.Baseline, src)
+	if out, err := archive.CombinedOutput(); err != nil {
+		return bins, fmt.Errorf("baseline %s: %v: %s", res.Baseline, err, bytes.TrimSpace(out))
+	}
+	bins.base = filepath.Join(tmp, "evspool-base")
+	return bins, goBuild(src, bins.base)
+}
+
+func goBuild(dir, out string) error {
+	build := exec.Command("go", "build", "-o", out, "./cmd/evspool")
+	build.Dir = dir
+	if b, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build evspool in %s: %v: %s", dir, err, bytes.TrimSpace(b))
+	}
+	return nil
 }
 
 func stateSummary(r StateRow) string {

@@ -16,6 +16,9 @@ func printStateReport(w io.Writer, res *StateResults) {
 		"*end*: keys missing or different once delivery is over; *restart*: the same %v after a receiver restart with "+
 		"nothing new sent. Publishes are matched to a fault-free receiver's (every line once, in order).\n\n",
 		c.HandleTime, c.Duration, c.ReceiverDown, c.SenderDown, c.Look)
+	if res.Baseline != "" {
+		fmt.Fprintf(w, "evspool-base is evspool run at %s, without state keys (the figures before).\n\n", res.Baseline)
+	}
 	for _, s := range res.Skipped {
 		fmt.Fprintf(w, "SKIPPED: %s\n\n", s)
 	}
@@ -33,13 +36,17 @@ func printStateReport(w io.Writer, res *StateResults) {
 	}
 	if len(res.Writeback) > 0 {
 		fmt.Fprintf(w, "\nA receiver that writes a line back after every %d it handles (blocking writes):\n\n", writebackEvery)
-		fmt.Fprintln(w, "| contender | handled / sent | written back | dropped | rate | s |\n|---|--:|--:|--:|--:|--:|")
+		fmt.Fprintln(w, "| contender | handled / sent | written back | handed to the embedder | dropped | rate | s |\n|---|--:|--:|--:|--:|--:|--:|")
 		for _, r := range res.Writeback {
 			if r.Error != "" {
-				fmt.Fprintf(w, "| %s | error: %s |||||\n", r.Contender, r.Error)
+				fmt.Fprintf(w, "| %s | error: %s ||||||\n", r.Contender, r.Error)
 				continue
 			}
-			fmt.Fprintf(w, "| %s | %d / %d | %d | %d | %g/s | %.1f |\n", r.Contender, r.Handled, r.Sent, r.Written, r.Dropped, r.Rate, r.Seconds)
+			got := "—"
+			if r.Received >= 0 {
+				got = fmt.Sprint(r.Received)
+			}
+			fmt.Fprintf(w, "| %s | %d / %d | %d | %s | %d | %g/s | %.1f |\n", r.Contender, r.Handled, r.Sent, r.Written, got, r.Dropped, r.Rate, r.Seconds)
 		}
 	}
 	for _, e := range res.Errors {

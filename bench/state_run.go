@@ -92,15 +92,15 @@ type stateRig struct {
 }
 
 // runState runs one contender at one rate with one fault mode.
-func runState(tmp, bin string, msgs []streamMsg, cfg stateConfig, contender string, rate float64, mode string) StateRow {
+func runState(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, contender string, rate float64, mode string) StateRow {
 	row := StateRow{Contender: contender, Rate: rate, Fault: mode}
-	if err := runStateRig(tmp, bin, msgs, cfg, &row); err != nil {
+	if err := runStateRig(tmp, bins, msgs, cfg, &row); err != nil {
 		row.Error = err.Error()
 	}
 	return row
 }
 
-func runStateRig(tmp, bin string, msgs []streamMsg, cfg stateConfig, row *StateRow) error {
+func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, row *StateRow) error {
 	dir, err := os.MkdirTemp(tmp, "state")
 	if err != nil {
 		return err
@@ -112,7 +112,7 @@ func runStateRig(tmp, bin string, msgs []streamMsg, cfg stateConfig, row *StateR
 		return err
 	}
 	defer v.Kill()
-	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bin)
+	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bins)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 const (
 	sEvspoolState = "evspool-state" // evspool run with state keys: --state-key type,profile,iface
 	sEvspool      = "evspool"       // evspool run without them
+	sEvspoolBase  = "evspool-base"  // evspool run without them, built at -baseline
 	sLink         = "link"          // built like the daemon's ipc.Cache + Link
 	sReconnect    = "reconnect-only"
 )
@@ -30,14 +31,22 @@ type stateSender interface {
 	dropped() uint64
 }
 
-// openStateSender starts contender name towards the receiver at sock. bin
-// is cmd/evspool built for this run; spool is the evspool contenders'.
-func openStateSender(name, sock, spool, bin string) (stateSender, error) {
+// evspoolBins are the cmd/evspool binaries built for a run: the
+// repository's, and the baseline's (-baseline) if any.
+type evspoolBins struct{ cur, base string }
+
+// openStateSender starts contender name towards the receiver at sock;
+// spool is the evspool contenders'.
+func openStateSender(name, sock, spool string, bins evspoolBins) (stateSender, error) {
 	switch name {
 	case sEvspoolState:
-		return startEvspoolProc(bin, sock, spool, true)
+		return startEvspoolProc(bins.cur, sock, spool, true)
 	case sEvspool:
-		return startEvspoolProc(bin, sock, spool, false)
+		return startEvspoolProc(bins.cur, sock, spool, false)
+	case sEvspoolBase:
+		return startEvspoolProc(bins.base, sock, spool, false)
+	case sEvspoolLib:
+		return openEvspoolLib(sock, spool)
 	case sLink:
 		return &linkState{sock: sock, l: newLinkSender(sock)}, nil
 	case sReconnect:

@@ -16,28 +16,31 @@ const writebackEvery = 10
 // back after every writebackEvery lines it handles, with blocking writes: a
 // sender that never reads stalls it once the buffers are full.
 type WritebackRow struct {
-	Contender string  `json:"contender"`
-	Sent      int     `json:"sent"`
-	Handled   int     `json:"handled"`
-	Written   int     `json:"written_back"` // lines the receiver wrote, status requests included
-	Dropped   uint64  `json:"dropped_by_contender"`
-	Rate      float64 `json:"rate"`
-	Seconds   float64 `json:"seconds"` // from the first line to the last one handled
-	Error     string  `json:"error,omitempty"`
+	Contender string `json:"contender"`
+	Sent      int    `json:"sent"`
+	Handled   int    `json:"handled"`
+	Written   int    `json:"written_back"` // lines the receiver wrote, status requests included
+	// Received counts the lines the embedder was handed (OnReceive), for
+	// the in-process library; -1 where nobody is handed them.
+	Received int64   `json:"received_by_embedder"`
+	Dropped  uint64  `json:"dropped_by_contender"`
+	Rate     float64 `json:"rate"`
+	Seconds  float64 `json:"seconds"` // from the first line to the last one handled
+	Error    string  `json:"error,omitempty"`
 }
 
 // runWriteback sends n messages at rate, each a change (so that a sender
 // that drops unchanged values sends them all), and counts what the
 // receiver handled once it has handled nothing for quiet.
-func runWriteback(tmp, bin, contender string, n int, rate float64, quiet time.Duration) WritebackRow {
-	row := WritebackRow{Contender: contender, Rate: rate}
-	if err := row.run(tmp, bin, n, quiet); err != nil {
+func runWriteback(tmp string, bins evspoolBins, contender string, n int, rate float64, quiet time.Duration) WritebackRow {
+	row := WritebackRow{Contender: contender, Rate: rate, Received: -1}
+	if err := row.run(tmp, bins, n, quiet); err != nil {
 		row.Error = err.Error()
 	}
 	return row
 }
 
-func (row *WritebackRow) run(tmp, bin string, n int, quiet time.Duration) error {
+func (row *WritebackRow) run(tmp string, bins evspoolBins, n int, quiet time.Duration) error {
 	dir, err := os.MkdirTemp(tmp, "wb")
 	if err != nil {
 		return err
@@ -49,7 +52,7 @@ func (row *WritebackRow) run(tmp, bin string, n int, quiet time.Duration) error 
 		return err
 	}
 	defer v.Kill()
-	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bin)
+	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bins)
 	if err != nil {
 		return err
 	}
@@ -66,6 +69,9 @@ func (row *WritebackRow) run(tmp, bin string, n int, quiet time.Duration) error 
 	waitQuiet(v, quiet, 60*time.Second)
 	row.Seconds = time.Since(start).Seconds() - quiet.Seconds()
 	row.Handled, row.Written, row.Dropped = v.Lines(), v.Written(), s.dropped()
+	if lib, ok := s.(*evspoolLib); ok {
+		row.Received = lib.receivedBack()
+	}
 	return nil
 }
 
