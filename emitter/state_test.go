@@ -456,3 +456,29 @@ func TestStateMaxAge(t *testing.T) {
 	require.Equal(t, []string{stEvent("new", 1)}, lines[2:], "old is older than StateMaxAge")
 	require.EqualValues(t, 1, r.em.Stats().StateLines)
 }
+
+// A receiver that restarts while the connection is released gets the
+// state at once: evspool dials when its socket path appears again, with
+// nothing new to send.
+func TestReleasedReceiverRestartGetsState(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	v2, err := testrecv.StartV2(sock, nil)
+	require.NoError(t, err)
+	t.Cleanup(v2.Kill)
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"),
+		ReleaseIdle: 50 * time.Millisecond, ReplayLinger: 20 * time.Millisecond})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	for _, iface := range []string{"ens1f0", "ens1f1"} {
+		ev := fmt.Sprintf(`{"version":1,"type":"ptp_state","profile":"ptp4l.0.config","iface":%q,"values":{"state":"LOCKED"}}`, iface)
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	require.Eventually(t, func() bool { return len(v2.Current()) == 2 && em.Stats().Releases > 0 }, 10*time.Second, time.Millisecond)
+	v2.Kill()
+	require.NoError(t, v2.Restart())
+	require.Eventually(t, func() bool { return len(v2.Current()) == 2 }, 10*time.Second, time.Millisecond,
+		"the restarted receiver holds the state with nothing new sent")
+}
