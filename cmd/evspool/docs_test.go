@@ -244,6 +244,9 @@ func commandFlagSet(cmd string) (*flag.FlagSet, func() error) {
 		fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 		var rf runFlags
 		rf.register(fs)
+		if cmd == "exec" {
+			registerExec(fs)
+		}
 		return fs, rf.validate
 	case "inspect":
 		fs, o := inspectFlagSet()

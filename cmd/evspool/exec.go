@@ -73,9 +73,7 @@ func execCmd(args []string, e *env) int {
 	fl := flag.NewFlagSet("exec", flag.ContinueOnError)
 	var rf runFlags
 	rf.register(fl)
-	toStdin := fl.Bool("receiver-to-stdin", false,
-		"write the lines the receiver writes to COMMAND's stdin (instead of evspool's stdin), but for the requests --state-request answers; "+
-			"lines COMMAND is too slow to take are dropped and counted, never stalling delivery")
+	toStdin := registerExec(fl)
 	if done, code := parseFlags(fl, args, e, execHelp); done {
 		return code
 	}

@@ -11,6 +11,13 @@ import (
 // that the docs test parses the command lines of README.md and docs/ with
 // the very flags the commands parse (run and exec share runFlags.register).
 
+// registerExec adds the flags only exec has to fs: --receiver-to-stdin.
+func registerExec(fs *flag.FlagSet) (toStdin *bool) {
+	return fs.Bool("receiver-to-stdin", false,
+		"write the lines the receiver writes to COMMAND's stdin (instead of evspool's stdin), but for the requests --state-request answers; "+
+			"lines COMMAND is too slow to take are dropped and counted, never stalling delivery")
+}
+
 type inspectOpts struct {
 	dir                      *string
 	asJSON, deadLetters, raw *bool
