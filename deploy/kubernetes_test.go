@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -10,22 +9,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
 )
 
-// kubernetes.yaml decodes strictly into the Kubernetes API's own DaemonSet
-// type (an unknown or misplaced field fails, as kubectl apply --validate
-// would), and holds together as the API server requires: the selector
-// matches the pod's labels, mounts name declared volumes, probes name
-// declared ports. (cmd/evspool's deploy_test.go checks evspool's flags in it.)
+// kubernetes.yaml's DaemonSet decodes strictly into the Kubernetes API's
+// own type (decodeManifest), and holds together as the API server
+// requires: the selector matches the pod's labels, mounts name declared
+// volumes, probes name declared ports. (cmd/evspool's deploy_test.go checks
+// evspool's flags in it; servicemonitor_test.go the metrics proxy.)
 func TestKubernetesManifest(t *testing.T) {
-	raw, err := os.ReadFile("kubernetes.yaml")
-	require.NoError(t, err)
-	var ds appsv1.DaemonSet
-	require.NoError(t, yaml.UnmarshalStrict(raw, &ds))
-	require.Equal(t, "apps/v1", ds.APIVersion)
-	require.Equal(t, "DaemonSet", ds.Kind)
-	require.NotEmpty(t, ds.Name)
+	ds := one[*appsv1.DaemonSet](t, decodeManifest(t, "kubernetes.yaml"))
 
 	sel := ds.Spec.Selector
 	require.NotNil(t, sel)
@@ -33,7 +25,7 @@ func TestKubernetesManifest(t *testing.T) {
 		"the selector matches the pod template's labels")
 
 	pod := ds.Spec.Template.Spec
-	checkNodeDaemon(t, &ds)
+	checkNodeDaemon(t, ds)
 	volumes := map[string]bool{}
 	for _, v := range pod.Volumes {
 		volumes[v.Name] = true
@@ -108,8 +100,9 @@ func checkContainer(t *testing.T, c corev1.Container) {
 // kube-score, when installed (go install github.com/zegl/kube-score/cmd/kube-score@v1.20.0),
 // finds only what a PTP daemon's pod needs: the ptp4l container privileged
 // and running as root (it opens /dev/ptpN and steers clocks), and no
-// NetworkPolicy (none applies to a hostNetwork pod). Without kube-score the
-// check is skipped, saying so.
+// NetworkPolicy (none applies to a hostNetwork pod). The metrics proxy,
+// its Service and RBAC add none. Without kube-score the check is skipped,
+// saying so.
 func TestKubeScore(t *testing.T) {
 	if _, err := exec.LookPath("kube-score"); err != nil {
 		t.Skip("kube-score not found: the manifest was not scored (go install github.com/zegl/kube-score/cmd/kube-score@v1.20.0)")

@@ -41,7 +41,7 @@ func TestAlertRules(t *testing.T) {
 			require.NotEmpty(t, r.Annotations["summary"], "alert %s: summary", r.Alert)
 			require.NotEmpty(t, r.Annotations["description"], "alert %s: description", r.Alert)
 			// cmd/evspool's docs tests check that the section exists.
-			require.True(t, strings.HasPrefix(r.Annotations["runbook_url"], runbookPage+"#"), "alert %s: runbook_url into %s", r.Alert, runbookPage)
+			require.Equal(t, runbookPage+"#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"], "alert %s: runbook_url, its section of %s", r.Alert, runbookPage)
 		}
 	}
 	// Every way evspool loses an event has an alert.
@@ -52,8 +52,41 @@ func TestAlertRules(t *testing.T) {
 	t.Logf("%d alerts parsed and checked against %d exported series names", len(seen), len(series))
 }
 
-// runbookPage is where every alert's runbook_url points, at a section.
+// runbookPage is where every alert's runbook_url points, at a section:
+// the base URL, one setting (docs/operations.md, "Alerts and dashboard").
 const runbookPage = "https://github.com/evspool/evspool/blob/main/docs/troubleshooting.md"
+
+// The runbook links' base is one setting: replacing that one string, as
+// docs/operations.md tells an installer to, moves every runbook_url of
+// both rule files to a copy the readers of an alert can reach, and leaves
+// no link to the repository behind.
+func TestRunbookBaseIsOneSetting(t *testing.T) {
+	doc, err := os.ReadFile("../docs/operations.md")
+	require.NoError(t, err)
+	require.True(t, strings.Contains(string(doc), runbookPage), "docs/operations.md names the base to replace, %s", runbookPage)
+	const mirror = "https://runbooks.example.com/evspool/troubleshooting.html"
+	for _, file := range []string{"alerts.yaml", "prometheusrule.yaml"} {
+		raw, err := os.ReadFile(file)
+		require.NoError(t, err)
+		moved := strings.ReplaceAll(string(raw), runbookPage, mirror)
+		require.NotContains(t, moved, "github.com", "%s: a link the base does not cover", file)
+		if file == "prometheusrule.yaml" {
+			var pr monitoringv1.PrometheusRule
+			require.NoError(t, yaml.UnmarshalStrict([]byte(moved), &pr))
+			spec, err := yaml.Marshal(pr.Spec)
+			require.NoError(t, err)
+			moved = string(spec)
+		}
+		n := 0
+		for _, g := range parseRules(t, file, []byte(moved)).Groups {
+			for _, r := range g.Rules {
+				n++
+				require.Equal(t, mirror+"#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"], "%s: alert %s", file, r.Alert)
+			}
+		}
+		require.Positive(t, n)
+	}
+}
 
 // alerts_test.yaml has promtool test cases for the alerts that matter
 // most, and passes promtool test rules where promtool is installed (go

@@ -28,7 +28,9 @@ import (
 // label names its samples carry.
 type exported map[string]map[string]bool
 
-// targetLabels are the labels Prometheus adds to every scraped series.
+// targetLabels are the labels every scrape gives evspool's series, a
+// hand-written job's (the packages' case) and the ServiceMonitor's, which
+// adds more (targetLabelsOf): the rules and panels key on these only.
 var targetLabels = []string{"instance", "job"}
 
 var scrapeOnce = sync.OnceValues(scrapeEvspool)

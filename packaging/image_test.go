@@ -2,6 +2,7 @@ package main
 
 import (
 	"archive/tar"
+	"bytes"
 	"debug/elf"
 	"io"
 	"maps"
@@ -180,7 +181,8 @@ func TestKubernetesUsesImage(t *testing.T) {
 			MountPath string `yaml:"mountPath"`
 		} `yaml:"volumeMounts"`
 	}
-	var ds struct {
+	type daemonSet struct {
+		Kind string `yaml:"kind"`
 		Spec struct {
 			Template struct {
 				Spec struct {
@@ -195,7 +197,12 @@ func TestKubernetesUsesImage(t *testing.T) {
 			} `yaml:"template"`
 		} `yaml:"spec"`
 	}
-	require.NoError(t, yaml.Unmarshal(raw, &ds))
+	var ds daemonSet
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for ds.Kind != "DaemonSet" {
+		ds = daemonSet{}
+		require.NoError(t, dec.Decode(&ds), "a DaemonSet among the manifest's documents")
+	}
 	pod := ds.Spec.Template.Spec
 	require.True(t, pod.HostPID, "hostPID: true, as the ptp-operator's linuxptp-daemon")
 	emptyDirs := map[string]bool{}

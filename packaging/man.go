@@ -100,7 +100,7 @@ the unit's state directory; the spool is a subdirectory of it.
 Prometheus alert rules (alerts.yaml, prometheusrule.yaml) and a Grafana dashboard (dashboard.json).
 .TP
 .I /usr/share/doc/evspool/examples/
-a unit for ptp4l and a Kubernetes DaemonSet.
+a unit for ptp4l, a Kubernetes DaemonSet with its metrics proxy, and a ServiceMonitor.
 .SH SEE ALSO
 .BR systemd.service (5),
 .BR sd_notify (3)

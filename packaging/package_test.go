@@ -119,24 +119,25 @@ func checkFileList(t *testing.T, deb string) {
 		files[strings.TrimPrefix(f[5], ".")] = f[0] + " " + f[1]
 	}
 	want := map[string]string{
-		"/usr/bin/evspool":                                "-rwxr-xr-x root/root",
-		"/usr/lib/systemd/system/evspool.service":         "-rw-r--r-- root/root",
-		"/etc/default/evspool":                            "-rw-r--r-- root/root",
-		"/usr/share/man/man1/evspool.1.gz":                "-rw-r--r-- root/root",
-		"/usr/share/evspool/alerts.yaml":                  "-rw-r--r-- root/root",
-		"/usr/share/evspool/prometheusrule.yaml":          "-rw-r--r-- root/root",
-		"/usr/share/evspool/dashboard.json":               "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/README.md":                "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/operations.md":       "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/delivery.md":         "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/daemon.md":           "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/spool.md":            "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/docs/troubleshooting.md":  "-rw-r--r-- root/root",
-		"/usr/lib/systemd/system/evspool-ptp4l.service":   "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/copyright":                "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/changelog.Debian.gz":      "-rw-r--r-- 0/0", // nfpm writes it with numeric owners: root too
-		"/usr/share/lintian/overrides/evspool":            "-rw-r--r-- root/root",
-		"/usr/share/doc/evspool/examples/kubernetes.yaml": "-rw-r--r-- root/root",
+		"/usr/bin/evspool":                                    "-rwxr-xr-x root/root",
+		"/usr/lib/systemd/system/evspool.service":             "-rw-r--r-- root/root",
+		"/etc/default/evspool":                                "-rw-r--r-- root/root",
+		"/usr/share/man/man1/evspool.1.gz":                    "-rw-r--r-- root/root",
+		"/usr/share/evspool/alerts.yaml":                      "-rw-r--r-- root/root",
+		"/usr/share/evspool/prometheusrule.yaml":              "-rw-r--r-- root/root",
+		"/usr/share/evspool/dashboard.json":                   "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/README.md":                    "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/operations.md":           "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/delivery.md":             "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/daemon.md":               "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/spool.md":                "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/docs/troubleshooting.md":      "-rw-r--r-- root/root",
+		"/usr/lib/systemd/system/evspool-ptp4l.service":       "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/copyright":                    "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/changelog.Debian.gz":          "-rw-r--r-- 0/0", // nfpm writes it with numeric owners: root too
+		"/usr/share/lintian/overrides/evspool":                "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/examples/kubernetes.yaml":     "-rw-r--r-- root/root",
+		"/usr/share/doc/evspool/examples/servicemonitor.yaml": "-rw-r--r-- root/root",
 	}
 	for path, mode := range want {
 		require.Equal(t, mode, files[path], path)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -91,8 +93,7 @@ func TestDeployKubernetes(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join(deployDir, "kubernetes.yaml"))
 	require.NoError(t, err)
 	var ds k8sDaemonSet
-	require.NoError(t, yaml.Unmarshal(raw, &ds))
-	require.Equal(t, "DaemonSet", ds.Kind)
+	require.NoError(t, decodeKind(raw, "DaemonSet", &ds))
 	pod := ds.Spec.Template.Spec
 	volumes := map[string]bool{} // name: emptyDir or hostPath
 	for _, v := range pod.Volumes {
@@ -146,6 +147,27 @@ func TestDeployKubernetes(t *testing.T) {
 		probeManifest(t, where, cmd[1:], host, map[string]*k8sProbe{"/healthz": c.LivenessProbe, "/readyz": c.ReadinessProbe})
 	}
 	require.Equal(t, 1, found, "one evspool container")
+}
+
+// decodeKind decodes into out the document of a multi-document manifest
+// whose kind is kind.
+func decodeKind(manifest []byte, kind string, out any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(manifest))
+	for {
+		var doc yaml.Node
+		if err := dec.Decode(&doc); err != nil {
+			return fmt.Errorf("no %s in the manifest: %w", kind, err)
+		}
+		var tm struct {
+			Kind string `yaml:"kind"`
+		}
+		if err := doc.Decode(&tm); err != nil {
+			return err
+		}
+		if tm.Kind == kind {
+			return doc.Decode(out)
+		}
+	}
 }
 
 // probeManifest runs evspool with the manifest's flags (run for exec, its

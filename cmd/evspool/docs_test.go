@@ -96,13 +96,47 @@ func TestDocsListEveryFlag(t *testing.T) {
 			assert.True(t, help[f], "docs/operations.md lists --%s for %s, which evspool %s --help does not have", f, cmd, cmd)
 		}
 	}
-	// Any --flag named anywhere in the docs is one some command has.
+	// Any --flag named anywhere in the docs is one some command has, or
+	// one deploy/kubernetes.yaml gives its kube-rbac-proxy container.
 	// (assert, not require: one run lists every mismatch.)
+	for f := range proxyFlags(t) {
+		all[f] = true
+	}
 	for _, name := range docFiles {
 		for _, m := range regexp.MustCompile(`(?:^|[\s\x60(\[|])--([a-z][a-z0-9-]+)`).FindAllStringSubmatch(readDoc(t, name), -1) {
 			assert.True(t, all[m[1]], "%s mentions --%s, which no evspool command has", name, m[1])
 		}
 	}
+}
+
+// proxyFlags are the flags deploy/kubernetes.yaml passes to its
+// kube-rbac-proxy container, which docs/operations.md describes.
+func proxyFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(deployDir, "kubernetes.yaml"))
+	require.NoError(t, err)
+	var ds struct {
+		Spec struct {
+			Template struct {
+				Spec struct {
+					Containers []k8sContainer `yaml:"containers"`
+				} `yaml:"spec"`
+			} `yaml:"template"`
+		} `yaml:"spec"`
+	}
+	require.NoError(t, decodeKind(raw, "DaemonSet", &ds))
+	flags := map[string]bool{}
+	for _, c := range ds.Spec.Template.Spec.Containers {
+		if c.Name != "kube-rbac-proxy" {
+			continue
+		}
+		for _, a := range c.Args {
+			name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+			flags[name] = true
+		}
+	}
+	require.NotEmpty(t, flags, "kubernetes.yaml's kube-rbac-proxy container has flags")
+	return flags
 }
 
 // exportedMetrics are the evspool_* names /metrics serves.
