@@ -33,6 +33,7 @@ type stateOptions struct {
 	rates                   []float64
 	cfg                     stateConfig
 	wbLines                 int
+	onChange                bool
 	wbRate                  float64
 }
 
@@ -49,6 +50,8 @@ func parseStateOptions(args []string) (*stateOptions, error) {
 	faults := fs.String("faults", "", "comma-separated fault modes (default all: none,receiver,sender,both)")
 	rates := fs.String("rates", "50,500", "comma-separated stream rates, messages/s")
 	fs.DurationVar(&o.cfg.Duration, "duration", 12*time.Second, "how long each run's stream lasts")
+	fs.DurationVar(&o.cfg.Look, "look", o.cfg.Look, "how long after a receiver restart its state is looked at")
+	fs.BoolVar(&o.onChange, "on-change", true, "also run a daemon that sends changes only, receiver killed 5 times, at each rate")
 	fs.IntVar(&o.wbLines, "writeback-lines", 20_000, "messages of the writeback case (0: skip it)")
 	fs.Float64Var(&o.wbRate, "writeback-rate", 2000, "messages/s of the writeback case")
 	if err := fs.Parse(args); err != nil {
@@ -127,19 +130,31 @@ func runStateAll(o *stateOptions) (*StateResults, error) {
 	}
 	wbContenders := append(slices.Clone(contenders), sEvspoolLib)
 	steps := len(contenders) * len(o.rates) * len(o.faults)
+	if o.onChange {
+		steps += len(contenders) * len(o.rates)
+	}
 	if o.wbLines > 0 {
 		steps += len(wbContenders)
 	}
 	prog := newProgress(steps)
+	type run struct{ mode, stream string }
+	var runs []run
+	for _, mode := range o.faults {
+		runs = append(runs, run{mode, streamAll})
+	}
+	if o.onChange {
+		runs = append(runs, run{stReceiver, streamOnChange})
+	}
 	for _, rate := range o.rates {
-		for _, mode := range o.faults {
+		for _, rn := range runs {
 			for _, c := range contenders {
-				prog.begin(fmt.Sprintf("state %s %g/s %s", c, rate, mode))
-				row := runState(tmp, bins, msgs, o.cfg, c, rate, mode)
+				label := fmt.Sprintf("state %s %g/s %s %s", c, rate, rn.mode, rn.stream)
+				prog.begin(label)
+				row := runState(tmp, bins, msgs, o.cfg, c, rate, rn.mode, rn.stream)
 				res.Rows = append(res.Rows, row)
 				prog.end(stateSummary(row))
 				if row.Error != "" {
-					res.Errors = append(res.Errors, fmt.Sprintf("state %s %g/s %s: %s", c, rate, mode, row.Error))
+					res.Errors = append(res.Errors, label+": "+row.Error)
 				}
 			}
 		}
@@ -202,6 +217,6 @@ func stateSummary(r StateRow) string {
 		return "error: " + r.Error
 	}
 	p := r.Publishes
-	return fmt.Sprintf("end %d/%d keys wrong, after a restart %d; publishes: %d missing, %d out of order, %d extra",
-		r.EndWrong, r.Keys, r.LookWrong, p.Missing, p.OutOfOrder, p.Extra)
+	return fmt.Sprintf("end %d/%d keys wrong, after a restart %d, missing at first looks %d; publishes: %d missing, %d out of order, %d extra",
+		r.EndWrong, r.Keys, r.LookWrong, r.FirstLookMissing, p.Missing, p.OutOfOrder, p.Extra)
 }

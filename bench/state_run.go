@@ -20,6 +20,13 @@ const (
 
 var stateFaults = []string{stNone, stReceiver, stSender, stBoth}
 
+// The streams: every message (state re-sent unchanged), or the changes
+// only, as a daemon that sends on change.
+const (
+	streamAll      = "all"
+	streamOnChange = "on-change"
+)
+
 // stateConfig is what every run of the state scenario shares.
 type stateConfig struct {
 	Duration     time.Duration `json:"duration_ns"`      // how long the stream runs
@@ -35,6 +42,7 @@ type StateRow struct {
 	Contender string  `json:"contender"`
 	Rate      float64 `json:"rate"`
 	Fault     string  `json:"fault"`
+	Stream    string  `json:"stream"`
 	Faults    int     `json:"faults"` // kills injected
 	Sent      int     `json:"sent"`   // messages the stream produced, each handed over once the sender was up
 	Handled   int     `json:"handled"`
@@ -43,8 +51,16 @@ type StateRow struct {
 	// EndWrong counts the keys missing or different in the receiver's state
 	// once delivery is over; LookWrong the same, Look after a receiver
 	// restart with nothing new sent.
-	EndWrong      int      `json:"end_keys_wrong"`
-	LookWrong     int      `json:"restart_keys_wrong"`
+	EndWrong  int `json:"end_keys_wrong"`
+	LookWrong int `json:"restart_keys_wrong"`
+	// FirstLookMissing counts, over the receiver's restarts during the
+	// stream, the keys of the state so far missing from its state at the
+	// first look: Look after the restart, or just before the next kill.
+	FirstLookMissing int `json:"first_look_keys_missing"`
+	FirstLooks       int `json:"first_looks"`
+	// EndWrongKeys and LookWrongKeys say which keys were wrong, and how.
+	EndWrongKeys  []string `json:"end_wrong_keys,omitempty"`
+	LookWrongKeys []string `json:"restart_wrong_keys,omitempty"`
 	Publishes     pubScore `json:"publishes"`
 	ExtraPerFault float64  `json:"extra_per_fault"`
 	Seconds       float64  `json:"seconds"`
@@ -59,6 +75,7 @@ type faultStep struct {
 	at       time.Duration
 	receiver bool // else the sender
 	restart  bool // the receiver's restart
+	look     bool // the first look at the restarted receiver's state
 }
 
 // faultSteps spreads 5 receiver kills and 3 sender kills over the stream.
@@ -67,10 +84,13 @@ func faultSteps(mode string, cfg stateConfig) []faultStep {
 	var steps []faultStep
 	d := cfg.Duration
 	if mode == stReceiver || mode == stBoth {
-		down := min(cfg.ReceiverDown, time.Duration(0.8*0.17*float64(d)))
+		spacing := time.Duration(0.17 * float64(d))
+		down := min(cfg.ReceiverDown, spacing*8/10)
+		look := min(cfg.Look, spacing-down-spacing/20)
 		for i := range 5 {
 			at := time.Duration(float64(d) * (0.12 + 0.17*float64(i)))
-			steps = append(steps, faultStep{at: at, receiver: true}, faultStep{at: at + down, receiver: true, restart: true})
+			steps = append(steps, faultStep{at: at, receiver: true}, faultStep{at: at + down, receiver: true, restart: true},
+				faultStep{at: at + down + look, receiver: true, look: true})
 		}
 	}
 	if mode == stSender || mode == stBoth {
@@ -89,11 +109,12 @@ type stateRig struct {
 	v     *testrecv.V2
 	s     stateSender
 	pause time.Duration // the stream's pauses so far, while the sender was down
+	ref   *reference
 }
 
 // runState runs one contender at one rate with one fault mode.
-func runState(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, contender string, rate float64, mode string) StateRow {
-	row := StateRow{Contender: contender, Rate: rate, Fault: mode}
+func runState(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, contender string, rate float64, mode, stream string) StateRow {
+	row := StateRow{Contender: contender, Rate: rate, Fault: mode, Stream: stream}
 	if err := runStateRig(tmp, bins, msgs, cfg, &row); err != nil {
 		row.Error = err.Error()
 	}
@@ -126,7 +147,8 @@ func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig
 	waitQuiet(v, cfg.Quiet, 30*time.Second)
 	row.Seconds = time.Since(start).Seconds()
 	want := ref.cache.Current()
-	row.Keys, row.EndWrong, row.Handled = len(want), stateDiff(want, v.Current()), v.Lines()
+	row.EndWrongKeys = stateWrong(want, v.Current())
+	row.Keys, row.EndWrong, row.Handled = len(want), len(row.EndWrongKeys), v.Lines()
 	row.Publishes = scorePublishes(ref.pubs, v.Published())
 	row.ExtraPerFault = float64(row.Publishes.Extra) / float64(max(1, row.Faults))
 	row.Dropped = r.s.dropped()
@@ -136,7 +158,8 @@ func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig
 		return err
 	}
 	time.Sleep(cfg.Look)
-	row.LookWrong = stateDiff(want, v.Current())
+	row.LookWrongKeys = stateWrong(want, v.Current())
+	row.LookWrong = len(row.LookWrongKeys)
 	return nil
 }
 
@@ -144,6 +167,7 @@ func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig
 // returns what a fault-free receiver would hold and publish.
 func (r *stateRig) produce(msgs []streamMsg) (*reference, error) {
 	st, ref := newStream(msgs), newReference()
+	r.ref = ref
 	steps := faultSteps(r.row.Fault, r.cfg)
 	n := int(r.cfg.Duration.Seconds() * r.row.Rate)
 	every := time.Duration(float64(time.Second) / r.row.Rate)
@@ -158,7 +182,9 @@ func (r *stateRig) produce(msgs []streamMsg) (*reference, error) {
 		}
 		sleepUntilNs(start.Add(r.pause + due).UnixNano())
 		line := st.line(time.Now())
-		ref.add(line)
+		if !ref.add(line) && r.row.Stream == streamOnChange {
+			continue // the daemon sends changes only
+		}
 		r.row.Sent++
 		if err := r.s.send(line); err != nil {
 			return nil, err
@@ -175,6 +201,15 @@ func (r *stateRig) produce(msgs []streamMsg) (*reference, error) {
 // step carries out one kill or restart.
 func (r *stateRig) step(s faultStep) error {
 	switch {
+	case s.look:
+		got := r.v.Current()
+		for k := range r.ref.cache.Current() {
+			if _, ok := got[k]; !ok {
+				r.row.FirstLookMissing++
+			}
+		}
+		r.row.FirstLooks++
+		return nil
 	case s.receiver && s.restart:
 		return r.v.Restart()
 	case s.receiver:

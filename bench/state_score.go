@@ -64,17 +64,28 @@ func scorePublishes(ref, got []testrecv.V2Publish) pubScore {
 
 // stateDiff counts the keys a receiver's current state has wrong: missing,
 // with another value, or there when they should not be.
-func stateDiff(want, got map[testrecv.V2Key]string) int {
-	n := 0
+func stateDiff(want, got map[testrecv.V2Key]string) int { return len(stateWrong(want, got)) }
+
+// stateWrong describes each key stateDiff counts, sorted: "key: got X,
+// want Y", "-" for absent.
+func stateWrong(want, got map[testrecv.V2Key]string) []string {
+	var out []string
+	show := func(m map[testrecv.V2Key]string, k testrecv.V2Key) string {
+		if v, ok := m[k]; ok {
+			return v
+		}
+		return "-"
+	}
 	for k, v := range want {
 		if g, ok := got[k]; !ok || g != v {
-			n++
+			out = append(out, k.String()+": got "+show(got, k)+", want "+v)
 		}
 	}
-	for k := range got {
+	for k, v := range got {
 		if _, ok := want[k]; !ok {
-			n++
+			out = append(out, k.String()+": got "+v+", want -")
 		}
 	}
-	return n
+	sort.Strings(out)
+	return out
 }

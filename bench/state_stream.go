@@ -82,9 +82,11 @@ type reference struct {
 
 func newReference() *reference { return &reference{cache: testrecv.NewV2Cache()} }
 
-// add applies one produced line.
-func (r *reference) add(line []byte) {
-	if out, p := r.cache.Handle(line); out == testrecv.V2Published {
+// add applies one produced line and reports whether it was a change.
+func (r *reference) add(line []byte) bool {
+	out, p := r.cache.Handle(line)
+	if out == testrecv.V2Published {
 		r.pubs = append(r.pubs, p)
 	}
+	return out == testrecv.V2Published
 }
