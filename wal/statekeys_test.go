@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"syscall"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
