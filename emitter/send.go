@@ -28,8 +28,10 @@ func (d *drainer) sendBatch() (int, error) {
 	case !d.rd.SendOK:
 		return 0, nil
 	case p.ResendWitness != 0 && (d.w.witness.Seq != p.ResendWitness || d.stateNewer(d.w.witness)):
-		d.step(delivery.Input{Kind: delivery.NoWitness}) // not at hand: go on without it
-		return 0, nil
+		// Not at hand, or it would take its key back: go on without it
+		// (delivery asks for it no more).
+		d.step(delivery.Input{Kind: delivery.NoWitness})
+		return d.sendBatch()
 	case p.ResendWitness != 0:
 		entries = []wal.Entry{d.w.witness}
 	default:

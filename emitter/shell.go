@@ -104,13 +104,14 @@ type wire struct {
 	preGen  uint64           // the gate's generation at this connection's last preamble
 	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
 
-	in        *inbound  // this connection's reader (inbound.go)
-	wroteTo   uint64    // the newest sequence written on this connection
-	wroteAt   time.Time // when this connection last carried anything (ReleaseIdle)
-	stateSent bool      // the state was written on this connection (state.go)
-	stateAt   uint64    // wroteTo when it was
-	released  bool      // the connection was released idle: dial when there is work (release.go)
-	resumed   bool      // the next connection follows a release: no reconnect
+	in          *inbound  // this connection's reader (inbound.go)
+	wroteTo     uint64    // the newest sequence written on this connection
+	wroteAt     time.Time // when this connection last carried anything (ReleaseIdle)
+	stateSent   bool      // the state was written on this connection (state.go)
+	stateAt     uint64    // wroteTo when it was
+	stateBefore uint64    // the state written held events before this sequence
+	released    bool      // the connection was released idle: dial when there is work (release.go)
+	resumed     bool      // the next connection follows a release: no reconnect
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:

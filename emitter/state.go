@@ -114,7 +114,8 @@ func (d *drainer) writeState() error {
 	if next == 0 || next > last+1 {
 		next = last + 1
 	}
-	entries, err := d.spool.State(max(next, d.w.wroteTo+1))
+	before := max(next, d.w.wroteTo+1)
+	entries, err := d.spool.State(before)
 	if err != nil {
 		return fmt.Errorf("read the state: %w", err)
 	}
@@ -136,7 +137,7 @@ func (d *drainer) writeState() error {
 		}
 		buf = buf[end:]
 	}
-	d.w.stateSent, d.w.stateAt = true, d.w.wroteTo
+	d.w.stateSent, d.w.stateAt, d.w.stateBefore = true, d.w.wroteTo, before
 	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
 	d.record(func(l *linkStats) { l.stateWrites++; l.stateLines += uint64(n) }, nil)
 	return nil
@@ -178,17 +179,18 @@ func (d *drainer) answerRequest() error {
 	return d.writeState()
 }
 
-// stateNewer reports whether e's key has a newer event in the state: e,
-// resent (the witness), would take the receiver back in time.
+// stateNewer reports whether the state written on this connection holds a
+// newer event of e's key: e, resent (the witness), would take the receiver
+// back in time. A newer event still pending comes after e: no harm.
 func (d *drainer) stateNewer(e wal.Entry) bool {
-	if d.opts.StateKey == nil {
+	if d.opts.StateKey == nil || !d.w.stateSent {
 		return false
 	}
 	key, _ := d.opts.StateKey(e.Data)
 	if len(key) == 0 {
 		return false
 	}
-	entries, err := d.spool.State(d.spool.LastSeq() + 1)
+	entries, err := d.spool.State(d.w.stateBefore)
 	if err != nil {
 		return true // cannot tell: do not resend it
 	}

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -483,4 +484,37 @@ func TestReleasedReceiverRestartGetsState(t *testing.T) {
 	require.NoError(t, v2.Restart())
 	require.Eventually(t, func() bool { return len(v2.Current()) == 2 }, 10*time.Second, time.Millisecond,
 		"the restarted receiver holds the state with nothing new sent")
+}
+
+// A receiver killed with the newest event of a key read but not shown
+// handled gets, on the next connection, the state of the other keys, then
+// that event: the older event of its key resent first as the witness of
+// poison isolation is in order, and nothing is left waiting.
+func TestStateResendAfterKill(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "events.sock")
+	v2, err := testrecv.StartV2(sock, nil)
+	require.NoError(t, err)
+	t.Cleanup(v2.Kill)
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReplayLinger: 10 * time.Second, Clock: clk})
+	require.NoError(t, err)
+	defer em.Close(context.Background())
+	msg := func(iface, state string) []byte {
+		return fmt.Appendf(nil, `{"version":1,"type":"ptp_state","profile":"ptp4l.1.config","iface":%q,"values":{"state":%q}}`, iface, state)
+	}
+	require.NoError(t, em.Emit(context.Background(), msg("ens2f1", "LOCKED"), msg("ens2f0", "HOLDOVER")))
+	require.Eventually(t, func() bool { return v2.Lines() == 2 }, 5*time.Second, time.Millisecond)
+	clk.Advance(11 * time.Second) // both read that long ago: handled
+	require.Eventually(t, func() bool { return em.Stats().Delivered == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, em.Emit(context.Background(), msg("ens2f0", "LOCKED")))
+	require.Eventually(t, func() bool { return v2.Lines() == 3 }, 5*time.Second, time.Millisecond)
+	v2.Kill() // LOCKED read, not shown handled: resent
+	require.NoError(t, v2.Restart())
+	want := map[testrecv.V2Key]string{{Type: "ptp_state", Iface: "ens2f0"}: "LOCKED", {Type: "ptp_state", Iface: "ens2f1"}: "LOCKED"}
+	require.Eventually(t, func() bool { return reflect.DeepEqual(v2.Current(), want) }, 5*time.Second, time.Millisecond,
+		"got %v", v2.Current())
+
 }
