@@ -85,6 +85,7 @@ func execCmd(args []string, e *env) int {
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
 	defer ignoreSIGPIPE()()
+	var childStdin *os.File // the read end COMMAND gets; evspool closes its copy once COMMAND started
 	if *toStdin {
 		pr, pw, err := os.Pipe()
 		if err != nil {
@@ -94,7 +95,8 @@ func execCmd(args []string, e *env) int {
 		defer pw.Close()
 		rf.onReceive = func(line []byte) { _, _ = pw.Write(append(line, '\n')) } // EPIPE once COMMAND is gone
 		e = &env{stdin: pr, stdout: e.stdout, stderr: e.stderr}
-		defer pr.Close() // COMMAND holds its own copy once started
+		childStdin = pr
+		defer pr.Close() // also when COMMAND never started
 	}
 	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
 	defer sd.close()
@@ -110,6 +112,9 @@ func execCmd(args []string, e *env) int {
 		return openError(e, "exec", err)
 	}
 	c, err := startChild(fl.Args(), e)
+	if childStdin != nil {
+		childStdin.Close() // COMMAND has its own: once it exits, a write gets EPIPE instead of blocking
+	}
 	if err != nil {
 		f.close()
 		fmt.Fprintf(e.stderr, "evspool exec: cannot run %q: %v\n", fl.Arg(0), err)

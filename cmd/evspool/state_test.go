@@ -160,3 +160,20 @@ if read -t 3 l; then echo "reply:$l"; fi`
 		})
 	}
 }
+
+// A COMMAND that never reads its stdin does not hold exec up: what the
+// receiver writes beyond the pipe and the queue is dropped and counted, and
+// once COMMAND exits the rest fails fast.
+func TestExecReceiverToStdinUnread(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	v2, err := testrecv.StartV2(sock, &testrecv.V2Options{WriteBackEvery: 1})
+	require.NoError(t, err)
+	t.Cleanup(v2.Kill)
+	gen := `{"version":1,"type":"ptp_state","profile":"p","iface":"e%g","values":{"state":"LOCKED"}}`
+	p := start(t, "exec", "--socket", sock, "--spool", spool, "--receiver-to-stdin", "--", "seq", "-f", gen, "1", "4000")
+	require.Equal(t, exitOK, p.wait(t, 30*time.Second), p.logs())
+	require.Len(t, p.echoed(), 4000)
+	require.Equal(t, 4000, v2.Lines())
+	require.NotContains(t, p.logs(), "did not", "closing waited on a write to COMMAND's stdin")
+}
