@@ -2,6 +2,7 @@ package emitter_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -131,5 +132,31 @@ func requireFlushDeadLettered(t *testing.T, err error, n int, em *emitter.Emitte
 		assert.EqualValues(t, n, fe.DeadLettered, "%+v", fe)
 	} else {
 		assert.EqualValues(t, 1, fe.DeadLettered, "%+v", fe)
+	}
+}
+
+// With state keys, an event set aside as poison is never written as the
+// state: its key is left out until a newer event renews it.
+func TestPoisonNotInState(t *testing.T) {
+	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
+		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
+		ReplayLinger: 100 * time.Millisecond, StateKey: v2Key})
+	good := stEvent("k", 1)
+	poison := fmt.Sprintf(`{"version":1,"type":"ptp_state","profile":"ptp4l.0.config","iface":"k","values":{"n":2,"pad":%q}}`,
+		strings.Repeat("x", 100<<10)) // longer than the receiver's scanner takes
+	other := stEvent("j", 1)
+	for _, ev := range []string{good, poison, other} {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	requireFlushDeadLettered(t, em.Flush(ctx), 1, em)
+	stateLinesBefore, handled := em.Stats().StateLines, len(rcv.Lines())
+	rcv.Kill()
+	require.NoError(t, rcv.Restart())
+	require.Eventually(t, func() bool { return len(rcv.Lines()) > handled }, 10*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return em.Stats().StateLines > stateLinesBefore }, 10*time.Second, 5*time.Millisecond)
+	for _, l := range rcv.Lines()[handled:] {
+		require.Equal(t, other, l, "the state: j alone, k's newest was the poison")
 	}
 }
