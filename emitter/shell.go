@@ -459,7 +459,7 @@ func (d *drainer) checkStateRefused() {
 	}
 	if n := d.spool.Stats().StateRefused; n > d.logs.stateRefused {
 		d.logs.stateRefused = n
-		d.logs.state.warn(d.opts.Logger, "keys not kept in the state: it holds its most keys, or a key is longer than 247 bytes",
+		d.logs.state.warn(d.opts.Logger, "keys not kept in the state: it holds its most keys or a quarter of the spool's cap, or a key is longer than 247 bytes",
 			"refused_keys", n, "max_state_keys", d.opts.MaxStateKeys,
 			"hint", "raise --state-max-keys (Options.MaxStateKeys), or retire keys with a clear line (--state-clear)")
 	}

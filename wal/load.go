@@ -122,7 +122,8 @@ func (w *WAL) scan(tx *bolt.Tx) error {
 	}
 	// Nothing at or below the removal mark is ever handed out again.
 	m.nextSeq = max(m.nextSeq, m.removedSeq+1)
-	w.counts = counts{m, pending, payload, first, firstAt, countState(tx.Bucket(metaBucket))}
+	keys, size := countState(tx.Bucket(metaBucket))
+	w.counts = counts{m, pending, payload, first, firstAt, keys, size}
 	w.acked.Store(m.removedSeq)
 	w.budget.Store(initialBudget(w.opts.MaxBytes))
 	w.cost.Store(cost)

@@ -14,7 +14,8 @@ type counts struct {
 	firstSeq uint64 // oldest pending sequence, 0 when empty
 	firstAt  int64  // its timestamp (unix ns)
 
-	stateKeys uint64 // keys the state holds (statekeys.go)
+	stateKeys  uint64 // keys the state holds (statekeys.go)
+	stateBytes int64  // the bytes of their stored values
 }
 
 // state is a working copy of the counters, kept only if its transaction commits.
@@ -29,6 +30,7 @@ type state struct {
 	appended uint64
 	// maxStateKeys bounds stateKeys; stateRefused counts the keys it kept out.
 	maxStateKeys, stateRefused uint64
+	maxStateBytes              int64      // bounds stateBytes (stateShare)
 	puts                       []readSpan // the values this commit put (see readspan.go)
 	path                       string     // the spool file, for errors
 }
@@ -38,7 +40,8 @@ type state struct {
 // use until the next snapshot.
 func (w *WAL) snapshot() *state {
 	w.scratch = state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
-		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path, maxStateKeys: uint64(w.opts.MaxStateKeys)}
+		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path, maxStateKeys: uint64(w.opts.MaxStateKeys),
+		maxStateBytes: w.opts.MaxBytes / stateShare}
 	return &w.scratch
 }
 

@@ -34,6 +34,9 @@ type StateOp struct {
 }
 
 const (
+	// stateShare bounds the state's bytes to Options.MaxBytes / stateShare,
+	// so that the events keep the rest of the spool's cap.
+	stateShare = 4
 	// DefaultMaxStateKeys is the default Options.MaxStateKeys.
 	DefaultMaxStateKeys = 1024
 	// MaxStateKeyLen is the longest key the state keeps.
@@ -96,8 +99,10 @@ func decodeState(k, v []byte) (stateValue, error) {
 // events[i]'s (ops may be shorter: the rest have no key). The state is
 // changed in the commit that appends the events; an event that is not
 // appended (ErrFull under DropNewest) changes nothing. A new key past
-// Options.MaxStateKeys, or one longer than MaxStateKeyLen, is not kept
-// (Stats.StateRefused); its event is appended all the same.
+// Options.MaxStateKeys or past a quarter of Options.MaxBytes, or one longer
+// than MaxStateKeyLen, is not kept, and a kept key whose newest event would
+// take the state past that quarter is dropped (Stats.StateRefused both);
+// the event is appended all the same.
 func (w *WAL) AppendState(ctx context.Context, events [][]byte, ops []StateOp) (last uint64, err error) {
 	if len(ops) > len(events) {
 		return 0, fmt.Errorf("wal: %d state ops for %d events", len(ops), len(events))
@@ -118,20 +123,39 @@ func (st *state) applyState(mb *bolt.Bucket, events [][]byte, ops []StateOp, fir
 		case len(op.Key) > MaxStateKeyLen:
 			st.stateRefused++
 		default:
-			name := stateName(op.Key)
-			if mb.Get(name) == nil {
-				if st.stateKeys >= st.maxStateKeys {
-					st.stateRefused++
-					continue
-				}
-				st.stateKeys++
-			}
-			if err := mb.Put(name, encodeState(name, seq, 0, at, events[i])); err != nil {
+			if err := st.putState(mb, op.Key, seq, at, events[i]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// putState makes event seq its key's newest. A new key past the cap on
+// keys or on bytes is not kept; a kept key whose newest would take the
+// state past the cap on bytes is dropped, never left at an older value.
+func (st *state) putState(mb *bolt.Bucket, key []byte, seq uint64, at stamp, event []byte) error {
+	name := stateName(key)
+	v := encodeState(name, seq, 0, at, event)
+	old := mb.Get(name)
+	grown := st.stateBytes + int64(len(name)+len(v)) - int64(len(old))
+	if old != nil {
+		grown -= int64(len(name))
+	}
+	switch {
+	case old == nil && (st.stateKeys >= st.maxStateKeys || grown > st.maxStateBytes):
+		st.stateRefused++
+		return nil
+	case grown > st.maxStateBytes:
+		st.stateRefused++
+		st.stateKeys--
+		st.stateBytes -= int64(len(name) + len(old))
+		return mb.Delete(name)
+	case old == nil:
+		st.stateKeys++
+	}
+	st.stateBytes = grown
+	return mb.Put(name, v)
 }
 
 // clearState deletes every key and records seq as the newest clear.
@@ -146,7 +170,7 @@ func (st *state) clearState(mb *bolt.Bucket, seq uint64) error {
 			return err
 		}
 	}
-	st.stateKeys = 0
+	st.stateKeys, st.stateBytes = 0, 0
 	return putMetaUint(mb, stateClearKey, seq)
 }
 
@@ -223,12 +247,12 @@ func (w *WAL) SetStateAside(seq uint64) error {
 	})
 }
 
-// countState counts the keys the state holds.
-func countState(mb *bolt.Bucket) uint64 {
-	var n uint64
+// countState counts the keys the state holds and their bytes.
+func countState(mb *bolt.Bucket) (keys uint64, size int64) {
 	c := mb.Cursor()
-	for k, _ := c.Seek(statePrefix); k != nil && bytes.HasPrefix(k, statePrefix); k, _ = c.Next() {
-		n++
+	for k, v := c.Seek(statePrefix); k != nil && bytes.HasPrefix(k, statePrefix); k, v = c.Next() {
+		keys++
+		size += int64(len(k) + len(v))
 	}
-	return n
+	return keys, size
 }

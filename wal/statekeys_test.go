@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -206,4 +207,29 @@ func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
 	require.NoError(b, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// TestStateBytesBounded: the state keeps at most a quarter of MaxBytes, so
+// the events keep the rest: a new key past it is not kept, and a kept key
+// whose newest event would pass it is dropped, never left at an older
+// value.
+func TestStateBytesBounded(t *testing.T) {
+	t.Parallel()
+	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: wal.MinMaxBytes})
+	big := func(k string, n int) string { return k + "=" + string(bytes.Repeat([]byte{'x'}, n)) }
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"} {
+		stKeyed(t, w, big(k, 30<<10)) // 10 x 30 KiB against 256 KiB: the ninth is past it
+	}
+	st := w.Stats()
+	require.EqualValues(t, 8, st.StateKeys)
+	require.EqualValues(t, 2, st.StateRefused)
+	stKeyed(t, w, big("a", 60<<10)) // a would take the state past the bound
+	es := stState(t, w, 1<<40)
+	require.Len(t, es, 7)
+	for _, e := range es {
+		require.False(t, strings.HasPrefix(e, "a="), "a is dropped, not left at its older value")
+	}
+	require.EqualValues(t, 3, w.Stats().StateRefused)
+	stKeyed(t, w, big("a", 10<<10))
+	require.Len(t, stState(t, w, 1<<40), 8, "room again for a smaller one")
 }
