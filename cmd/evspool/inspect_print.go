@@ -40,6 +40,9 @@ func printTable(w io.Writer, rep *report, dump int) error {
 	row("dropped events", "%d (drop-oldest %d, drop-newest %d)", f.DroppedEvents, f.DroppedOldestEvents, f.DroppedNewestEvents)
 	row("refused events", "%d (over --max-event-size, or not a line: never spooled)", f.RefusedEvents)
 	row("unreadable events", "%d (in a damaged spool file, not recovered by its salvage)", f.UnreadableEvents)
+	if f.StateKeys > 0 {
+		row("state keys", "%d (the newest event of each, written first on a new connection: --state-key)", f.StateKeys)
+	}
 	if rep.Status != nil {
 		row("not spooled events", "%d (echoed, not spooled: disk full, I/O error; %s)", rep.NotSpooledEvents, whose(rep))
 	}

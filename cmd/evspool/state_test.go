@@ -2,14 +2,17 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -90,6 +93,20 @@ func TestRunStateV2(t *testing.T) {
 		newest[pub.Key] = pub.Timestamp
 	}
 	require.Contains(t, p.logs(), "state_lines=", "the final line counts the state apart")
+
+	keys := map[string]bool{}
+	for _, m := range msgs {
+		if k, _ := emitter.JSONStateKey([]string{"type", "profile", "iface"}, "cache_clear")([]byte(m)); k != nil {
+			keys[string(k)] = true
+		}
+	}
+	out, err := exec.Command(binary, "inspect", "--spool", spool, "--json").Output()
+	require.NoError(t, err)
+	var rep struct {
+		StateKeys int `json:"state_keys"`
+	}
+	require.NoError(t, json.Unmarshal(out, &rep))
+	require.Equal(t, len(keys), rep.StateKeys, "inspect shows the keys the state keeps")
 }
 
 func equalState(got, want map[testrecv.V2Key]string) bool {

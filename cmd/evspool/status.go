@@ -45,6 +45,7 @@ type figures struct {
 	ExpiredEvents       uint64  `json:"expired_events"`    // older than --max-age, dropped unsent
 	UnreadableEvents    uint64  `json:"unreadable_events"` // in a damaged spool file, not recovered by its salvage
 	RefusedEvents       uint64  `json:"refused_events"`    // refused before the spool (over --max-event-size)
+	StateKeys           uint64  `json:"state_keys"`        // keys whose newest event the state keeps (--state-key)
 }
 
 func spoolFigures(s wal.Stats, now time.Time) figures {
@@ -59,7 +60,7 @@ func spoolFigures(s wal.Stats, now time.Time) figures {
 	}
 	f.DroppedEvents = f.DroppedOldestEvents + f.DroppedNewestEvents
 	f.ExpiredEvents = s.Expired.Events
-	f.UnreadableEvents, f.RefusedEvents = s.Unreadable, s.Refused
+	f.UnreadableEvents, f.RefusedEvents, f.StateKeys = s.Unreadable, s.Refused, s.StateKeys
 	if !s.OldestTime.IsZero() && s.PendingEvents > 0 {
 		f.OldestAgeSeconds = max(now.Sub(s.OldestTime).Seconds(), 0)
 	}
