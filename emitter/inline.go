@@ -24,10 +24,14 @@ import (
 // after a Read found nothing.
 func (d *drainer) notifyFor(c committed) {
 	last, read := c.last(), d.ctl.readTo.Load()
-	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
+	if last > read && (last-read > inlineMax || abNoInline || !d.sendInline(c)) {
 		d.notify()
 	}
 }
+
+// abNoInline turns sending inline off, for issue 55's A/B only
+// (EVSPOOL_AB_NOINLINE=1; node-cost's evspool-fsync-noinline).
+var abNoInline = os.Getenv("EVSPOOL_AB_NOINLINE") == "1"
 
 // inlineMax is the most events an Emit caller sends inline: about one
 // write's worth. More is a batch the drainer writes while the caller commits
