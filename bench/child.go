@@ -8,7 +8,6 @@ import (
 	"maps"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,9 +52,6 @@ func startChild(args []string) (*child, error) {
 	c := &child{ready: make(chan struct{}), idle: make(chan struct{}), mem: make(chan int64, 1), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
 	c.cmd = exec.Command(exe, append([]string{"producer"}, args...)...)
 	c.cmd.Stderr = &c.stderr
-	if slices.Contains(args, cEvspoolNoInl) { // the emitter reads it as it starts (issue 55's A/B)
-		c.cmd.Env = append(os.Environ(), "EVSPOOL_AB_NOINLINE=1")
-	}
 	out, err := c.cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

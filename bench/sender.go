@@ -33,7 +33,6 @@ const (
 	cLeastMeta      = "least-durable-metabucket"
 	cSyslogNG       = "syslog-ng-reliable"
 	cEvspoolKeys    = "evspool-fsync-keys"
-	cEvspoolNoInl   = "evspool-fsync-noinline"
 )
 
 // allContenders run in every scenario of the full plan. least-durable and
@@ -84,8 +83,6 @@ func openSender(name, addr, dir string, fast bool) (sender, error) {
 		return openEvspool(addr, dir, !fast)
 	case cEvspoolNoFsync:
 		return openEvspool(addr, dir, false)
-	case cEvspoolNoInl: // the producer child runs one contender: the emitter reads this at start
-		return openEvspool(addr, dir, !fast)
 	case cEvspoolKeys:
 		return openEvspoolOpts(addr, dir, &emitter.Options{NoSync: fast, StateKey: benchStateKey})
 	case cReconnectOnly:
