@@ -29,6 +29,11 @@
 //   - Options.Preamble writes lines such as "CMD LIVE_START" on each new
 //     connection; Hold and Release gate delivery; Writer turns a child
 //     process's stdout into events; Options.MaxAge drops stale events.
+//   - Options.StateKey keeps the newest event of every key, and starts each
+//     new connection with those of the keys that have nothing pending, for a
+//     receiver that starts empty (cloud-event-proxy v2); Options.OnReceive
+//     gets what the receiver writes; Options.ReleaseIdle lets a receiver
+//     that serves one connection at a time serve others.
 //
 // docs/daemon.md shows how a daemon uses these; docs/operations.md gives the
 // metrics, logs and limits.

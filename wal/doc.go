@@ -12,7 +12,8 @@
 // files its user keeps beside it (OpenFile, ReadFile, WriteFile, Rename).
 // Every file is opened relative to the directory held open, never through a
 // link (ErrUnsafeFile). A few small values may be kept in spool.db itself
-// (SetValues, Value).
+// (SetValues, Value), and the newest event of every key its user names,
+// changed in the commit of the append (AppendState, State: docs/spool.md).
 //
 // # Guarantees
 //
