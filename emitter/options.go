@@ -143,7 +143,7 @@ type Options struct {
 	// JSONType builds one. Default: none.
 	StateRequest func(line []byte) bool
 	// MaxStateKeys bounds the keys the state keeps; a new key past it is
-	// not kept, counted (Stats.StateRefused) and logged. Default 1024.
+	// not kept, counted (Stats.Spool.StateRefused) and logged. Default 1024.
 	MaxStateKeys int
 	// StateMaxAge, when positive, leaves out of the state a key nothing has
 	// renewed for this long, on the boot clock. Default 0: none is left out.

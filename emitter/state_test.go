@@ -93,7 +93,7 @@ func TestStateAfterReceiverRestart(t *testing.T) {
 	st := r.em.Stats()
 	require.EqualValues(t, 3, st.StateLines)
 	require.EqualValues(t, 15, st.Delivered, "the state is not counted delivered")
-	require.EqualValues(t, 3, st.StateKeys)
+	require.EqualValues(t, 3, st.Spool.StateKeys)
 	require.Equal(t, want, stCheck(t, r.rcv.Received()))
 
 	r.emitAll([]string{`{"version":1,"type":"cache_clear"}`, stEvent("ens9", 1)})

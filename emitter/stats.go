@@ -43,13 +43,11 @@ type Stats struct {
 
 	// StateWrites and StateLines count the times the state was written
 	// (new connections, answered requests) and the events it carried: apart
-	// from Delivered, as they were delivered before. StateKeys is the keys
-	// the spool keeps; StateRefused the new keys it did not keep since Open
-	// (past MaxStateKeys, or too long).
-	StateWrites  uint64
-	StateLines   uint64
-	StateKeys    uint64
-	StateRefused uint64
+	// from Delivered, as they were delivered before. The keys the state
+	// keeps, and those it did not keep, are Spool.StateKeys and
+	// Spool.StateRefused.
+	StateWrites uint64
+	StateLines  uint64
 	// ReceivedLines counts the lines the receiver wrote, StateRequests
 	// those that asked for the state; ReceivedLong the lines discarded as
 	// over MaxReceiveLine, ReceivedDropped those OnReceive's queue had no
@@ -125,7 +123,6 @@ func (e *Emitter) Stats() Stats {
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
 	s.StateWrites, s.StateLines, s.Releases = l.stateWrites, l.stateLines, l.releases
 	e.d.pub.mu.Unlock()
-	s.StateKeys, s.StateRefused = ss.StateKeys, ss.StateRefused
 	lis := e.d.lis
 	s.ReceivedLines, s.StateRequests = lis.lines.Load(), lis.requests.Load()
 	s.ReceivedLong, s.ReceivedDropped = lis.long.Load(), lis.dropped.Load()

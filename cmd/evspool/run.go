@@ -171,6 +171,6 @@ func stateAttrs(st emitter.Stats) []any {
 	if st.StateWrites == 0 && st.ReceivedLines == 0 {
 		return nil
 	}
-	return []any{"state_writes", st.StateWrites, "state_lines", st.StateLines, "state_keys", st.StateKeys,
+	return []any{"state_writes", st.StateWrites, "state_lines", st.StateLines, "state_keys", st.Spool.StateKeys,
 		"receiver_lines", st.ReceivedLines, "state_requests", st.StateRequests}
 }
