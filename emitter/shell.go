@@ -107,9 +107,8 @@ type wire struct {
 	in          *inbound  // this connection's reader (inbound.go)
 	wroteTo     uint64    // the newest sequence written on this connection
 	wroteAt     time.Time // when this connection last carried anything (ReleaseIdle)
-	stateSent   bool      // the state was written on this connection (state.go)
-	stateAt     uint64    // wroteTo when it was
-	stateBefore uint64    // the state written held events before this sequence
+	stateAt     uint64    // wroteTo when the state was last written on this connection (state.go)
+	stateBefore uint64    // the events it held were before this sequence; 0: not written yet
 	released    bool      // the connection was released idle: dial when there is work (release.go)
 	resumed     bool      // the next connection follows a release: no reconnect
 }

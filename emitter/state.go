@@ -106,7 +106,7 @@ func (e *Emitter) stateOps(events [][]byte) []wal.StateOp {
 // a request too. It counts the lines; the caller drops the connection on
 // failure.
 func (d *drainer) writeState() error {
-	if d.w.stateSent && d.w.stateAt == d.w.wroteTo {
+	if d.w.stateBefore != 0 && d.w.stateAt == d.w.wroteTo {
 		return nil
 	}
 	last := d.spool.LastSeq()
@@ -137,7 +137,7 @@ func (d *drainer) writeState() error {
 		}
 		buf = buf[end:]
 	}
-	d.w.stateSent, d.w.stateAt, d.w.stateBefore = true, d.w.wroteTo, before
+	d.w.stateAt, d.w.stateBefore = d.w.wroteTo, before
 	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
 	d.record(func(l *linkStats) { l.stateWrites++; l.stateLines += uint64(n) }, nil)
 	return nil
@@ -183,7 +183,7 @@ func (d *drainer) answerRequest() error {
 // newer event of e's key: e, resent (the witness), would take the receiver
 // back in time. A newer event still pending comes after e: no harm.
 func (d *drainer) stateNewer(e wal.Entry) bool {
-	if d.opts.StateKey == nil || !d.w.stateSent {
+	if d.opts.StateKey == nil || d.w.stateBefore == 0 {
 		return false
 	}
 	key, _ := d.opts.StateKey(e.Data)
