@@ -17,7 +17,7 @@ func main() {
 		case "rawbolt":
 			os.Exit(rawBoltMain(os.Args[2:]))
 		case "state":
-			// go run . state: the v2 receiver's current state and publishes (issue 54)
+			// go run . state: a v2 receiver's current state and publishes under faults
 			os.Exit(stateMain(os.Args[2:]))
 		case "pool":
 			// go run . pool results/a.json results/b.json ...

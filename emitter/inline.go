@@ -10,10 +10,11 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-// Sending inline saves a wake-up and a read of the spool an event: 7% of
-// the CPU an event at 100 and at 1,000 events/s, node-cost pooled over 9
-// rounds (node-cost-55a-c, bench/README.md), 31 system calls and 71 heap
-// objects an event at 100/s against 42 and 110 without.
+// Sending inline saves a wake-up of the drainer and a read of the spool an
+// event: about 7% of the CPU an event at 100 and at 1,000 events/s, a
+// quarter of the system calls and a third of the heap objects at 100/s
+// (node-cost with the inline send switched off, pooled: bench/README.md,
+// "Where evspool-fsync's CPU beyond least-durable's goes").
 //
 // Sending inline: when the drainer idles caught up on a watched Unix socket,
 // the Emit caller that committed the next few events writes them itself,
