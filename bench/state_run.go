@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"time"
 
@@ -122,22 +120,11 @@ func runState(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, c
 }
 
 func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, row *StateRow) error {
-	dir, err := os.MkdirTemp(tmp, "state")
+	v, s, stop, err := startStatePair(tmp, "state", &testrecv.V2Options{HandleTime: cfg.HandleTime}, row.Contender, bins)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "v2.sock")
-	v, err := testrecv.StartV2(sock, &testrecv.V2Options{HandleTime: cfg.HandleTime})
-	if err != nil {
-		return err
-	}
-	defer v.Kill()
-	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bins)
-	if err != nil {
-		return err
-	}
-	defer func() { s.close() }()
+	defer stop()
 	r := &stateRig{row: row, cfg: cfg, v: v, s: s}
 	start := time.Now()
 	ref, err := r.produce(msgs)

@@ -3,6 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/evspool/evspool/internal/testrecv"
 )
 
 // The state scenario's contenders.
@@ -36,6 +40,32 @@ type stateSender interface {
 type evspoolBins struct{ cur, base string }
 
 // openStateSender starts contender name towards the receiver at sock;
+// startStatePair starts a v2 receiver and opens contender towards it, in a
+// directory of their own under tmp; stop closes the sender, kills the
+// receiver and removes the directory.
+func startStatePair(tmp, prefix string, opts *testrecv.V2Options, contender string, bins evspoolBins) (*testrecv.V2, stateSender, func(), error) {
+	dir, err := os.MkdirTemp(tmp, prefix)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	v, err := testrecv.StartV2(filepath.Join(dir, "v2.sock"), opts)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	s, err := openStateSender(contender, v.Path(), filepath.Join(dir, "spool"), bins)
+	if err != nil {
+		v.Kill()
+		os.RemoveAll(dir)
+		return nil, nil, nil, err
+	}
+	return v, s, func() {
+		s.close()
+		v.Kill()
+		os.RemoveAll(dir)
+	}, nil
+}
+
 // spool is the evspool contenders'.
 func openStateSender(name, sock, spool string, bins evspoolBins) (stateSender, error) {
 	switch name {

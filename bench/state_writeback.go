@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/evspool/evspool/internal/testrecv"
@@ -41,22 +39,11 @@ func runWriteback(tmp string, bins evspoolBins, contender string, n int, rate fl
 }
 
 func (row *WritebackRow) run(tmp string, bins evspoolBins, n int, quiet time.Duration) error {
-	dir, err := os.MkdirTemp(tmp, "wb")
+	v, s, stop, err := startStatePair(tmp, "wb", &testrecv.V2Options{WriteBackEvery: writebackEvery}, row.Contender, bins)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "v2.sock")
-	v, err := testrecv.StartV2(sock, &testrecv.V2Options{WriteBackEvery: writebackEvery})
-	if err != nil {
-		return err
-	}
-	defer v.Kill()
-	s, err := openStateSender(row.Contender, sock, filepath.Join(dir, "spool"), bins)
-	if err != nil {
-		return err
-	}
-	defer func() { s.close() }()
+	defer stop()
 	every := time.Duration(float64(time.Second) / row.Rate)
 	start := time.Now()
 	for i := range n {
