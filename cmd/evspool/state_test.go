@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"strings"
@@ -69,7 +70,7 @@ func TestRunStateV2(t *testing.T) {
 	_, err = io.WriteString(p.stdin, strings.Join(first, "\n")+"\n")
 	require.NoError(t, err)
 	want := v2State(first)
-	current := func() bool { return equalState(v2.Current(), want) }
+	current := func() bool { return maps.Equal(v2.Current(), want) }
 	require.Eventually(t, current, 20*time.Second, 5*time.Millisecond, "the stream's state")
 
 	drained()
@@ -107,18 +108,6 @@ func TestRunStateV2(t *testing.T) {
 	}
 	require.NoError(t, json.Unmarshal(out, &rep))
 	require.Equal(t, len(keys), rep.StateKeys, "inspect shows the keys the state keeps")
-}
-
-func equalState(got, want map[testrecv.V2Key]string) bool {
-	if len(got) != len(want) {
-		return false
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
 }
 
 // TestStateFlagsUsage: the state flags need --state-key, and its fields
