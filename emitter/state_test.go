@@ -178,6 +178,17 @@ func lastConn(lines []testrecv.Line) []testrecv.Line {
 	return lines[i:]
 }
 
+// openAt opens an emitter on sock with its spool in dir (NoSync, no echo,
+// opts' other fields as given), closed at the test's end.
+func openAt(t *testing.T, dir, sock string, opts emitter.Options) *emitter.Emitter {
+	t.Helper()
+	opts.NoSync, opts.Stdout = true, io.Discard
+	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { em.Close(context.Background()) })
+	return em
+}
+
 // oneAtATime is a receiver shaped like cloud-event-proxy v2: one
 // connection at a time, the request line written on accept, then lines
 // read until EOF; with writeBack, one line written back (blocking) every
@@ -253,10 +264,9 @@ func TestReceiverWritesBack(t *testing.T) {
 	rcv := startOneAtATime(t, sock, 10)
 	var mu sync.Mutex
 	var got []string
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"),
 		OnReceive: func(line []byte) { mu.Lock(); got = append(got, string(line)); mu.Unlock() }})
-	require.NoError(t, err)
 	// 500 lines written back: a Unix socket's send buffer holds about 280
 	// such small writes, so a sender that did not read would deadlock.
 	const n = 5000
@@ -294,10 +304,8 @@ func TestReleaseIdle(t *testing.T) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
 	rcv := startOneAtATime(t, sock, 0)
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReleaseIdle: 100 * time.Millisecond, ReplayLinger: 20 * time.Millisecond})
-	require.NoError(t, err)
-	defer em.Close(context.Background())
 	require.NoError(t, em.Emit(context.Background(), []byte(stEvent("a", 1))))
 	require.Eventually(t, func() bool { return rcv.eofs.Load() == 1 }, 5*time.Second, time.Millisecond)
 	other, err := net.Dial("unix", sock)
@@ -366,10 +374,8 @@ func TestReceiverLongLine(t *testing.T) {
 	defer ln.Close()
 	var got []string
 	var mu sync.Mutex
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		MaxReceiveLine: 100, OnReceive: func(l []byte) { mu.Lock(); got = append(got, string(l)); mu.Unlock() }})
-	require.NoError(t, err)
-	defer em.Close(context.Background())
 	c, err := ln.Accept()
 	require.NoError(t, err)
 	defer c.Close()
@@ -412,11 +418,9 @@ func TestBusyReceiverNotFrozen(t *testing.T) {
 	_, err = bufio.NewReader(other).ReadString('\n')
 	require.NoError(t, err, "the receiver serves the other client")
 	logs := &logSink{}
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReplayLinger: 20 * time.Millisecond,
 		WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond, Logger: slog.New(logs)})
-	require.NoError(t, err)
-	defer em.Close(context.Background())
 	require.NoError(t, em.Emit(context.Background(), []byte(stEvent("a", 1))))
 	require.Eventually(t, func() bool { return logged(logs, "has not accepted the connection") }, 10*time.Second, 5*time.Millisecond)
 	require.False(t, logged(logs, "receiver frozen"))
@@ -470,11 +474,9 @@ func TestReleasedReceiverRestartGetsState(t *testing.T) {
 	v2, err := testrecv.StartV2(sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"),
 		ReleaseIdle: 50 * time.Millisecond, ReplayLinger: 20 * time.Millisecond})
-	require.NoError(t, err)
-	defer em.Close(context.Background())
 	for _, iface := range []string{"ens1f0", "ens1f1"} {
 		ev := fmt.Sprintf(`{"version":1,"type":"ptp_state","profile":"ptp4l.0.config","iface":%q,"values":{"state":"LOCKED"}}`, iface)
 		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
@@ -498,10 +500,8 @@ func TestStateResendAfterKill(t *testing.T) {
 	v2, err := testrecv.StartV2(sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
-	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: true, Stdout: io.Discard,
+	em := openAt(t, dir, sock, emitter.Options{
 		StateKey: v2Key, StateRequest: emitter.JSONType("status_request"), ReplayLinger: 10 * time.Second, Clock: clk})
-	require.NoError(t, err)
-	defer em.Close(context.Background())
 	msg := func(iface, state string) []byte {
 		return fmt.Appendf(nil, `{"version":1,"type":"ptp_state","profile":"ptp4l.1.config","iface":%q,"values":{"state":%q}}`, iface, state)
 	}
