@@ -340,7 +340,7 @@ func (d *drainer) preamble() error {
 		return nil
 	}
 	d.pub.pre.running.Store(true)
-	w := &preambleWriter{d: d, conn: d.w.conn}
+	w := &preambleWriter{d: d}
 	err := func() (err error) {
 		defer func() { // a bug in the hook fails connections, not the process
 			if r := recover(); r != nil {

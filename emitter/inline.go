@@ -2,11 +2,8 @@ package emitter
 
 import (
 	"errors"
-	"fmt"
-	"os"
 
 	"github.com/evspool/evspool/internal/delivery"
-	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -67,24 +64,17 @@ func (d *drainer) sendInline(c committed) bool {
 		return false // a wait, a single event, a resend or events before c's: the drainer's
 	}
 	buf, entries, ok := inlinePayload(c, min(p.Max*avgEventGuess, d.opts.BatchBytes))
-	if !ok || chunkEnd(buf) < len(buf) || d.rd.InFlight > 0 && d.rd.InFlight+len(buf) > inFlightMax {
+	if !ok || chunkEnd(buf) < len(buf) {
 		return false
 	}
-	room := d.w.room
-	if room.queued+roomNeed(len(buf)) > room.sndbuf || !d.openGate() {
-		return false
-	}
-	n, before, err := d.writeInline(buf)
-	d.leaveGate()
-	if n < len(buf) {
-		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil {
-			d.fail(fmt.Errorf("write to %s: %w", d.addr, err)) // n > 0: torn, cannot go on
+	if err := d.writeChunk(buf, entries, true, true); err != nil {
+		if !errors.Is(err, errWouldWait) {
+			d.fail(err)
 		}
-		return false // nothing written: the drainer writes it
+		return false
 	}
 	d.pub.health.beat()
 	d.noteRead(entries) // see notifyFor
-	d.noteInline(entries, len(buf), before)
 	d.ctl.inlined.Add(1)
 	d.step(delivery.Input{Kind: delivery.Recheck, Idle: d.idleFacts(false)})
 	if d.rd.Replan {
@@ -107,19 +97,6 @@ func (d *drainer) inlineable() bool {
 		!d.opts.AckOnWrite && d.opts.MaxAge <= 0 && !d.rd.Frozen && !d.lis.requested.Load()
 }
 
-// openGate marks a write under way, as enterGate does, if the gate is open
-// and no preamble is due; false otherwise.
-func (d *drainer) openGate() bool {
-	g := &d.pub.gate
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.held || d.opts.PreambleOnRelease && g.gen != d.w.preGen {
-		return false
-	}
-	g.writing = true
-	return true
-}
-
 // inlinePayload lays c's events out as the drainer writes them, one line
 // each, and the entries that name them (their Data in buf, copied from the
 // caller's, which may be reused); false if they are more bytes than one
@@ -138,34 +115,4 @@ func inlinePayload(c committed, maxBytes int) ([]byte, []wal.Entry, bool) {
 		entries[i] = wal.Entry{Seq: c.first + uint64(i), Data: buf[at : at+len(ev) : at+len(ev)]}
 	}
 	return buf, entries, true
-}
-
-// writeInline writes buf as gatedWrite does, the gate already entered.
-func (d *drainer) writeInline(buf []byte) (n, before int, err error) {
-	if err := sockwait.ArmWrite(d.w.conn, d.opts.WriteTimeout); err != nil {
-		return 0, 0, err
-	}
-	if err := d.ctx.Err(); err != nil {
-		return 0, 0, err
-	}
-	if d.w.room.queued > 0 {
-		before, _ = d.unread() // else nothing is unread: only this drainer writes
-	}
-	n, err = d.w.conn.Write(buf)
-	return n, before, err
-}
-
-// noteInline tells delivery of an inline write, leaving the look for the
-// read to the next send or the drainer: the receiver has rarely read it
-// yet. Alone in the queue, which the look before found empty, delivery
-// takes the payload for its memory (mem 0), less than it is, which can only
-// delay seeing it read, and it is seen read whole at the next look; the
-// room takes a bound above it until then.
-func (d *drainer) noteInline(entries []wal.Entry, payload, before int) {
-	if d.w.room.queued > 0 {
-		d.noteWrite(entries, before, false)
-		return
-	}
-	d.w.room.queued = 2*payload + 4096
-	d.step(delivery.Input{Kind: delivery.Wrote, Lines: d.sentLines(entries)})
 }

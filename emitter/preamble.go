@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync/atomic"
-
-	"github.com/evspool/evspool/internal/sockwait"
 )
 
 // PreambleFunc writes what must come first on each new connection, before
@@ -35,7 +32,6 @@ type preambleState struct {
 // through the gate, until the hook returns.
 type preambleWriter struct {
 	d    *drainer
-	conn net.Conn
 	done atomic.Bool
 }
 
@@ -45,20 +41,16 @@ func (w *preambleWriter) Write(p []byte) (int, error) {
 	if w.done.Load() {
 		return 0, errPreambleOver
 	}
-	return w.d.writeRaw(w.conn, p)
+	return w.d.writeRaw(p)
 }
 
 // writeRaw writes p, which delivery does not count (the preamble, the
-// state), through the gate with a deadline.
-func (d *drainer) writeRaw(conn net.Conn, p []byte) (int, error) {
-	if d.ctx.Err() != nil || d.enterGate() != nil {
+// state), through the one write path's gate and deadline (gatedWrite).
+func (d *drainer) writeRaw(p []byte) (int, error) {
+	n, _, err := d.gatedWrite(p, false)
+	if n == 0 && d.ctx.Err() != nil {
 		return 0, ErrClosed
 	}
-	defer d.leaveGate()
-	if err := sockwait.ArmWrite(conn, d.opts.WriteTimeout); err != nil {
-		return 0, err
-	}
-	n, err := conn.Write(p)
 	if err != nil {
 		err = fmt.Errorf("write to %s: %w", d.addr, err)
 	}

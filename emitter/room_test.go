@@ -47,12 +47,12 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 	d, peer := roomRig(t)
 	chunk := make([]byte, 2048)
 
-	require.NoError(t, d.awaitRoom(len(chunk)))
+	require.NoError(t, d.awaitRoom(len(chunk), false))
 	require.Equal(t, 1, d.w.room.readings, "nothing known yet: a reading")
 	require.Positive(t, d.w.room.sndbuf, "the size it read")
 
 	// A chunk, and the reading after it.
-	n, before, err := d.gatedWrite(chunk)
+	n, before, err := d.gatedWrite(chunk, false)
 	require.NoError(t, err)
 	require.Equal(t, len(chunk), n)
 	assert.Zero(t, before, "nothing queued before the first write")
@@ -66,24 +66,24 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 	buf := make([]byte, 4096)
 	_, err = peer.Read(buf)
 	require.NoError(t, err)
-	require.NoError(t, d.awaitRoom(len(chunk)))
+	require.NoError(t, d.awaitRoom(len(chunk), false))
 	assert.Equal(t, 1, d.w.room.readings, "proven by the last reading: no new one taken")
 
 	// The reading before the write is taken afresh, not the proof's bound:
 	// the receiver read in between, and the write's memory must show whole.
 	require.Eventually(t, func() bool { u, _ := d.unread(); return u == 0 }, time.Second, time.Millisecond)
-	_, before, err = d.gatedWrite(chunk)
+	_, before, err = d.gatedWrite(chunk, false)
 	require.NoError(t, err)
 	assert.Zero(t, before, "read just before the write, not the proof's %d", after)
 
 	// A proof that does not cover the chunk takes a reading.
 	d.w.room.queued = d.w.room.sndbuf
-	require.NoError(t, d.awaitRoom(len(chunk)))
+	require.NoError(t, d.awaitRoom(len(chunk), false))
 	assert.Equal(t, 2, d.w.room.readings)
 
 	// No proof (a preamble was written since): a reading.
 	d.w.room.queued, d.w.room.ok = 0, false
-	require.NoError(t, d.awaitRoom(len(chunk)))
+	require.NoError(t, d.awaitRoom(len(chunk), false))
 	assert.Equal(t, 3, d.w.room.readings)
 }
 
@@ -92,16 +92,16 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
 	require.NoError(t, d.step(delivery.Input{Kind: delivery.Connected, Reads: true}))
-	require.NoError(t, d.awaitRoom(100))
-	n, before, err := d.gatedWrite(make([]byte, 99))
+	require.NoError(t, d.awaitRoom(100, false))
+	n, before, err := d.gatedWrite(make([]byte, 99), false)
 	require.NoError(t, err)
 	require.Equal(t, 99, n)
-	d.noteWrite(entries(1, 1, 99), before, true)
+	d.noteWrite(entries(1, 1, 99), before, 99, true, false)
 	require.True(t, d.w.room.ok)
 	u, _ := d.unread()
 	assert.Equal(t, u, d.w.room.queued, "the reading after the write")
 
 	d.w.unix = false // TCP: SIOCOUTQ counts bytes, not the buffer's memory
-	d.noteWrite(entries(2, 1, 99), before, true)
+	d.noteWrite(entries(2, 1, 99), before, 99, true, false)
 	assert.False(t, d.w.room.ok, "no proof but on a Unix socket")
 }

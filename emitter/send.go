@@ -67,11 +67,6 @@ func (d *drainer) readNext(p delivery.Send) ([]wal.Entry, error) {
 	return d.spool.Read(p.From, p.Max, min(p.Max*avgEventGuess, d.opts.BatchBytes))
 }
 
-// writeChunk bounds one write(2). A Unix socket frees a write's buffer only
-// once it is read whole, so SIOCOUTQ shows reads a write at a time; half a
-// cloud-event-proxy read (4 KiB) keeps the replay window near one read.
-const writeChunk = 2 << 10
-
 // write writes entries in chunks that end at a line's end, so that an
 // evspool dying between two writes leaves no torn line.
 func (d *drainer) write(entries []wal.Entry) error {
@@ -86,7 +81,7 @@ func (d *drainer) write(entries []wal.Entry) error {
 		d.pub.health.beat()
 		end := chunkEnd(buf)
 		n := bytes.Count(buf[:end], []byte{'\n'})
-		if err := d.writeChunk(buf[:end], entries[:n], end == len(buf)); err != nil {
+		if err := d.writeChunk(buf[:end], entries[:n], end == len(buf), false); err != nil {
 			return err
 		}
 		buf, entries = buf[end:], entries[n:]
@@ -96,22 +91,32 @@ func (d *drainer) write(entries []wal.Entry) error {
 
 // writeChunk writes one chunk, retrying while the receiver is there but not
 // reading (a stall, not a failure: delivery judges it where reads can be
-// seen), and tells delivery what it wrote.
-func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error {
-	if err := d.awaitWindow(len(chunk), !last); err != nil {
+// seen), and tells delivery what it wrote. It is the one write path: an
+// Emit caller sending inline (inline.go) passes inline and waits for
+// nothing; where the drainer would wait (the in-flight window, room in the
+// send buffer, a shut gate or a due preamble, a write past its deadline) it
+// returns errWouldWait having written nothing, and the drainer writes it.
+func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last, inline bool) error {
+	if err := d.awaitWindow(len(chunk), !last, inline); err != nil {
 		return err
 	}
 	for {
-		err := d.awaitRoom(len(chunk)) // whole or nothing: see the note after awaitRoom
+		err := d.awaitRoom(len(chunk), inline) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
 		if err == nil {
-			n, before, err = d.gatedWrite(chunk)
+			n, before, err = d.gatedWrite(chunk, inline)
 		}
 		if n == len(chunk) {
-			return d.noteWrite(entries, before, last)
+			return d.noteWrite(entries, before, len(chunk), last, inline)
+		}
+		if n == 0 && errors.Is(err, errWouldWait) {
+			return err
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
+		}
+		if inline {
+			return errWouldWait // nothing written: the drainer writes it
 		}
 		if err := d.check(); err != nil {
 			return err
@@ -119,11 +124,24 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last bool) error
 	}
 }
 
-// noteWrite tells delivery about a write and, if look (after a batch's last
-// chunk), what the socket shows right after it (the first look for the read). before
-// is SIOCOUTQ just before the write, so the growth never overestimates the
-// write's memory: a read in between only lowers it.
-func (d *drainer) noteWrite(entries []wal.Entry, before int, look bool) error {
+// errWouldWait is an inline write that met a wait: nothing was written.
+var errWouldWait = errors.New("the write would wait: the drainer writes it")
+
+// noteWrite tells delivery about a write of payload bytes and, if last
+// (after a batch's last chunk, not inline), what the socket shows right
+// after it (the first look for the read). before is SIOCOUTQ just before
+// the write, so the growth never overestimates the write's memory: a read
+// in between only lowers it. An inline write leaves the look to the next
+// send or the drainer, the receiver having rarely read it yet; alone in a
+// queue the look before found empty it takes no reading: delivery takes the
+// payload for its memory (mem 0), less than it is, which can only delay
+// seeing it read, and the room takes a bound above it until the next look.
+func (d *drainer) noteWrite(entries []wal.Entry, before, payload int, last, inline bool) error {
+	if inline && d.w.room.queued == 0 {
+		d.w.room.queued = 2*payload + 4096
+		return d.step(delivery.Input{Kind: delivery.Wrote, Lines: d.sentLines(entries)})
+	}
+	look := last && !inline
 	mem, unread, gone, err := 0, 0, (*sockwait.PeerGoneError)(nil), error(nil)
 	switch {
 	case d.w.waiter == nil || !d.w.waiter.Supported():
@@ -204,17 +222,18 @@ func (d *drainer) probed(unread int, gone *sockwait.PeerGoneError) error {
 	return d.step(delivery.Input{Kind: delivery.Read, N: unread})
 }
 
-// chunkEnd returns how much of buf the next write takes: up to writeChunk
-// bytes ending at a newline, or one whole longer line.
+// chunkEnd returns how much of buf the next write takes: up to
+// delivery.ChunkBytes ending at a newline, or one whole longer line.
 func chunkEnd(buf []byte) int {
-	if len(buf) <= writeChunk {
+	const chunk = delivery.ChunkBytes
+	if len(buf) <= chunk {
 		return len(buf)
 	}
-	if i := bytes.LastIndexByte(buf[:writeChunk], '\n'); i >= 0 {
+	if i := bytes.LastIndexByte(buf[:chunk], '\n'); i >= 0 {
 		return i + 1
 	}
-	if i := bytes.IndexByte(buf[writeChunk:], '\n'); i >= 0 {
-		return writeChunk + i + 1
+	if i := bytes.IndexByte(buf[chunk:], '\n'); i >= 0 {
+		return chunk + i + 1
 	}
 	return len(buf)
 }
@@ -231,52 +250,23 @@ func (d *drainer) waitRead(looked bool) error {
 	return d.awaitReads(0, func() bool { return !d.rd.Reading })
 }
 
-// inFlightMax bounds the payload written to a Unix socket and not yet seen
-// read: one chunk, so each receiver read takes at most one write (half of
-// cloud-event-proxy's 4 KiB read). While a batch has more chunks to write
-// (a backlog draining) catchUpInFlight lets a second follow the first at
-// once, one read's worth; then the drainer waits until both are read, so
-// that a reading shows the queue empty between reads (delivery's connState.emptyAt:
-// only that tells two reads apart). The next start after an evspool crash
-// resends everything not shown handled, so this and the receiver's last
-// read are what such a crash duplicates (docs/delivery.md, "When evspool
-// itself dies").
-const (
-	inFlightMax     = writeChunk
-	catchUpInFlight = 2 * writeChunk
-)
-
 // awaitReadMax bounds a wait in real time for a read (awaitReads): a
 // receiver that reads does within it; one that does not is looked at on
 // the emitter's clock.
 const awaitReadMax = 2 * time.Millisecond
 
-// awaitWindow waits until n more bytes keep the payload in flight within
-// inFlightMax (catchUpInFlight if more chunks follow), or nothing is in
-// flight (a longer event goes alone).
-func (d *drainer) awaitWindow(n int, more bool) error {
-	if !d.w.unix || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite {
+// awaitWindow waits until n more bytes fit delivery's in-flight window
+// (State.Fits; more: further chunks of the batch follow); inline, it
+// returns errWouldWait instead of waiting.
+func (d *drainer) awaitWindow(n int, more, inline bool) error {
+	if !d.w.unix || d.w.waiter == nil || !d.w.waiter.Supported() || d.opts.AckOnWrite || d.rd.Fits(n, more) {
 		return nil
 	}
-	limit := inFlightMax
-	if more {
-		limit = catchUpInFlight
+	if inline {
+		return errWouldWait
 	}
-	if d.rd.InFlight == 0 || d.rd.InFlight+n <= limit {
-		return nil
-	}
-	fits := func() bool { return d.rd.InFlight == 0 }
-	spins := 0
-	if more {
-		spins = catchUpSpins
-	}
-	return d.awaitReads(spins, fits)
+	return d.awaitReads(delivery.Spins(more), func() bool { return d.rd.InFlight == 0 })
 }
-
-// catchUpSpins is how many looks a drainer catching up takes at a reading
-// receiver before it waits in the poller: the receiver reads a write in
-// microseconds, the poller's wake-up takes about as long again.
-const catchUpSpins = 64
 
 // awaitReads looks at the socket until done holds or the connection fails.
 // On a Unix socket it first waits up to awaitReadMax for the receiver to
@@ -333,13 +323,14 @@ func (d *drainer) repair(cause error) {
 	d.loss.logged(ledger.Unreadable)
 }
 
-// gatedWrite writes one chunk through the gate and returns SIOCOUTQ just
-// before it (see noteWrite): a fresh reading, not the room's upper bound,
-// lets delivery see this write read as soon as it is. The deadline is set
-// before the context is checked: a Close before it is seen here, one after
-// it sets its past deadline over ours.
-func (d *drainer) gatedWrite(chunk []byte) (n, before int, err error) {
-	if err := d.enterGate(); err != nil {
+// gatedWrite writes one chunk through the gate (inline: only if it is
+// open) and returns SIOCOUTQ just before it (see noteWrite): a fresh
+// reading, not the room's upper bound, lets delivery see this write read
+// as soon as it is. The deadline is set before the context is checked: a
+// Close before it is seen here, one after it sets its past deadline over
+// ours.
+func (d *drainer) gatedWrite(chunk []byte, inline bool) (n, before int, err error) {
+	if err := d.enterGate(inline); err != nil {
 		return 0, 0, err
 	}
 	defer d.leaveGate()
@@ -385,14 +376,17 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 // awaitRoom waits until the send buffer can take n bytes whole. It returns
 // nil when it can (or when that cannot be known), an error matching
 // os.ErrDeadlineExceeded when delivery gives up (NoRoom), or the context's
-// error at Close.
+// error at Close; inline, errWouldWait where room is not already proven.
 // A chunk larger than the buffer can ever take first raises SO_SNDBUF, then
 // waits for an empty queue, and can still be torn. Where sendRoom already
 // proves the room it takes no reading, sparing the cores commits need.
-func (d *drainer) awaitRoom(n int) error {
+func (d *drainer) awaitRoom(n int, inline bool) error {
 	need := roomNeed(n)
 	if r := d.w.room; !d.w.waiter.Supported() || r.ok && r.queued+need <= r.sndbuf {
 		return nil
+	}
+	if inline {
+		return errWouldWait
 	}
 	start, raised := d.opts.Clock.Now(), false
 	return d.poll(func() (time.Duration, error) {

@@ -398,23 +398,22 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 }
 
 // enterGate waits while the gate is shut and marks a write under way, for
-// Hold to wait on; leaveGate ends it.
-func (d *drainer) enterGate() error {
+// Hold to wait on; leaveGate ends it. Inline (sendInline) it waits for
+// nothing: a shut gate, or a preamble due since a hold (PreambleOnRelease),
+// is errWouldWait.
+func (d *drainer) enterGate(inline bool) error {
 	for {
-		open, _, changed, limit, stop := d.gateState()
+		if d.tryGate(inline) {
+			return nil
+		}
+		open, gen, changed, limit, stop := d.gateState()
+		if inline && (!open || d.opts.PreambleOnRelease && gen != d.w.preGen) {
+			stop()
+			return errWouldWait
+		}
 		if open {
 			stop()
-			g := &d.pub.gate
-			g.mu.Lock()
-			ok := !g.held
-			if ok {
-				g.writing = true
-			}
-			g.mu.Unlock()
-			if ok {
-				return nil
-			}
-			continue // held again since the look: look again
+			continue // released since the look, or held past MaxHold: try again
 		}
 		select {
 		case <-changed:
@@ -426,6 +425,19 @@ func (d *drainer) enterGate() error {
 			return err
 		}
 	}
+}
+
+// tryGate marks a write under way if the gate is open (and, inline, no
+// preamble is due since a hold).
+func (d *drainer) tryGate(inline bool) bool {
+	g := &d.pub.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.held || inline && d.opts.PreambleOnRelease && g.gen != d.w.preGen {
+		return false
+	}
+	g.writing = true
+	return true
 }
 
 func (d *drainer) leaveGate() {

@@ -132,7 +132,7 @@ func (d *drainer) writeState() error {
 	d.w.buf = buf[:0]
 	for len(buf) > 0 {
 		end := chunkEnd(buf)
-		if _, err := d.writeRaw(d.w.conn, buf[:end]); err != nil {
+		if _, err := d.writeRaw(buf[:end]); err != nil {
 			return fmt.Errorf("write the state: %w", err)
 		}
 		buf = buf[end:]

@@ -90,6 +90,9 @@ func TestStateAfterReceiverRestart(t *testing.T) {
 	lines := waitLines(t, r.rcv, 18)
 	require.Equal(t, []string{stEvent("ens1f0", 4), stEvent("ens1f1", 4), stEvent("ens2f0", 4)}, lines[15:],
 		"the newest of each key, in the order they were emitted")
+	// The drainer counts the state once its last chunk is written, which
+	// may be after the receiver has read it.
+	require.Eventually(t, func() bool { return r.em.Stats().StateLines == 3 }, 5*time.Second, time.Millisecond)
 	st := r.em.Stats()
 	require.EqualValues(t, 3, st.StateLines)
 	require.EqualValues(t, 15, st.Delivered, "the state is not counted delivered")
