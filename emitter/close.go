@@ -30,11 +30,11 @@ func (e *Emitter) Close(ctx context.Context) error {
 }
 
 func (e *Emitter) shutdown(ctx context.Context) error {
-	e.d.ctl.cancel()
+	e.link.stop()
 	select {
-	case <-e.d.ctl.done:
+	case <-e.link.done:
 		e.loss.final() // the drainer is gone: nothing else counts losses now
-		if err := e.d.lis.stop(ctx); err != nil {
+		if err := e.link.lis.stop(ctx); err != nil {
 			return errors.Join(err, e.spool.Close())
 		}
 	case <-ctx.Done():

@@ -19,21 +19,23 @@ import (
 
 func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *losses) *drainer {
 	ctx, cancel := context.WithCancel(context.Background())
-	d := &drainer{
-		addr: addr, opts: opts, spool: spool, ctx: ctx, loss: loss,
-		ctl: control{wake: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})},
-		dv:  delivery.New(deliveryConfigOf(opts)),
+	l := &link{wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{}),
 		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}},
+		out: &outage{addr: addr, rep: newReporter(opts), log: opts.Logger}}
+	l.lis = newListener(opts, l.notify)
+	d := &drainer{
+		addr: addr, opts: opts, spool: spool, ctx: ctx, loss: loss, link: l,
+		dv: delivery.New(deliveryConfigOf(opts)),
 		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts), state: newReporter(opts),
-			out: outage{addr: addr, rep: newReporter(opts), log: opts.Logger}},
+			out: l.out},
 	}
-	d.lis = newListener(opts, d.notify)
+	l.handoff = d.notifyFor
 	d.restoreStrikes()
 	return d
 }
 
 func (d *drainer) run() {
-	defer close(d.ctl.done)
+	defer close(d.done)
 	d.ctl.run.Lock()
 	defer d.ctl.run.Unlock()
 	defer d.disconnect()
@@ -110,7 +112,7 @@ func (d *drainer) idle(gate <-chan struct{}, holdLimit <-chan time.Time) {
 	d.ctl.run.Unlock()
 	var woke idleWake
 	select {
-	case <-d.ctl.wake:
+	case <-d.wake:
 	case <-gate:
 	case <-holdLimit:
 	case <-expiry:

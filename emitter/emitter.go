@@ -20,7 +20,7 @@ type Emitter struct {
 	addr  string
 	opts  Options
 	spool *wal.WAL
-	d     *drainer
+	link  *link // the drainer's doors
 
 	echoMu sync.Mutex
 	echo   []byte
@@ -53,16 +53,23 @@ func Open(addr, spoolDir string, opts *Options) (*Emitter, error) {
 // stops when ctx ends, and OpenContext then returns an error matching
 // ctx.Err() with the spool released as it was.
 func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, error) {
+	e, _, err := open(ctx, addr, spoolDir, opts)
+	return e, err
+}
+
+// open is OpenContext, which also returns the drainer it started (for the
+// package's tests: the Emitter itself holds only its link).
+func open(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, *drainer, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if addr == "" {
-		return nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
+		return nil, nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
 	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Clock: o.Clock, Logger: o.Logger})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var salvaged uint64
 	if r := spool.Salvaged(); r != nil {
@@ -71,9 +78,10 @@ func OpenContext(ctx context.Context, addr, spoolDir string, opts *Options) (*Em
 	}
 	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}), atOpen: spool.Stats()}
 	e.loss, e.reportedAtOpen = newLosses(spool, &e.opts, salvaged)
-	e.d = newDrainer(addr, &e.opts, spool, e.loss)
-	go e.d.run()
-	return e, nil
+	d := newDrainer(addr, &e.opts, spool, e.loss)
+	e.link = d.link
+	go d.run()
+	return e, d, nil
 }
 
 // AtOpen returns the spool's figures as Open found them, before the drainer
@@ -121,7 +129,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	if e.opts.OnCommit != nil {
 		e.opts.OnCommit(e.opts.Clock.Now().Sub(begin), len(clean), err)
 	}
-	e.d.pub.health.noteCommit(err) // for Ready
+	e.link.pub.health.noteCommit(err) // for Ready
 	if err != nil {
 		if !errors.Is(err, wal.ErrFull) {
 			e.spoolErrors.Add(uint64(len(clean)))
@@ -133,7 +141,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
-		e.d.notifyFor(committed{first: last - uint64(len(clean)) + 1, events: clean})
+		e.link.handoff(committed{first: last - uint64(len(clean)) + 1, events: clean})
 	}
 	e.writeEcho(clean)
 	return err

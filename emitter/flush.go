@@ -24,14 +24,14 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	target := before.Spool.LastSeq
 	// Count pending events, not sequence numbers, which may have holes.
 	waited := before.Spool.PendingEvents
-	e.d.notify() // a write sent inline is looked at now, not at the idle's next look
+	e.link.notify() // a write sent inline is looked at now, not at the idle's next look
 	tick := e.opts.Clock.NewTimer(flushPoll)
 	defer tick.Stop()
 	var settle time.Time
 	for {
-		e.d.pub.mu.Lock()
-		progress := e.d.pub.progress.watch()
-		e.d.pub.mu.Unlock()
+		e.link.pub.mu.Lock()
+		progress := e.link.pub.progress.watch()
+		e.link.pub.mu.Unlock()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
 			// The counters lag the spool a moment: wait for them, so that
 			// a dead letter is not reported as a delivery.
@@ -51,7 +51,7 @@ func (e *Emitter) Flush(ctx context.Context) error {
 		select {
 		case <-progress:
 		case <-tick.C():
-		case <-e.d.ctl.done:
+		case <-e.link.done:
 			return ErrClosed
 		case <-ctx.Done():
 			return fmt.Errorf("emitter: flush: %d events still pending: %w", e.spool.Len(), ctx.Err())

@@ -28,7 +28,7 @@ var errGateLost = errors.New("connection lost while delivery was held")
 // for Release. Emit carries on spooling, and Flush waits through a hold.
 // Holds do not nest. Options.MaxHold bounds how long a hold lasts.
 func (e *Emitter) Hold() {
-	g := &e.d.pub.gate
+	g := &e.link.pub.gate
 	g.mu.Lock()
 	first := !g.held
 	if first {
@@ -51,7 +51,7 @@ func (e *Emitter) Hold() {
 // Release opens the live gate that Hold shut, writing the Preamble again
 // first if Options.PreambleOnRelease is set. Without a Hold it does nothing.
 func (e *Emitter) Release() {
-	g := &e.d.pub.gate
+	g := &e.link.pub.gate
 	g.mu.Lock()
 	held, since := g.held, g.since
 	g.held = false
@@ -67,7 +67,7 @@ func (e *Emitter) Release() {
 
 // Held reports whether the live gate is shut (see Hold).
 func (e *Emitter) Held() bool {
-	g := &e.d.pub.gate
+	g := &e.link.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.held

@@ -67,15 +67,15 @@ func (h *health) noteCommit(err error) {
 // matching ErrNotAlive. For a liveness probe (/healthz).
 func (e *Emitter) Alive() error {
 	select {
-	case <-e.d.ctl.done:
+	case <-e.link.done:
 		return fmt.Errorf("%w: the drainer has stopped (emitter closed)", ErrNotAlive)
 	default:
 	}
-	if e.d.pub.pre.running.Load() || e.Held() || e.d.pub.health.idling.Load() {
+	if e.link.pub.pre.running.Load() || e.Held() || e.link.pub.health.idling.Load() {
 		return nil
 	}
-	beat := e.d.pub.health.lastBeat.Load()
-	since := e.d.pub.health.since() - time.Duration(beat)
+	beat := e.link.pub.health.lastBeat.Load()
+	since := e.link.pub.health.since() - time.Duration(beat)
 	// Well past the drainer's longest bounded step.
 	limit := max(2*e.opts.StallTimeout, 2*e.opts.DialTimeout, 2*e.opts.WriteTimeout)
 	if beat != 0 && since > limit {
@@ -96,8 +96,8 @@ func (e *Emitter) Ready() error {
 	if err := e.spool.Usable(); err != nil {
 		return fmt.Errorf("%w: %w", ErrNotReady, err)
 	}
-	if msg := e.d.pub.health.commitErr.Load(); msg != nil {
-		ago := e.d.pub.health.since() - time.Duration(e.d.pub.health.commitErrT.Load())
+	if msg := e.link.pub.health.commitErr.Load(); msg != nil {
+		ago := e.link.pub.health.since() - time.Duration(e.link.pub.health.commitErrT.Load())
 		return fmt.Errorf("%w: the last spool commit failed %v ago: %s", ErrNotReady,
 			ago.Round(time.Millisecond), *msg)
 	}

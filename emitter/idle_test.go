@@ -18,7 +18,7 @@ func TestIdleTakesNoSteps(t *testing.T) {
 	t.Parallel()
 	const limit = 10 * time.Millisecond      // the wedge limit is twice this
 	const idleCheck = 100 * time.Millisecond // delivery's idle look
-	e, rcv := openOnReceiver(t, Options{ReplayLinger: 20 * time.Millisecond,
+	e, _, rcv := openOnReceiver(t, Options{ReplayLinger: 20 * time.Millisecond,
 		DialTimeout: limit, WriteTimeout: limit, StallTimeout: limit})
 	for _, ev := range []string{"one", "two", "three"} {
 		require.NoError(t, e.Emit(context.Background(), []byte(ev)))
@@ -30,9 +30,9 @@ func TestIdleTakesNoSteps(t *testing.T) {
 	// is pending.
 	require.Eventually(t, func() bool { return !e.spool.AcksPending() }, 5*time.Second, time.Millisecond)
 	time.Sleep(2 * idleCheck) // a look that was due has been taken
-	beat := e.d.pub.health.lastBeat.Load()
+	beat := e.link.pub.health.lastBeat.Load()
 	time.Sleep(5 * idleCheck)
-	require.Equal(t, beat, e.d.pub.health.lastBeat.Load(), "the idle drainer took a step with nothing pending")
+	require.Equal(t, beat, e.link.pub.health.lastBeat.Load(), "the idle drainer took a step with nothing pending")
 	require.NoError(t, e.Alive(), "idle for %v, 25 times the wedge limit", 5*idleCheck)
 
 	require.NoError(t, rcv.Kill())

@@ -46,7 +46,7 @@ func (d *drainer) awaitWork() bool {
 		d.ctl.run.Unlock()
 		back := false
 		select {
-		case <-d.ctl.wake:
+		case <-d.wake:
 		case <-appeared:
 			back = true
 		case <-d.ctx.Done():

@@ -34,8 +34,8 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 	t.Cleanup(func() { peer.Close() })
 	opts, err := (&Options{WriteTimeout: time.Second, Clock: clock.System(), Stdout: io.Discard}).withDefaults()
 	require.NoError(t, err)
-	d := &drainer{ctx: context.Background(), opts: &opts, dv: delivery.New(deliveryConfigOf(&opts))}
-	d.logs = logs{delivery: newReporter(&opts), deadLetter: newReporter(&opts), out: outage{rep: newReporter(&opts), log: opts.Logger}}
+	d := &drainer{ctx: context.Background(), opts: &opts, dv: delivery.New(deliveryConfigOf(&opts)), link: &link{}}
+	d.logs = logs{delivery: newReporter(&opts), deadLetter: newReporter(&opts), out: &outage{rep: newReporter(&opts), log: opts.Logger}}
 	d.w.conn, d.w.waiter = conn, sockwait.New(conn)
 	_, d.w.unix = conn.(*net.UnixConn)
 	return d, peer

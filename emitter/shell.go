@@ -19,35 +19,47 @@ import (
 
 // drainer owns the connection: the I/O shell around delivery, which makes
 // every decision. Its run goroutine acts for it, or, while that idles, an
-// Emit caller sending inline; ctl.run makes them one at a time. Others talk
-// to it through wake (a notify channel of capacity 1) and ctx. This file holds the
-// shell's primitives and the gate's side; send.go (writing)
-// and the loop (drainer.go) use them, and steps.go feeds delivery and
-// carries out its Ready. The drainer's methods are in these four files.
+// Emit caller sending inline; ctl.run makes them one at a time. Others reach
+// it only through its link. This file holds the shell's primitives and the
+// gate's side; send.go (writing) and the loop (drainer.go) use them, and
+// steps.go feeds delivery and carries out its Ready. The drainer's methods
+// are in these four files.
 type drainer struct {
 	addr  string
 	opts  *Options // opts.Clock: every wait and every now
 	spool *wal.WAL
 	ctx   context.Context
 	ctl   control
+	*link // what others reach: the drainer publishes there and takes their requests
 
 	// Owned by the run goroutine. Every decision is dv's; the rest is I/O.
 	dv   *delivery.Delivery
 	rd   delivery.Ready // what dv said at its last step (steps.go)
 	w    wire
 	logs logs
-	loss *losses   // shared with Emitter (losses.go)
-	lis  *listener // what the receiver writes (inbound.go)
-
-	pub shared // read by Emitter's methods on other goroutines
+	loss *losses // shared with Emitter (losses.go)
 }
 
-// control is how other goroutines wake and stop the run goroutine.
+// link is the drainer's doors: all that Emitter's methods use to reach the
+// goroutine that owns the connection. They wake it (notify), hand it what
+// Emit committed (handoff: sent inline, or it is woken), read what it
+// publishes (pub, for Stats, Alive, Ready and Flush; the listener's and
+// the outage's counts), shut and open its gate (Hold, Release) and stop it
+// (stop, then done is closed). No Emitter method reads a drainer field.
+type link struct {
+	wake    chan struct{}   // capacity 1: a wake-up pending
+	handoff func(committed) // the drainer's notifyFor
+	stop    context.CancelFunc
+	done    chan struct{}
+	pub     shared
+	lis     *listener // what the receiver writes (inbound.go)
+	out     *outage   // the current outage, logged by the drainer
+}
+
+// control is what the run goroutine shares with Emit callers sending in its
+// place.
 type control struct {
-	wake   chan struct{}
 	readTo atomic.Uint64 // newest sequence read on this connection (notifyFor)
-	cancel context.CancelFunc
-	done   chan struct{}
 
 	// run is held by whoever acts as the drainer: the run goroutine, except
 	// while it idles (parked), or an Emit caller sending inline (sendInline).
@@ -67,9 +79,9 @@ func (c committed) last() uint64 { return c.first + uint64(len(c.events)) - 1 }
 
 // logs are the drainer's rate-limited reports.
 type logs struct {
-	delivery, deadLetter, preamble reporter // slow, frozen and crash-looping receivers; poison; preambles
-	state                          reporter // keys the state did not keep
-	out                            outage
+	delivery, deadLetter, preamble reporter  // slow, frozen and crash-looping receivers; poison; preambles
+	state                          reporter  // keys the state did not keep
+	out                            *outage   // the link's
 	lossCheck                      time.Time // see checkLosses
 	stateRefused                   uint64    // the StateRefused last logged
 }
@@ -138,9 +150,9 @@ func (d *drainer) noteRead(entries []wal.Entry) {
 	}
 }
 
-func (d *drainer) notify() {
+func (l *link) notify() {
 	select {
-	case d.ctl.wake <- struct{}{}:
+	case l.wake <- struct{}{}:
 	default:
 	}
 }

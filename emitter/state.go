@@ -159,7 +159,7 @@ func (d *drainer) awaitRequest() error {
 	defer t.Stop()
 	for !d.lis.requested.Swap(false) {
 		select {
-		case <-d.ctl.wake:
+		case <-d.wake:
 		case <-t.C():
 			return nil
 		case <-d.w.hup:

@@ -116,18 +116,18 @@ func (e *Emitter) Stats() Stats {
 
 		reportedAtOpen: e.reportedAtOpen,
 	}
-	l := &e.d.pub.link
-	e.d.pub.mu.Lock()
+	l := &e.link.pub.link
+	e.link.pub.mu.Lock()
 	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
 	s.Stalls, s.Delivered, s.DeadLettered, s.Unproven = l.stalls, l.delivered, l.deadLettered, l.unproven
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
 	s.StateWrites, s.StateLines, s.Releases = l.stateWrites, l.stateLines, l.releases
-	e.d.pub.mu.Unlock()
-	lis := e.d.lis
+	e.link.pub.mu.Unlock()
+	lis := e.link.lis
 	s.ReceivedLines, s.StateRequests = lis.lines.Load(), lis.requests.Load()
 	s.ReceivedLong, s.ReceivedDropped = lis.long.Load(), lis.dropped.Load()
-	s.OutageStart = e.d.logs.out.started()
-	s.PreambleErrors, s.WriterRefused = e.d.pub.pre.errors.Load(), e.writerRefused.Load()
+	s.OutageStart = e.link.out.started()
+	s.PreambleErrors, s.WriterRefused = e.link.pub.pre.errors.Load(), e.writerRefused.Load()
 	return s
 }
 

@@ -11,7 +11,7 @@ import (
 // woken reports whether d has a wake-up pending, and takes it.
 func woken(d *drainer) bool {
 	select {
-	case <-d.ctl.wake:
+	case <-d.wake:
 		return true
 	default:
 		return false
@@ -21,7 +21,7 @@ func woken(d *drainer) bool {
 // The callers of one group commit return one by one: only those whose events
 // the drainer has not read yet wake it.
 func TestNotifyForSkipsWhatTheDrainerRead(t *testing.T) {
-	d := &drainer{ctl: control{wake: make(chan struct{}, 1)}}
+	d := &drainer{link: &link{wake: make(chan struct{}, 1)}}
 	d.notifyFor(one(1))
 	assert.True(t, woken(d), "nothing read yet: wake")
 
