@@ -27,15 +27,10 @@ import (
 // after a Read found nothing.
 func (d *drainer) notifyFor(c committed) {
 	last, read := c.last(), d.ctl.readTo.Load()
-	if last > read && (last-read > inlineMax || !d.sendInline(c)) {
+	if last > read && (last-read > delivery.InlineMax || !d.sendInline(c)) {
 		d.notify()
 	}
 }
-
-// inlineMax is the most events an Emit caller sends inline: about one
-// write's worth. More is a batch the drainer writes while the caller commits
-// its next one.
-const inlineMax = 16
 
 // sendInline writes the events c committed from the caller's goroutine, in
 // one write(2), if the drainer is parked and the write needs nothing the
@@ -59,11 +54,10 @@ func (d *drainer) sendInline(c committed) bool {
 		}
 	}
 	d.step(delivery.Input{Kind: delivery.Next, Seq: d.spool.FirstSeq()})
-	p := d.rd.Send
-	if !d.rd.SendOK || d.rd.Isolating || p.ResendWitness != 0 || p.From != c.first || len(c.events) > p.Max {
-		return false // a wait, a single event, a resend or events before c's: the drainer's
+	if !d.rd.Inline(c.first, len(c.events)) {
+		return false
 	}
-	buf, entries, ok := inlinePayload(c, min(p.Max*avgEventGuess, d.opts.BatchBytes))
+	buf, entries, ok := inlinePayload(c, min(d.rd.Send.Max*avgEventGuess, d.opts.BatchBytes))
 	if !ok || chunkEnd(buf) < len(buf) {
 		return false
 	}

@@ -1,7 +1,8 @@
 package delivery
 
 // The numbers that shape a write on a Unix socket: its size, how much may
-// be in flight, and how long a drainer catching up spins before it waits.
+// be in flight, how long a writer catching up spins before it waits, and
+// which commits their committer writes itself (inline).
 
 // ChunkBytes bounds one write(2). A Unix socket frees a write's buffer only
 // once it is read whole, so SIOCOUTQ shows reads a write at a time; half a
@@ -46,4 +47,19 @@ func Spins(more bool) int {
 		return catchUpSpins
 	}
 	return 0
+}
+
+// InlineMax is the most events a committer writes in the writer's place
+// (inline): about one write's worth. More is a batch the writer writes
+// while the committer commits its next one.
+const InlineMax = 16
+
+// Inline reports whether the n events committed from sequence first may be
+// written by their committer in the writer's place, as Next planned: the
+// plan sends from first (nothing before them pending), not one event alone
+// (isolating) nor the witness again, and they are few. Whether the
+// connection allows it without a wait is the writer's to check.
+func (r Ready) Inline(first uint64, n int) bool {
+	p := r.Send
+	return r.SendOK && !r.Isolating && p.ResendWitness == 0 && p.From == first && n <= min(p.Max, InlineMax)
 }

@@ -27,3 +27,19 @@ func TestFits(t *testing.T) {
 	assert.Zero(t, Spins(false))
 	assert.Positive(t, Spins(true))
 }
+
+func TestInline(t *testing.T) {
+	plan := Ready{Send: Send{From: 10, Max: 64}, SendOK: true}
+	assert.True(t, plan.Inline(10, 1))
+	assert.True(t, plan.Inline(10, InlineMax))
+	assert.False(t, plan.Inline(10, InlineMax+1), "a batch: the writer's")
+	assert.False(t, plan.Inline(11, 1), "events before them pending")
+	for name, r := range map[string]Ready{
+		"nothing to send": {Send: plan.Send},
+		"isolating":       {Send: plan.Send, SendOK: true, State: State{Isolating: true}},
+		"a resend":        {Send: Send{ResendWitness: 9}, SendOK: true},
+		"one at a time":   {Send: Send{From: 10, Max: 1}, SendOK: true},
+	} {
+		assert.False(t, r.Inline(10, 2), name)
+	}
+}
