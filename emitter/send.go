@@ -357,8 +357,7 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		ages = append(ages, e.Age(now, boot))
 	}
 	d.w.ages = ages
-	d.step(delivery.Input{Kind: delivery.Batch, Seq: entries[0].Seq, Ages: ages})
-	keep, expire := d.rd.Keep, d.rd.Expire
+	keep, expire := d.dv.Aged(entries[0].Seq, ages)
 	if expire == 0 {
 		return entries[:keep], 0, nil
 	}
@@ -404,13 +403,11 @@ func (d *drainer) awaitRoom(n int, inline bool) error {
 			d.w.room.sndbuf = sndbuf
 			return 0, nil
 		}
-		if err := d.step(delivery.Input{Kind: delivery.NoRoom, Since: start}); err != nil {
-			return 0, err
-		}
-		if d.rd.RoomTimedOut {
+		look, timedOut := d.dv.Room(d.opts.Clock.Now(), start)
+		if timedOut {
 			return 0, fmt.Errorf("no room in the send buffer for %d bytes: %w", n, os.ErrDeadlineExceeded)
 		}
-		return d.rd.Look, nil
+		return look, nil
 	})
 }
 

@@ -393,12 +393,12 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 	stop = func() {}
 	if g.held {
 		held := d.opts.Clock.Boot() - g.since
-		d.step(delivery.Input{Kind: delivery.Held, Held: held})
-		if !d.rd.Release {
-			if d.rd.HoldLeft <= 0 {
+		release, left := d.dv.Hold(held)
+		if !release {
+			if left <= 0 {
 				return false, g.gen, g.changed.watch(), nil, stop
 			}
-			t := d.opts.Clock.NewTimer(d.rd.HoldLeft)
+			t := d.opts.Clock.NewTimer(left)
 			return false, g.gen, g.changed.watch(), t.C(), func() { t.Stop() }
 		}
 		g.held = false

@@ -45,10 +45,6 @@ func (d *Delivery) Step(in Input) error {
 	case Next:
 		d.skipTo(in.Seq)
 		d.rd.Send, d.rd.SendOK = d.next(in.Now)
-	case Batch:
-		d.rd.Keep, d.rd.Expire = d.aged(in.Seq, in.Ages)
-	case Held:
-		d.held(in.Held)
 	case Wrote:
 		d.wrote(in.Now, in.Lines, in.N)
 	case Read:
@@ -84,8 +80,6 @@ func (d *Delivery) stepMore(in Input) error {
 		d.cursor = 0
 	case NoWitness:
 		d.witness = 0
-	case NoRoom:
-		d.noRoom(in.Now, in.Since)
 	case Park:
 		d.park(in.Idle)
 	case Recheck:
@@ -118,12 +112,16 @@ func (d *Delivery) connected(now time.Time, reads bool) {
 	d.dial.quick = false
 }
 
-// held applies MaxHold to a hold of the live gate that lasted h.
-func (d *Delivery) held(h time.Duration) {
-	d.rd.Release = d.cfg.MaxHold > 0 && h >= d.cfg.MaxHold
-	if d.cfg.MaxHold > 0 && !d.rd.Release {
-		d.rd.HoldLeft = d.cfg.MaxHold - h
+// Hold judges a hold of the live gate that has lasted held (MaxHold):
+// release it, or look again after left (0: no limit).
+func (d *Delivery) Hold(held time.Duration) (release bool, left time.Duration) {
+	if d.cfg.MaxHold <= 0 {
+		return false, 0
 	}
+	if held >= d.cfg.MaxHold {
+		return true, 0
+	}
+	return false, d.cfg.MaxHold - held
 }
 
 // skipTo records that the spool's oldest pending event is first: what came
@@ -138,13 +136,15 @@ func (d *Delivery) skipTo(first uint64) {
 	}
 }
 
-// aged applies MaxAge to a batch just read: the expired lines at the
+// Aged applies MaxAge to a batch just read from first on, given each
+// line's age: keep the first keep lines, or expire the first expire and read
+// again. The expired lines at the
 // spool's head (after acked) are expired and the spool read again; otherwise
 // the batch is cut before its first expired line, which waits for its turn
 // (an earlier boot's events, aged on the wall clock, may expire out of
 // order). Expired lines behind unacknowledged ones wait until they reach the
 // head: expiring them would remove those too.
-func (d *Delivery) aged(first uint64, ages []time.Duration) (keep, expire int) {
+func (d *Delivery) Aged(first uint64, ages []time.Duration) (keep, expire int) {
 	old := 0
 	for d.cfg.MaxAge > 0 && old < len(ages) && ages[old] > d.cfg.MaxAge {
 		old++

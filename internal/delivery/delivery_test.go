@@ -407,8 +407,7 @@ func TestDeliveryAged(t *testing.T) {
 	aged := func(head uint64, ages ...time.Duration) (int, int) {
 		d := newRig(t, cfg)
 		d.restore(head, delivery.Strikes{})
-		r := d.step(delivery.Input{Kind: delivery.Batch, Now: t0, Seq: 10, Ages: ages})
-		return r.Keep, r.Expire
+		return d.d.Aged(10, ages)
 	}
 	keep, expire := aged(10, old, old, young, young)
 	assert.Equal(t, 0, keep)
@@ -433,20 +432,18 @@ func TestDeliveryAged(t *testing.T) {
 func TestDeliveryMaxHold(t *testing.T) {
 	cfg := testConfig(delivery.LastRead)
 	cfg.MaxHold = 10 * time.Minute
-	held := func(d *rig, h time.Duration) delivery.Ready {
-		return d.step(delivery.Input{Kind: delivery.Held, Now: t0, Held: h})
-	}
 	d := newRig(t, cfg)
-	r := held(d, 4*time.Minute)
-	assert.False(t, r.Release)
-	assert.Equal(t, 6*time.Minute, r.HoldLeft)
-	r = held(d, 10*time.Minute)
-	assert.True(t, r.Release)
+	release, left := d.d.Hold(4 * time.Minute)
+	assert.False(t, release)
+	assert.Equal(t, 6*time.Minute, left)
+	release, left = d.d.Hold(10 * time.Minute)
+	assert.True(t, release)
+	assert.Zero(t, left)
 	cfg.MaxHold = 0
 	d = newRig(t, cfg)
-	r = held(d, 24*time.Hour)
-	assert.False(t, r.Release)
-	assert.Zero(t, r.HoldLeft, "no limit")
+	release, left = d.d.Hold(24 * time.Hour)
+	assert.False(t, release)
+	assert.Zero(t, left, "no limit")
 }
 
 // TestDeliveryReleased: a connection the caller releases idle (ReleaseIdle)

@@ -9,19 +9,16 @@ type Input struct {
 	Now  time.Time // every kind: when it happened
 
 	// Restore, First, Next: the spool's oldest pending sequence; SetAside:
-	// the event set aside; Batch: the batch's first.
+	// the event set aside.
 	Seq     uint64
-	Strikes Strikes         // Restore: what an earlier process saved
-	Lines   []Line          // Wrote: the lines written, in order (not kept)
-	Ages    []time.Duration // Batch: the age of each event read, in order (not kept)
-	Held    time.Duration   // Held: how long the live gate has been held
+	Strikes Strikes // Restore: what an earlier process saved
+	Lines   []Line  // Wrote: the lines written, in order (not kept)
 	// Wrote: the socket memory the write took (0: unknown, the payload is
 	// taken, a lower bound); Read, Fin: SIOCOUTQ, bytes unread; Failed with
 	// CauseGone: the bytes the receiver left unread.
 	N     int
 	Reads bool      // Connected: the socket shows the receiver's reads (SIOCOUTQ, Unix)
 	Cause Cause     // Failed: what ended the connection
-	Since time.Time // NoRoom: when the wait for room began
 	Idle  IdleFacts // Park, Recheck
 }
 
@@ -40,8 +37,6 @@ const (
 	Connected                  // a connection was made
 	First                      // the spool's oldest pending is Seq (others expired or were dropped)
 	Next                       // as First, and what to write next (Ready.Send)
-	Batch                      // the batch Ready.Send asked for was read, with its ages (Ready.Keep, Ready.Expire)
-	Held                       // the live gate is held (Ready.Release, Ready.HoldLeft)
 	Wrote                      // lines were written
 	Read                       // a SIOCOUTQ reading: N bytes unread
 	Tick                       // time passed
@@ -52,7 +47,6 @@ const (
 	SetAside                   // Seq was moved to the dead letters and removed from the spool
 	Rewind                     // the spool was salvaged: write from the oldest pending
 	NoWitness                  // the witness Ready.Send asked for is not at hand
-	NoRoom                     // a reading found no room in the send buffer (Ready.Look, Ready.RoomTimedOut)
 	Park                       // the caller is about to idle (Ready.Look)
 	Recheck                    // another goroutine acted while the caller idled (Ready.Replan, Ready.Look)
 	Released                   // the caller closed a connection it had no use for, everything on it read: no failure

@@ -87,18 +87,15 @@ func provenAt(t *testing.T, mode delivery.Mode, reads bool) bool {
 func TestDeliveryNoRoom(t *testing.T) {
 	d := newRig(t, testConfig(delivery.LastRead))
 	d.connected(0)
-	room := func(ms int) delivery.Ready {
-		return d.step(delivery.Input{Kind: delivery.NoRoom, Now: at(ms), Since: at(0)})
-	}
-	for ms, look := range map[int]time.Duration{0: 50 * time.Microsecond, 1: time.Millisecond, 3: 2 * time.Millisecond, 500: 50 * time.Millisecond,
+	for ms, want := range map[int]time.Duration{0: 50 * time.Microsecond, 1: time.Millisecond, 3: 2 * time.Millisecond, 500: 50 * time.Millisecond,
 		3000: idleCheck, 5000: idleCheck} {
-		r := room(ms)
-		assert.False(t, r.RoomTimedOut, "after %d ms", ms)
-		assert.Equal(t, look, r.Look, "after %d ms", ms)
+		look, timedOut := d.d.Room(at(ms), at(0))
+		assert.False(t, timedOut, "after %d ms", ms)
+		assert.Equal(t, want, look, "after %d ms", ms)
 	}
-	r := room(5001)
-	assert.True(t, r.RoomTimedOut, "past WriteTimeout")
-	assert.Zero(t, r.Look)
+	look, timedOut := d.d.Room(at(5001), at(0))
+	assert.True(t, timedOut, "past WriteTimeout")
+	assert.Zero(t, look)
 }
 
 // The idle looks at the socket after idleCheck only when something needs

@@ -82,15 +82,15 @@ func (d *Delivery) recheck(f IdleFacts) {
 	}
 }
 
-// noRoom judges a wait for room in the send buffer, begun at since: it
-// goes on, looking again after pollAfter, up to WriteTimeout.
-func (d *Delivery) noRoom(now, since time.Time) {
+// Room judges a wait for room in the send buffer, begun at since: it goes
+// on, looking again after look (pollAfter), up to WriteTimeout; then
+// timedOut: stop waiting and look at the receiver.
+func (d *Delivery) Room(now, since time.Time) (look time.Duration, timedOut bool) {
 	waited := now.Sub(since)
 	if waited > d.cfg.WriteTimeout {
-		d.rd.RoomTimedOut = true
-		return
+		return 0, true
 	}
-	d.rd.Look = pollAfter(waited)
+	return pollAfter(waited), false
 }
 
 // wakeAt is when tick has something to do next: a stall threshold not yet

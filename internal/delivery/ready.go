@@ -5,7 +5,7 @@ import "time"
 // Ready is what the caller does, accumulated since the last Advance, in
 // this order: log Notes, acknowledge through AckThrough, set SetAside aside,
 // persist Strikes if SaveStrikes, drop the connection if Drop; and what it
-// asked for (Send, Keep, Release, Look, Replan); and the State. Its slices
+// asked for (Send, Look, Replan); and the State. Its slices
 // are valid until Advance.
 type Ready struct {
 	Notes       []Note
@@ -15,15 +15,10 @@ type Ready struct {
 	SaveStrikes bool   // Strikes changed: persist them
 	Drop        Drop   // drop the connection
 
-	Send         Send          // Next: what to write, if SendOK
-	SendOK       bool          //
-	Keep         int           // Batch: write the batch's first Keep events
-	Expire       int           // Batch: expire the batch's first Expire events, then read again
-	Release      bool          // Held: the hold passed MaxHold: release it
-	HoldLeft     time.Duration // Held: look again after this (0: no limit)
-	Look         time.Duration // Park, Recheck: look at the socket after this while idle (0: no look); NoRoom: look for room again after this
-	RoomTimedOut bool          // NoRoom: no room for WriteTimeout: stop waiting and look at the receiver
-	Replan       bool          // Recheck: the idle's plan is out of date: wake it
+	Send   Send          // Next: what to write, if SendOK
+	SendOK bool          //
+	Look   time.Duration // Park, Recheck: look at the socket after this while idle (0: no look)
+	Replan bool          // Recheck: the idle's plan is out of date: wake it
 
 	State
 }
