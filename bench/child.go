@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -50,6 +51,13 @@ func startChild(args []string) (*child, error) {
 		return nil, err
 	}
 	c := &child{ready: make(chan struct{}), idle: make(chan struct{}), mem: make(chan int64, 1), exited: make(chan struct{}), rep: report{ends: map[int]uint64{}}}
+	if i := slices.Index(args, cEvspoolBase); i >= 0 {
+		if exe = os.Getenv("EVSPOOL_BENCH_BASE"); exe == "" {
+			return nil, fmt.Errorf("%s needs EVSPOOL_BENCH_BASE: the path of a bench binary built from the tree to compare with", cEvspoolBase)
+		}
+		args = slices.Clone(args)
+		args[i] = cEvspoolFsync // that build's own evspool-fsync
+	}
 	c.cmd = exec.Command(exe, append([]string{"producer"}, args...)...)
 	c.cmd.Stderr = &c.stderr
 	out, err := c.cmd.StdoutPipe()

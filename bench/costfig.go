@@ -115,7 +115,7 @@ type CostRatio struct {
 // against the least a durable emitter does, evspool without fsync (and
 // with it) against syslog-ng's reliable disk buffer, which does not fsync
 // either, and what the spool format's meta bucket adds to the least.
-var costPairs = [][2]string{{cEvspoolFsync, cLeastDurable}, {cEvspoolNoFsync, cSyslogNG}, {cEvspoolFsync, cSyslogNG}, {cLeastMeta, cLeastDurable}, {cEvspoolKeys, cEvspoolFsync}}
+var costPairs = [][2]string{{cEvspoolFsync, cLeastDurable}, {cEvspoolNoFsync, cSyslogNG}, {cEvspoolFsync, cSyslogNG}, {cLeastMeta, cLeastDurable}, {cEvspoolKeys, cEvspoolFsync}, {cEvspoolFsync, cEvspoolBase}}
 
 // costRatios is, for each of costPairs and each rate, the first contender's
 // CPU per event over the second's, for the rounds where both ran.

@@ -33,6 +33,11 @@ const (
 	cLeastMeta      = "least-durable-metabucket"
 	cSyslogNG       = "syslog-ng-reliable"
 	cEvspoolKeys    = "evspool-fsync-keys"
+	// cEvspoolBase is evspool-fsync run by another build of this command
+	// ($EVSPOOL_BENCH_BASE, say one built from an earlier commit's tree):
+	// node-cost prints evspool-fsync / evspool-fsync-base, a change's cost
+	// measured side by side in one run.
+	cEvspoolBase = "evspool-fsync-base"
 )
 
 // allContenders run in every scenario of the full plan. least-durable and
