@@ -113,6 +113,7 @@ func (w *WAL) commitTx(batch []*appendReq) (*state, error) {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	st, now := w.snapshot(), w.stampNow()
+	defer st.out.release(&st.outHeld)
 	st.meta.noteBoot(bootKey(w.opts.Clock))
 	began, wrote := w.opts.Clock.Boot(), writeTime(w.db)
 	err := guard(w.path, func() error {
