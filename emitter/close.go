@@ -33,7 +33,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	e.d.ctl.cancel()
 	select {
 	case <-e.d.ctl.done:
-		e.loss.final() // the drainer is gone: nothing else counts losses now
+		e.loss.Final() // the drainer is gone: nothing else counts losses now
 		if err := e.d.lis.stop(ctx); err != nil {
 			return errors.Join(err, e.spool.Close())
 		}

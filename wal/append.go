@@ -90,6 +90,10 @@ func (w *WAL) commit(batch []*appendReq) {
 		w.stats.CommitErrors++
 		return
 	}
+	if st.dropped && w.opts.OnLoss != nil {
+		d := st.meta.droppedOldest
+		w.opts.OnLoss(Loss{Dropped: Counter{d.Events - w.meta.droppedOldest.Events, d.Bytes - w.meta.droppedOldest.Bytes}})
+	}
 	w.restore(st)
 	w.ackCommitted()
 	w.stats.Commits++

@@ -46,6 +46,9 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 		return nil, err
 	}
 	w.salvage = r
+	if w.opts.OnLoss != nil {
+		w.opts.OnLoss(Loss{Salvage: r})
+	}
 	w.group.freed()
 	return r, nil
 }
