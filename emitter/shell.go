@@ -154,25 +154,25 @@ func (d *drainer) ack(seq uint64, proven bool) error {
 	for n < len(d.w.sent) && d.w.sent[n].Seq <= seq {
 		n++
 	}
-	count := func(n uint64) func(*linkStats) {
-		return func(l *linkStats) {
-			if proven {
-				l.delivered += n
-			} else {
-				l.unproven += n
-			}
+	count := func(n uint64) {
+		d.pub.mu.Lock()
+		defer d.pub.mu.Unlock()
+		if proven {
+			d.pub.link.delivered += n
+		} else {
+			d.pub.link.unproven += n
 		}
 	}
-	d.progressed(count(uint64(n)))
+	count(uint64(n))
 	if err := d.spool.Ack(seq); err != nil {
-		d.progressed(count(-uint64(n))) // they are resent: duplicates
+		count(-uint64(n)) // they are resent: duplicates
 		return err
 	}
 	if n > 0 {
 		d.w.witness = d.w.sent[n-1]
 		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
 	}
-	d.progressed(func(*linkStats) {})
+	d.progressed(func(*linkStats) {}) // wakes Flush: they left the spool
 	return nil
 }
 

@@ -132,7 +132,7 @@ func (b *Book) Undo(k Kind, n uint64) {
 // rest of a rate-limited kind whose interval has passed. Cheap when there
 // is nothing to log.
 func (b *Book) Tick() {
-	if !b.news.Swap(false) {
+	if !b.news.Load() || !b.news.Swap(false) {
 		return
 	}
 	for k := range Kinds {
