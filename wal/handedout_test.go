@@ -46,3 +46,40 @@ func TestDropOldestKeepsWhatReadHandedOut(t *testing.T) {
 	require.Equal(t, next[0].Seq, w.FirstSeq(), "the hole is behind the head now")
 	require.Equal(t, st.DroppedOldest, w.Stats().DroppedOldest, "acknowledged, not dropped")
 }
+
+// TestSalvageKeepsTheHole: a salvage after drop-oldest opened a hole
+// behind the events Read handed out neither brings the dropped events back
+// (their values may linger in free pages) nor counts them unreadable:
+// they were counted dropped.
+func TestSalvageKeepsTheHole(t *testing.T) {
+	t.Parallel()
+	w, err := wal.Open(t.TempDir(), &wal.Options{NoSync: true, MaxBytes: wal.MinMaxBytes, OnFull: wal.DropOldest})
+	require.NoError(t, err)
+	defer w.Close()
+	ev := func(i int) []byte { return fmt.Appendf(nil, "event %06d %0900d", i, 0) }
+	i := 0
+	for ; i < 100; i++ {
+		_, err := w.Append(t.Context(), ev(i))
+		require.NoError(t, err)
+	}
+	_, err = w.Read(1, 10, 0)
+	require.NoError(t, err)
+	for ; w.Stats().DroppedOldest.Events < 200; i++ {
+		_, err := w.Append(t.Context(), ev(i))
+		require.NoError(t, err)
+	}
+	before := w.Stats()
+	r, err := w.Repair(fmt.Errorf("test: forced repair"))
+	require.NoError(t, err)
+	require.Zero(t, r.Missing, "dropped, not unreadable: %v", r.UnreadableSeqs())
+	after := w.Stats()
+	require.Equal(t, before.PendingEvents, after.PendingEvents, "nothing dropped comes back")
+	require.Equal(t, before.DroppedOldest, after.DroppedOldest)
+	require.Zero(t, after.Unreadable)
+	out, err := w.Read(0, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, out, int(before.PendingEvents))
+	for _, e := range out[10:] {
+		require.Greater(t, e.Seq, uint64(10+before.DroppedOldest.Events), "event %d was dropped", e.Seq)
+	}
+}

@@ -2,6 +2,7 @@ package wal
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -221,10 +222,12 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 
 // dropAfter deletes whole values that start at from or later, oldest
 // first, until their cost covers need. The events before from stay pending
-// and a hole opens after them; a value holding from-1 stays whole.
+// and a hole opens after them (meta.holeFirst, holeLast); a value holding
+// from-1 stays whole.
 func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, error) {
 	var gone Counter
 	var keys [][]byte
+	var lo, hi uint64
 	for val, err := range walk(eb, st.path, from) {
 		if err != nil {
 			return gone, err
@@ -237,6 +240,7 @@ func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, e
 		}
 		events, size := val.span(val.first, val.last())
 		gone.add(Counter{events, size})
+		lo, hi = cmp.Or(lo, val.first), val.last()
 		st.cost -= val.cost()
 		need -= val.cost()
 		keys = append(keys, bytes.Clone(val.key))
@@ -248,6 +252,12 @@ func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, e
 	}
 	st.pending -= gone.Events
 	st.payload -= gone.Bytes
+	if hi != 0 {
+		if st.meta.holeLast+1 != lo || st.meta.holeLast <= st.hidden() {
+			st.meta.holeFirst = lo // not the last hole's continuation
+		}
+		st.meta.holeLast = hi
+	}
 	return gone, nil
 }
 
