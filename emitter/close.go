@@ -33,7 +33,7 @@ func (e *Emitter) shutdown(ctx context.Context) error {
 	e.link.stop()
 	select {
 	case <-e.link.done:
-		e.loss.final() // the drainer is gone: nothing else counts losses now
+		e.loss.Final() // the drainer is gone: nothing else counts losses now
 		if err := e.link.lis.stop(ctx); err != nil {
 			return errors.Join(err, e.spool.Close())
 		}

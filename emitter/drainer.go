@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/evspool/evspool/internal/delivery"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/pathwatch"
 	"github.com/evspool/evspool/internal/sockwait"
 	"github.com/evspool/evspool/wal"
@@ -17,7 +18,7 @@ import (
 // for and idles until something happens; while it idles, Emit callers may
 // send in its place (sendInline, inline.go). Its primitives are in shell.go.
 
-func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *losses) *drainer {
+func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *ledger.Book) *drainer {
 	ctx, cancel := context.WithCancel(context.Background())
 	l := &link{wake: make(chan struct{}, 1), stop: cancel, done: make(chan struct{}),
 		pub: shared{health: health{clk: opts.Clock, base: opts.Clock.Now()}},

@@ -25,20 +25,18 @@ type Emitter struct {
 	echoMu sync.Mutex
 	echo   []byte
 
-	loss *losses // see losses.go
+	loss *ledger.Book // every loss, counted once (losses.go)
 
-	emitted     atomic.Uint64
-	spoolErrors atomic.Uint64
-	echoErrors  atomic.Uint64
-	echoWarned  bool // under echoMu; see echo.go
-	closed      atomic.Bool
-	closeOnce   sync.Once
-	closeDone   chan struct{} // closed when the first Close has finished
-	closeErr    error
+	emitted    atomic.Uint64
+	echoErrors atomic.Uint64
+	echoWarned bool // under echoMu; see echo.go
+	closed     atomic.Bool
+	closeOnce  sync.Once
+	closeDone  chan struct{} // closed when the first Close has finished
+	closeErr   error
 
-	writerRefused  atomic.Uint64 // see writer.go
-	reportedAtOpen ledger.Losses // earlier runs' losses, reported before this Open
-	atOpen         wal.Stats     // the spool as Open found it, before any delivery
+	writerRefused atomic.Uint64 // see writer.go
+	atOpen        wal.Stats     // the spool as Open found it, before any delivery
 }
 
 // Open opens (or creates) the spool in spoolDir and starts delivering what is
@@ -67,7 +65,9 @@ func open(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, 
 	if addr == "" {
 		return nil, nil, errors.New("emitter: no receiver address: give the socket path (or host:port for tcp)")
 	}
-	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync, Context: ctx, Clock: o.Clock, Logger: o.Logger})
+	loss := ledger.New(ledger.Config{Logger: o.Logger, Now: o.Clock.Now, Interval: o.WarnInterval, MaxAge: o.MaxAge})
+	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync,
+		Context: ctx, Clock: o.Clock, Logger: o.Logger, OnLoss: loss.Lost})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,8 +76,8 @@ func open(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, 
 		salvaged = r.Missing
 		logSalvage(o.Logger, r, "spool", spoolDir)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, closeDone: make(chan struct{}), atOpen: spool.Stats()}
-	e.loss, e.reportedAtOpen = newLosses(spool, &e.opts, salvaged)
+	e := &Emitter{addr: addr, opts: o, spool: spool, loss: loss, closeDone: make(chan struct{}), atOpen: spool.Stats()}
+	loss.Open(spool, salvaged)
 	d := newDrainer(addr, &e.opts, spool, e.loss)
 	e.link = d.link
 	go d.run()
@@ -117,7 +117,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		return err
 	}
 	if e.closed.Load() {
-		e.spoolErrors.Add(uint64(len(clean)))
+		e.loss.Note(ledger.NotSpooled, uint64(len(clean)), "reason", "closed")
 		e.writeEcho(clean)
 		return fmt.Errorf("%w: %w", ErrSpool, ErrClosed)
 	}
@@ -130,11 +130,9 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		e.opts.OnCommit(e.opts.Clock.Now().Sub(begin), len(clean), err)
 	}
 	e.link.pub.health.noteCommit(err) // for Ready
+	e.loss.Tick()                     // what the commit dropped to make room is logged now
 	if err != nil {
-		if !errors.Is(err, wal.ErrFull) {
-			e.spoolErrors.Add(uint64(len(clean)))
-		}
-		e.loss.note(ledger.DroppedNewest, uint64(len(clean)), false, "reason", spoolFailure(err), "error", err.Error())
+		e.loss.Note(notSpooledKind(err, e.opts.OnFull), uint64(len(clean)), "reason", spoolFailure(err), "error", err.Error())
 		if errors.Is(err, wal.ErrClosed) {
 			err = fmt.Errorf("%w: %w", ErrClosed, err) // Close won the race
 		}

@@ -55,12 +55,17 @@ type FlushError struct {
 	Dropped      uint64 // dropped by the full-spool policy
 	Expired      uint64 // dropped for exceeding the maximum age
 	DeadLettered uint64 // moved to the dead-letter file
+	Unreadable   uint64 // lost to a damaged spool file, not recovered by its salvage
 	Unproven     uint64 // acknowledged without proof of handling (Stats.Unproven)
 }
 
 func (e *FlushError) Error() string {
-	return fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d acknowledged without proof of handling, %d dropped (spool full), %d expired, %d dead-lettered",
+	msg := fmt.Sprintf("emitter: flush: of %d events, %d delivered, %d acknowledged without proof of handling, %d dropped (spool full), %d expired, %d dead-lettered",
 		e.Waited, e.Delivered, e.Unproven, e.Dropped, e.Expired, e.DeadLettered)
+	if e.Unreadable > 0 {
+		msg += fmt.Sprintf(", %d unreadable (damaged spool)", e.Unreadable)
+	}
+	return msg
 }
 
 // Is reports whether target is ErrNotDelivered (some left undelivered) or
@@ -68,7 +73,7 @@ func (e *FlushError) Error() string {
 func (e *FlushError) Is(target error) bool {
 	switch target {
 	case ErrNotDelivered:
-		return e.Dropped+e.Expired+e.DeadLettered > 0
+		return e.Dropped+e.Expired+e.DeadLettered+e.Unreadable > 0
 	case ErrUnproven:
 		return e.Unproven > 0
 	}

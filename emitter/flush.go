@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/evspool/evspool/internal/ledger"
 )
 
 // flushPoll is how often Flush looks at the spool: events also leave it in
-// ways that wake nobody (drops, expiry).
+// ways that wake nobody (drops).
 const flushPoll = 10 * time.Millisecond
 
 // Flush returns once every event emitted before it was called has left the
@@ -20,32 +22,21 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	if e.closed.Load() {
 		return ErrClosed
 	}
-	before := e.Stats()
-	target := before.Spool.LastSeq
-	// Count pending events, not sequence numbers, which may have holes.
-	waited := before.Spool.PendingEvents
-	e.link.notify() // a write sent inline is looked at now, not at the idle's next look
+	// The counts before the spool, and after it below: every event is
+	// counted before the spool lets it go, so an event that leaves between
+	// the two readings is in neither Waited nor the counts' growth.
+	before := e.fates()
+	ss := e.spool.Stats()
+	target, waited := ss.LastSeq, ss.PendingEvents // events, not sequence numbers: there are holes
+	e.link.notify()                                // a write sent inline is looked at now, not at the idle's next look
 	tick := e.opts.Clock.NewTimer(flushPoll)
 	defer tick.Stop()
-	var settle time.Time
 	for {
 		e.link.pub.mu.Lock()
 		progress := e.link.pub.progress.watch()
 		e.link.pub.mu.Unlock()
 		if first := e.spool.FirstSeq(); first == 0 || first > target {
-			// The counters lag the spool a moment: wait for them, so that
-			// a dead letter is not reported as a delivery.
-			after := e.Stats()
-			if settle.IsZero() {
-				settle = e.opts.Clock.Now().Add(flushSettle)
-			}
-			// Every waited-for event explained, or the counters had their time.
-			gone := (after.Delivered - before.Delivered) + (after.Unproven - before.Unproven) +
-				(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events) +
-				(after.Expired - before.Expired) + (after.DeadLettered - before.DeadLettered)
-			if gone >= waited || e.opts.Clock.Now().After(settle) {
-				return flushResult(waited, before, after)
-			}
+			return flushResult(waited, before, e.fates())
 		}
 		tick.Reset(flushPoll)
 		select {
@@ -59,20 +50,39 @@ func (e *Emitter) Flush(ctx context.Context) error {
 	}
 }
 
-// flushSettle bounds how long Flush waits for the counters of events that
-// already left the spool.
-const flushSettle = time.Second
+// fates are the counts of what became of events that left the spool,
+// other than delivered.
+type fates struct {
+	lost     ledger.Losses
+	unproven uint64
+}
 
-// flushResult sorts the waited-for events by what became of them: what left
-// the spool undelivered is counted from the head, where those events were.
-func flushResult(waited uint64, before, after Stats) error {
+func (e *Emitter) fates() fates {
+	e.link.pub.mu.Lock()
+	unproven := e.link.pub.link.unproven
+	e.link.pub.mu.Unlock()
+	return fates{lost: e.loss.Total(), unproven: unproven}
+}
+
+// flushResult sorts the waited-for events by what became of them: each
+// way but delivery is counted before the event leaves the spool, so the
+// rest were delivered. What left undelivered is counted from the head,
+// where those events were.
+func flushResult(waited uint64, before, after fates) error {
 	r := &FlushError{Waited: waited}
-	take := func(n uint64) uint64 { return min(n, waited-r.Dropped-r.Expired-r.DeadLettered-r.Unproven) }
-	r.Dropped = take(after.Spool.DroppedOldest.Events - before.Spool.DroppedOldest.Events)
-	r.Expired = take(after.Expired - before.Expired)
-	r.DeadLettered = take(after.DeadLettered - before.DeadLettered)
-	r.Unproven = take(after.Unproven - before.Unproven)
-	r.Delivered = waited - r.Dropped - r.Expired - r.DeadLettered - r.Unproven
+	left := waited
+	take := func(n uint64) uint64 {
+		n = min(n, left)
+		left -= n
+		return n
+	}
+	grew := func(k ledger.Kind) uint64 { return after.lost[k] - before.lost[k] }
+	r.Dropped = take(grew(ledger.DroppedOldest))
+	r.Expired = take(grew(ledger.Expired))
+	r.DeadLettered = take(grew(ledger.DeadLettered))
+	r.Unreadable = take(grew(ledger.Unreadable))
+	r.Unproven = take(after.unproven - before.unproven)
+	r.Delivered = left
 	if r.Delivered == waited {
 		return nil
 	}

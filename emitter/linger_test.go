@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/internal/clocktest"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -37,7 +38,8 @@ func TestLingerProbesBeforeAcknowledging(t *testing.T) {
 	}
 	o, err := (&Options{Stdout: io.Discard}).withDefaults()
 	require.NoError(t, err)
-	loss, _ := newLosses(spool, &o, 0)
+	loss := ledger.New(ledger.Config{Now: o.Clock.Now})
+	loss.Open(spool, 0)
 	d := newDrainer(sock, &o, spool, loss)
 	clk := clocktest.NewFake(time.Now())
 	d.opts.Clock = clk

@@ -6,53 +6,20 @@ import (
 	"sync"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/sockwait"
 )
 
-// reporter rate-limits one repeated warning: the first at once, then at
-// most one per interval with what accumulated since, and a final report
-// with the rest. Its user locks it. Every repeated warning goes through one.
-type reporter struct {
-	clk      Clock
-	interval time.Duration
-	last     time.Time // the last report; zero: none yet
-	events   uint64    // events noted since the last report
-	seen     int       // occurrences noted since the last report
+// reporter is the emitter's use of ledger.Reporter, the one rate limiter
+// of repeated warnings. Its user locks it.
+type reporter struct{ ledger.Reporter }
+
+func newReporter(o *Options) reporter {
+	return reporter{ledger.Reporter{Now: o.Clock.Now, Interval: o.WarnInterval}}
 }
 
-func newReporter(o *Options) reporter { return reporter{clk: o.Clock, interval: o.WarnInterval} }
-
-// occurred notes one occurrence and reports whether a report is due.
-func (r *reporter) occurred() bool {
-	r.seen++
-	return r.last.IsZero() || r.clk.Now().Sub(r.last) >= r.interval
-}
-
-// lost notes n events and reports whether a report of them is due.
-func (r *reporter) lost(n uint64, final bool) bool {
-	r.events += n
-	return r.events > 0 && (final || r.last.IsZero() || r.clk.Now().Sub(r.last) >= r.interval)
-}
-
-// take marks a report made now, and returns the events it reports and
-// how many occurrences before this one were left out.
-func (r *reporter) take() (events uint64, left int) {
-	events, left = r.events, max(r.seen-1, 0)
-	r.events, r.seen, r.last = 0, 0, r.clk.Now()
-	return events, left
-}
-
-// warn logs msg if a report is due, with the occurrences left out since
-// the last one.
-func (r *reporter) warn(lg *slog.Logger, msg string, args ...any) {
-	if !r.occurred() {
-		return
-	}
-	if _, left := r.take(); left > 0 {
-		args = append(args, "suppressed_since_last", left)
-	}
-	lg.Warn(msg, args...)
-}
+// warn logs msg if a report is due (ledger.Reporter.Warn).
+func (r *reporter) warn(lg *slog.Logger, msg string, args ...any) { r.Warn(lg, msg, args...) }
 
 // outage reports a receiver outage through its reporter: a warning when it
 // starts, then at most one per interval, and a line when it ends. A path
@@ -71,7 +38,7 @@ type outage struct {
 // down records a failure; a non-zero since (a frozen receiver's last read)
 // is when the outage began.
 func (o *outage) down(err error, pending func() uint64, since time.Time) {
-	now := o.rep.clk.Now()
+	now := o.rep.Now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.failures++
@@ -92,11 +59,11 @@ func (o *outage) down(err error, pending func() uint64, since time.Time) {
 		return
 	}
 	o.notSocket = false
-	first := o.rep.last.IsZero()
-	if !o.rep.occurred() {
+	first := !o.rep.Reported()
+	if !o.rep.Occurred() {
 		return
 	}
-	o.rep.take()
+	o.rep.Take()
 	if first {
 		o.log.Warn("receiver unreachable; spooling events until it is back", attrs()...)
 	} else {
@@ -112,9 +79,10 @@ func (o *outage) up(pending func() uint64) {
 		return
 	}
 	o.log.Info("receiver reachable again",
-		"addr", o.addr, "outage", o.rep.clk.Now().Sub(o.start).Round(time.Millisecond).String(),
+		"addr", o.addr, "outage", o.rep.Now().Sub(o.start).Round(time.Millisecond).String(),
 		"failures", o.failures, "events_held_back", pending())
-	o.start, o.rep, o.failures, o.notSocket = time.Time{}, reporter{clk: o.rep.clk, interval: o.rep.interval}, 0, false
+	o.start, o.failures, o.notSocket = time.Time{}, 0, false
+	o.rep.Reset()
 }
 
 func (o *outage) started() time.Time {

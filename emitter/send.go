@@ -320,7 +320,8 @@ func (d *drainer) repair(cause error) {
 	}
 	d.step(delivery.Input{Kind: delivery.Rewind})
 	logSalvage(d.opts.Logger, r)
-	d.loss.logged(ledger.Unreadable)
+	d.loss.Logged(ledger.Unreadable) // the salvage's line reported them
+	d.progressed(func(*linkStats) {})
 }
 
 // gatedWrite writes one chunk through the gate (inline: only if it is
@@ -362,12 +363,17 @@ func (d *drainer) applyAge(entries []wal.Entry) ([]wal.Entry, int, error) {
 		return entries[:keep], 0, nil
 	}
 	through := entries[expire-1].Seq
+	// Counted before the spool lets them go, as ack counts.
+	d.loss.Note(ledger.Expired, uint64(expire))
 	gone, err := d.spool.Expire(through)
 	if err != nil {
+		d.loss.Undo(ledger.Expired, uint64(expire)) // expired again, and counted then
 		return nil, 0, err
 	}
+	if gone.Events > uint64(expire) {
+		d.loss.Note(ledger.Expired, gone.Events-uint64(expire))
+	}
 	d.step(delivery.Input{Kind: delivery.First, Seq: through + 1})
-	d.loss.note(ledger.Expired, gone.Events, false)
 	d.progressed(func(*linkStats) {})
 	return nil, expire, nil
 }

@@ -37,7 +37,7 @@ type drainer struct {
 	rd   delivery.Ready // what dv said at its last step (steps.go)
 	w    wire
 	logs logs
-	loss *losses // shared with Emitter (losses.go)
+	loss *ledger.Book // shared with Emitter (losses.go)
 }
 
 // link is the drainer's doors: all that Emitter's methods use to reach the
@@ -159,26 +159,32 @@ func (l *link) notify() {
 
 // ack removes the events through seq from the spool and counts them
 // delivered, or unproven where delivery says the connection proves no
-// handling; the newest is kept as the witness.
+// handling; the newest is kept as the witness. They are counted before the
+// spool lets them go (Flush reads the counts once it sees them gone).
 func (d *drainer) ack(seq uint64, proven bool) error {
-	if err := d.spool.Ack(seq); err != nil {
-		return err // they are resent: duplicates
-	}
 	n := 0
 	for n < len(d.w.sent) && d.w.sent[n].Seq <= seq {
 		n++
+	}
+	count := func(n uint64) {
+		d.pub.mu.Lock()
+		defer d.pub.mu.Unlock()
+		if proven {
+			d.pub.link.delivered += n
+		} else {
+			d.pub.link.unproven += n
+		}
+	}
+	count(uint64(n))
+	if err := d.spool.Ack(seq); err != nil {
+		count(-uint64(n)) // they are resent: duplicates
+		return err
 	}
 	if n > 0 {
 		d.w.witness = d.w.sent[n-1]
 		d.w.sent = append(d.w.sent[:0], d.w.sent[n:]...)
 	}
-	d.progressed(func(l *linkStats) {
-		if proven {
-			l.delivered += uint64(n)
-		} else {
-			l.unproven += uint64(n)
-		}
-	})
+	d.progressed(func(*linkStats) {}) // wakes Flush: they left the spool
 	return nil
 }
 
@@ -247,7 +253,9 @@ func (d *drainer) deadLetter(seq uint64) bool {
 			return false
 		}
 	}
+	d.loss.Note(ledger.DeadLettered, 1) // before the spool lets it go, as ack counts
 	if err := d.spool.Ack(seq); err != nil {
+		d.loss.Undo(ledger.DeadLettered, 1) // set aside again, and counted then
 		d.opts.Logger.Error("poison event set aside but not removed from the spool; it will be set aside again",
 			"seq", seq, "error", err)
 		return false
@@ -255,7 +263,7 @@ func (d *drainer) deadLetter(seq uint64) bool {
 	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
 		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
 		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
-	d.progressed(func(l *linkStats) { l.deadLettered++ })
+	d.progressed(func(*linkStats) {})
 	return true
 }
 
@@ -460,17 +468,12 @@ func (d *drainer) leaveGate() {
 	g.changed.fire()
 }
 
-// checkLosses logs the losses the spool counted in its own transactions
-// (the polled kinds), at most every lossCheckEvery.
+// checkLosses has the ledger log the rest of its rate-limited lines, at
+// most every lossCheckEvery.
 func (d *drainer) checkLosses() {
 	if now := d.opts.Clock.Now(); now.Sub(d.logs.lossCheck) >= lossCheckEvery {
 		d.logs.lossCheck = now
-		for k, row := range lossKinds {
-			if row.polled {
-				d.loss.note(ledger.Kind(k), 0, false)
-			}
-		}
-		d.checkStateRefused()
+		d.loss.Tick()
 	}
 }
 

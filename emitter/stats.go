@@ -21,22 +21,24 @@ type Stats struct {
 	// cannot be seen (not Linux). Neither lost nor known delivered.
 	Unproven     uint64
 	DeadLettered uint64 // events set aside in the dead-letter file by this process (poison)
-	Dropped      uint64 // events dropped by the full-spool policy (survives restarts)
-	Connected    bool
-	Reconnects   uint64    // connections made after the first
-	DialErrors   uint64    // failed connection attempts
-	WriteErrors  uint64    // failed writes and consumption waits
-	Stalls       uint64    // times the receiver read nothing for WriteTimeout
-	LastError    string    // the last delivery error, "" if none
-	LastErrorAt  time.Time // when it happened
-	OutageStart  time.Time // when the current outage began; zero when connected
-	Spool        wal.Stats
+	Dropped      uint64 // events dropped by the full-spool policy (survives restarts): DroppedOldest + DroppedNewest
+	// DroppedOldest and DroppedNewest are Dropped by policy.
+	DroppedOldest, DroppedNewest uint64
+	Connected                    bool
+	Reconnects                   uint64    // connections made after the first
+	DialErrors                   uint64    // failed connection attempts
+	WriteErrors                  uint64    // failed writes and consumption waits
+	Stalls                       uint64    // times the receiver read nothing for WriteTimeout
+	LastError                    string    // the last delivery error, "" if none
+	LastErrorAt                  time.Time // when it happened
+	OutageStart                  time.Time // when the current outage began; zero when connected
+	Spool                        wal.Stats
 
 	// Expired, Refused and Unreadable count the events this process reports
 	// lost for being older than Options.MaxAge, refused before the spool
 	// (by Emit, a Writer or Refuse), and unreadable in a damaged spool file;
-	// each includes what a killed predecessor left unreported. Spool has
-	// the counts across restarts.
+	// each includes what a killed predecessor left unreported.
+	// SpoolLosses has the counts across restarts.
 	Expired    uint64
 	Refused    uint64
 	Unreadable uint64
@@ -61,7 +63,8 @@ type Stats struct {
 	PreambleErrors uint64 // connections dropped because Options.Preamble failed
 	WriterRefused  uint64 // lines a Writer refused, over MaxEventSize (counted in Refused too)
 
-	reportedAtOpen ledger.Losses // the spool's losses reported before Open
+	total         ledger.Losses // the ledger's counts (ledger.Book.Total)
+	droppedAtOpen uint64        // of Dropped, what earlier processes reported
 }
 
 // LostEvents is Stats.Lost by kind.
@@ -83,15 +86,28 @@ func (l LostEvents) Total() uint64 {
 // killed predecessor left unreported; losses earlier runs reported are not
 // counted.
 func (s Stats) LostByKind() LostEvents {
-	at := s.reportedAtOpen
-	since := func(now, before uint64) uint64 { return now - min(before, now) }
 	return LostEvents{
 		NotSpooled:   s.SpoolErrors,
 		Refused:      s.Refused,
-		Dropped:      since(s.Dropped, at[ledger.DroppedOldest]+at[ledger.DroppedNewest]),
-		Expired:      since(s.Spool.Expired.Events, at[ledger.Expired]),
+		Dropped:      s.Dropped - min(s.droppedAtOpen, s.Dropped),
+		Expired:      s.Expired,
 		DeadLettered: s.DeadLettered,
 		Unreadable:   s.Unreadable,
+	}
+}
+
+// SpoolLosses is every loss the spool records, across restarts, by kind
+// (NotSpooled and DeadLettered are this process's: the spool records
+// neither).
+func (s Stats) SpoolLosses() LostEvents {
+	l := s.total
+	return LostEvents{
+		NotSpooled:   l[ledger.NotSpooled],
+		Refused:      l[ledger.Refused],
+		Dropped:      l[ledger.DroppedOldest] + l[ledger.DroppedNewest],
+		Expired:      l[ledger.Expired],
+		DeadLettered: l[ledger.DeadLettered],
+		Unreadable:   l[ledger.Unreadable],
 	}
 }
 
@@ -101,25 +117,33 @@ func (s Stats) Lost() uint64 { return s.LostByKind().Total() }
 
 // Stats returns a snapshot of the emitter's counters.
 func (e *Emitter) Stats() Stats {
+	// The spool first: a loss is counted before the spool shows the events
+	// gone, so every event Pending no longer holds is in the counts read
+	// after it (delivered ones once the drainer published them).
 	ss := e.spool.Stats()
+	since, total := e.loss.Since(), e.loss.Total()
 	s := Stats{
-		Pending:      ss.PendingEvents,
-		PendingBytes: ss.PendingBytes,
-		Emitted:      e.emitted.Load(),
-		SpoolErrors:  e.spoolErrors.Load(),
-		EchoErrors:   e.echoErrors.Load(),
-		Dropped:      ss.DroppedOldest.Events + ss.DroppedNewest.Events,
-		Spool:        ss,
-		Refused:      e.loss.kinds[ledger.Refused].here.Load() + e.atOpen.Refused - min(e.reportedAtOpen[ledger.Refused], e.atOpen.Refused),
-		Expired:      ss.Expired.Events - min(e.atOpen.Expired.Events, ss.Expired.Events), // counted as they are removed
-		Unreadable:   ss.Unreadable - min(e.reportedAtOpen[ledger.Unreadable], ss.Unreadable),
+		Pending:       ss.PendingEvents,
+		PendingBytes:  ss.PendingBytes,
+		Emitted:       e.emitted.Load(),
+		SpoolErrors:   since[ledger.NotSpooled],
+		EchoErrors:    e.echoErrors.Load(),
+		DeadLettered:  since[ledger.DeadLettered],
+		DroppedOldest: total[ledger.DroppedOldest],
+		DroppedNewest: total[ledger.DroppedNewest],
+		Dropped:       total[ledger.DroppedOldest] + total[ledger.DroppedNewest],
+		Spool:         ss,
+		Refused:       since[ledger.Refused],
+		Expired:       since[ledger.Expired],
+		Unreadable:    since[ledger.Unreadable],
 
-		reportedAtOpen: e.reportedAtOpen,
+		total: total,
 	}
+	s.droppedAtOpen = s.Dropped - min(s.Dropped, since[ledger.DroppedOldest]+since[ledger.DroppedNewest])
 	l := &e.link.pub.link
 	e.link.pub.mu.Lock()
 	s.Connected, s.Reconnects, s.DialErrors, s.WriteErrors = l.connected, max(l.connects, 1)-1, l.dialErrors, l.writeErrors
-	s.Stalls, s.Delivered, s.DeadLettered, s.Unproven = l.stalls, l.delivered, l.deadLettered, l.unproven
+	s.Stalls, s.Delivered, s.Unproven = l.stalls, l.delivered, l.unproven
 	s.LastError, s.LastErrorAt = l.lastErr, l.lastErrAt
 	s.StateWrites, s.StateLines, s.Releases = l.stateWrites, l.stateLines, l.releases
 	e.link.pub.mu.Unlock()
@@ -138,7 +162,6 @@ type linkStats struct {
 	stalls                  uint64
 	delivered               uint64
 	unproven                uint64
-	deadLettered            uint64
 	stateWrites, stateLines uint64
 	releases                uint64
 	lastErr                 string

@@ -90,6 +90,10 @@ func (w *WAL) commit(batch []*appendReq) {
 		w.stats.CommitErrors++
 		return
 	}
+	if st.dropped && w.opts.OnLoss != nil {
+		d := st.meta.droppedOldest
+		w.opts.OnLoss(Loss{Dropped: Counter{d.Events - w.meta.droppedOldest.Events, d.Bytes - w.meta.droppedOldest.Bytes}})
+	}
 	w.restore(st)
 	w.ackCommitted()
 	w.stats.Commits++
@@ -113,6 +117,7 @@ func (w *WAL) commitTx(batch []*appendReq) (*state, error) {
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	st, now := w.snapshot(), w.stampNow()
+	defer st.out.release(&st.outHeld)
 	st.meta.noteBoot(bootKey(w.opts.Clock))
 	began, wrote := w.opts.Clock.Boot(), writeTime(w.db)
 	err := guard(w.path, func() error {

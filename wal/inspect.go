@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -18,16 +19,23 @@ var ErrGaveWay = fmt.Errorf("%w: a process opened the spool while Inspect read i
 // with ErrLocked when a process holds the spool or opens it meanwhile. It
 // tells damage from an I/O error as Open does, but never salvages.
 func Inspect(dir string, dump int) (Stats, []Entry, error) {
+	st, entries, _, err := InspectValues(dir, dump)
+	return st, entries, err
+}
+
+// InspectValues is Inspect, with the values SetValues stored under keys
+// (nil for a key with none).
+func InspectValues(dir string, dump int, keys ...string) (Stats, []Entry, map[string][]byte, error) {
 	sd, err := openSpoolDir(dir, false)
 	if err == nil {
 		defer sd.close()
 		_, err = sd.stat(fileName)
 	}
 	if err != nil {
-		return Stats{}, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
+		return Stats{}, nil, nil, fmt.Errorf("wal: no spool at %s: %w", dir, err)
 	}
 	if err := heldErr(sd, ErrLocked); err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	opts, _ := (*Options)(nil).withDefaults()
 	reader := func() *WAL {
@@ -36,34 +44,36 @@ func Inspect(dir string, dump int) (Stats, []Entry, error) {
 	}
 	var w *WAL
 	var entries []Entry
+	var values map[string][]byte
 	err = reader().openRetrying(func() error {
 		if err := heldErr(sd, ErrLocked); err != nil {
 			return err // a process took the spool while Inspect waited to try again
 		}
 		r := reader() // each try counts from scratch
-		es, err := r.inspectFile(dump)
+		es, vs, err := r.inspectFile(dump, keys)
 		if err == nil {
-			w, entries = r, es
+			w, entries, values = r, es, vs
 		}
 		return err
 	})
 	if err != nil {
-		return Stats{}, nil, err
+		return Stats{}, nil, nil, err
 	}
 	st := w.Stats()
 	st.MaxBytes = 0 // the cap is the running process's setting, not the file's
-	return st, entries, nil
+	return st, entries, values, nil
 }
 
 // inspectFile is one try of Inspect at the file.
-func (w *WAL) inspectFile(dump int) ([]Entry, error) {
+func (w *WAL) inspectFile(dump int, keys []string) ([]Entry, map[string][]byte, error) {
 	var entries []Entry
+	values := make(map[string][]byte, len(keys))
 	var marks marks
 	if buf, err := w.sd.readFile(marksFileName); err == nil {
 		marks.parse(buf)
 	}
 	if err := checkFile(w.sd, fileName, nil, marks.exact); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	err := guard(w.path, func() error {
 		// bbolt holds a shared flock while open: the scan yields to a writer.
@@ -86,13 +96,22 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 				return err
 			}
 			w.restore(st)
+			for _, k := range keys {
+				if raw := tx.Bucket(metaBucket).Get([]byte(k)); raw != nil {
+					p, err := decodeMeta([]byte(k), raw)
+					if err != nil {
+						return err
+					}
+					values[k] = bytes.Clone(p)
+				}
+			}
 			if dump > 0 {
 				entries, _, err = w.readTx(tx, marks.removed+1, dump, 0)
 			}
 			return err
 		})
 	})
-	return entries, err
+	return entries, values, err
 }
 
 // heldErr returns err, naming the spool, if a process holds its lock: it

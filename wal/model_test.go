@@ -30,6 +30,7 @@ type fifoModel struct {
 	nextSeq uint64
 	oldest  Counter
 	newest  Counter
+	handed  uint64 // the newest sequence number read: drop-oldest keeps what it handed out
 }
 
 type modelValue struct {
@@ -90,16 +91,28 @@ func (m *fifoModel) append(events [][]byte) (uint64, error) {
 		case Block:
 			return 0, ErrFull // the context is already cancelled
 		}
-		for need := m.cost + c - m.budget; need > 0 && len(m.values) > 0; {
-			v := m.values[0]
-			m.values = m.values[1:]
+		// The values from the first that holds nothing handed out.
+		i := 0
+		if len(m.entries) > 0 && m.handed >= m.entries[0].Seq {
+			for i < len(m.values) && m.values[i].first <= m.handed {
+				i++
+			}
+		}
+		for need := m.cost + c - m.budget; need > 0 && i < len(m.values); {
+			v := m.values[i]
+			m.values = append(m.values[:i:i], m.values[i+1:]...)
 			m.cost -= v.cost
 			need -= v.cost
-			for len(m.entries) > 0 && m.entries[0].Seq <= v.last {
+			kept := m.entries[:0:0]
+			for _, e := range m.entries {
+				if e.Seq < v.first || e.Seq > v.last {
+					kept = append(kept, e)
+					continue
+				}
 				m.oldest.Events++
-				m.oldest.Bytes += uint64(len(m.entries[0].Data))
-				m.entries = m.entries[1:]
+				m.oldest.Bytes += uint64(len(e.Data))
 			}
+			m.entries = kept
 		}
 	}
 	for _, v := range modelFrames(m.nextSeq, events) {
@@ -128,6 +141,9 @@ func (m *fifoModel) read(from uint64, maxEvents, maxBytes int) []Entry {
 		}
 		size += len(e.Data)
 		out = append(out, e)
+	}
+	if len(out) > 0 {
+		m.handed = max(m.handed, out[len(out)-1].Seq)
 	}
 	return out
 }
@@ -279,6 +295,7 @@ func (h *modelHarness) reopenOp(rt *rapid.T) {
 	require.NoError(rt, err)
 	require.Nil(rt, w.Salvaged())
 	h.w, h.compacted = w, 0
+	h.m.handed = 0 // a new process has handed nothing out
 }
 
 func (h *modelHarness) compactOp(rt *rapid.T) {
@@ -309,7 +326,9 @@ func (h *modelHarness) check(rt *rapid.T) {
 	budget := h.w.budget.Load()
 	require.LessOrEqual(rt, budget, initialBudget(h.opts.MaxBytes))
 	require.GreaterOrEqual(rt, budget, h.opts.MaxBytes/2)
+	handed := h.w.out.through.Load()
 	got, err := h.w.Read(0, 0, 0)
+	h.w.out.through.Store(handed) // a look, not a reader's: nothing more handed out
 	require.NoError(rt, err)
 	requireSameEntries(rt, h.m.entries, got)
 }

@@ -91,6 +91,15 @@ type Options struct {
 	// Logger gets what the spool does on its own (retried reads). Default: discard.
 	Logger *slog.Logger
 
+	// OnLoss, if set, is told what the spool lost while open: what a
+	// commit dropped under DropOldest, as the commit ends and before its
+	// effects are seen (Stats, FirstSeq, Read), and what a salvage after
+	// Open found unreadable (Open's own is Salvaged). A caller that counts
+	// losses so counts them before anyone sees the events gone. It is
+	// called with the spool's lock held and must not call the spool. The
+	// same counts are in Stats (DroppedOldest, Unreadable).
+	OnLoss func(Loss)
+
 	// faults injects read failures (tests only; see transient.go).
 	faults faultSeam
 }

@@ -36,6 +36,7 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	var out []Entry
 	var spans []readSpan
 	gen := w.spans.generation()
+	w.out.mu.RLock()
 	err := guard(w.path, func() error {
 		return w.db.View(func(tx *bolt.Tx) error {
 			var err error
@@ -43,6 +44,10 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 			return err
 		})
 	})
+	if len(out) > 0 {
+		w.out.note(out[len(out)-1].Seq)
+	}
+	w.out.mu.RUnlock()
 	if err == nil {
 		w.spans.keep(gen, spans)
 	}

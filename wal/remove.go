@@ -1,6 +1,8 @@
 package wal
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -196,18 +198,67 @@ func (st *state) removeEnd(gone Counter, upTo uint64) {
 	st.acked = upTo
 }
 
-// dropOldest drops whole values from the front until need of cost is freed.
+// dropOldest drops whole values until need of cost is freed: from the
+// front, or, while Read has handed out pending events, from the first value
+// after them (see handedOut).
 func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 	if need <= 0 {
 		return nil
 	}
-	gone, err := st.remove(eb, 0, need)
-	if err == nil {
-		err = st.deleteHidden(eb)
+	var gone Counter
+	var err error
+	if from := st.out.holdForDrop(&st.outHeld) + 1; st.firstSeq != 0 && from > st.firstSeq {
+		gone, err = st.dropAfter(eb, from, need)
+	} else {
+		gone, err = st.remove(eb, 0, need)
+		if err == nil {
+			err = st.deleteHidden(eb)
+		}
 	}
 	st.meta.droppedOldest.add(gone)
 	st.dropped = true
 	return err
+}
+
+// dropAfter deletes whole values that start at from or later, oldest
+// first, until their cost covers need. The events before from stay pending
+// and a hole opens after them (meta.holeFirst, holeLast); a value holding
+// from-1 stays whole.
+func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, error) {
+	var gone Counter
+	var keys [][]byte
+	var lo, hi uint64
+	for val, err := range walk(eb, st.path, from) {
+		if err != nil {
+			return gone, err
+		}
+		if need <= 0 {
+			break
+		}
+		if val.first < from {
+			continue
+		}
+		events, size := val.span(val.first, val.last())
+		gone.add(Counter{events, size})
+		lo, hi = cmp.Or(lo, val.first), val.last()
+		st.cost -= val.cost()
+		need -= val.cost()
+		keys = append(keys, bytes.Clone(val.key))
+	}
+	for _, k := range keys {
+		if err := eb.Delete(k); err != nil {
+			return gone, err
+		}
+	}
+	st.pending -= gone.Events
+	st.payload -= gone.Bytes
+	if hi != 0 {
+		if st.meta.holeLast+1 != lo || st.meta.holeLast <= st.hidden() {
+			st.meta.holeFirst = lo // not the last hole's continuation
+		}
+		st.meta.holeLast = hi
+	}
+	return gone, nil
 }
 
 // deleteHidden deletes the values whose events are all hidden and moves the

@@ -46,6 +46,9 @@ func (w *WAL) repairLocked(cause error) (*SalvageReport, error) {
 		return nil, err
 	}
 	w.salvage = r
+	if w.opts.OnLoss != nil {
+		w.opts.OnLoss(Loss{Salvage: r})
+	}
 	w.group.freed()
 	return r, nil
 }
@@ -154,6 +157,9 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		return err
 	}
 	defer f.close()
+	// The newest hole's events were dropped: not brought back, not missing.
+	holeLo, holeHi := max(m.holeFirst, m.removedSeq+1), m.holeLast
+	inHole := func(seq uint64) bool { return holeLo <= seq && seq <= holeHi }
 	seen := make(map[uint64]struct{})
 	var werr error
 	if err := boltfile.Scan(src, size, costPage, func(k, v []byte) {
@@ -162,7 +168,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 			return
 		}
 		val.each(m.removedSeq+1, func(seq uint64, data []byte) bool {
-			if _, dup := seen[seq]; !dup && werr == nil {
+			if _, dup := seen[seq]; !dup && werr == nil && !inHole(seq) {
 				seen[seq] = struct{}{}
 				werr = f.add(seq, val.at, data)
 			}
@@ -181,8 +187,13 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		}
 		r.LastSeq = max(r.LastSeq, seq)
 	}
+	var dropped uint64
+	for seq := holeLo; seq <= holeHi && seq < handedOut; seq++ {
+		seen[seq] = struct{}{}
+		dropped++
+	}
 	if handedOut > m.removedSeq+1 {
-		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered
+		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered - dropped
 		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
 	}
 	// Counted in the new file, so the count is durable with the salvage.

@@ -32,6 +32,8 @@ type state struct {
 	maxStateKeys, stateRefused uint64
 	maxStateBytes              int64      // bounds stateBytes (stateShare)
 	puts                       []readSpan // the values this commit put (see readspan.go)
+	out                        *handedOut // what Read handed out: DropOldest keeps it
+	outHeld                    bool       // out.mu is held by this commit (see holdForDrop)
 	path                       string     // the spool file, for errors
 }
 
@@ -41,7 +43,7 @@ type state struct {
 func (w *WAL) snapshot() *state {
 	w.scratch = state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
 		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path, maxStateKeys: uint64(w.opts.MaxStateKeys),
-		maxStateBytes: w.opts.MaxBytes / stateShare}
+		maxStateBytes: w.opts.MaxBytes / stateShare, out: &w.out}
 	return &w.scratch
 }
 

@@ -1,14 +1,17 @@
 package wal
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Counter counts dropped events and their bytes.
 type Counter struct {
 	Events uint64
 	Bytes  uint64
+}
+
+// Loss is what the spool lost in one commit or salvage (Options.OnLoss).
+type Loss struct {
+	Dropped Counter        // dropped to make room under DropOldest
+	Salvage *SalvageReport // a salvage: its Missing events were lost (Stats.Unreadable)
 }
 
 // Stats is a snapshot of a spool's state. Pending figures, sequence numbers
@@ -26,7 +29,6 @@ type Stats struct {
 	DroppedNewest Counter // refused under DropNewest
 	Expired       Counter // removed by Expire (too old to be worth sending)
 	Unreadable    uint64  // pending when the file was damaged, not recovered by its salvage
-	Refused       uint64  // refused before the spool, recorded by CountRefused
 
 	StateKeys    uint64 // keys the state holds (AppendState)
 	StateRefused uint64 // keys the state did not keep since Open: past MaxStateKeys, or too long
@@ -55,7 +57,7 @@ func (w *WAL) Stats() Stats {
 	s.PendingEvents, s.PendingBytes, s.FirstSeq, s.LastSeq = w.pending, w.payload, w.firstSeq, w.meta.nextSeq-1
 	s.FileBytes, s.MaxBytes = w.fileSize(), w.opts.MaxBytes
 	s.DroppedOldest, s.DroppedNewest, s.Expired = w.meta.droppedOldest, w.meta.droppedNewest, w.meta.expired
-	s.Unreadable, s.Refused = w.meta.unreadable, w.meta.refused
+	s.Unreadable = w.meta.unreadable
 	s.StateKeys = w.stateKeys
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)
@@ -79,22 +81,4 @@ func (w *WAL) counted(f func(*counts) uint64) uint64 {
 	w.wmu.Lock()
 	defer w.wmu.Unlock()
 	return f(&w.counts)
-}
-
-// CountRefused records that n events were refused before they reached the
-// spool, a loss kept with the others (Stats.Refused) so that it survives a
-// crash. It commits a small transaction, synced as appends are.
-func (w *WAL) CountRefused(n uint64) error {
-	return w.locked(func() error {
-		if n == 0 {
-			return nil
-		}
-		m := w.meta
-		m.refused += n
-		if err := w.metaTx(true, m.store); err != nil {
-			return fmt.Errorf("wal: record %d refused events in %s: %w", n, w.path, err)
-		}
-		w.meta.refused = m.refused
-		return nil
-	})
 }

@@ -6,8 +6,11 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/evspool/evspool/internal/testrecv"
 )
 
 // Drops by a full spool under drop-oldest are logged (and counted).
@@ -36,4 +39,41 @@ func TestRunLogsDrops(t *testing.T) {
 	require.Equal(t, fmt.Sprint(rep.DroppedOldestEvents), m[len(m)-1][2], "the last line has the total")
 	require.EqualValues(t, 20_000, rep.PendingEvents+rep.DroppedOldestEvents)
 	require.Contains(t, stderr.String(), fmt.Sprintf("dropped=%d", rep.DroppedOldestEvents), "the final line counts them")
+}
+
+// Under drop-oldest with a receiver slower than the input, the final line
+// and inspect report lost exactly the events the receiver never handled:
+// none is counted both delivered and dropped.
+func TestRunDropOldestLostIsMissing(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{HandleTime: 500 * time.Microsecond})
+	require.NoError(t, err)
+	defer rcv.Close()
+	const n = 6000
+	var in strings.Builder
+	for i := range n {
+		fmt.Fprintf(&in, "drop %06d %s\n", i, strings.Repeat("x", 400))
+	}
+	cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool, "--max-spool-size", "1MiB",
+		"--on-full", "drop-oldest", "--fsync=false", "--drain-timeout", "60s")
+	cmd.Stdin = strings.NewReader(in.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, stderr.String())
+	require.Equal(t, exitLost, ee.ExitCode(), stderr.String())
+	require.NoError(t, rcv.Close())
+	handled := map[string]bool{}
+	for _, l := range rcv.Lines() {
+		handled[l] = true
+	}
+	missing := n - len(handled)
+	require.Positive(t, missing, "the spool was too small for the input")
+	require.Contains(t, stderr.String(), fmt.Sprintf(`msg="events were lost" lost=%d `, missing), "lost = missing")
+	require.Contains(t, stderr.String(), fmt.Sprintf(" delivered=%d ", len(handled)))
+	rep := inspectJSON(t, "--spool", spool)
+	require.EqualValues(t, missing, rep.DroppedEvents)
+	require.Zero(t, rep.PendingEvents)
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -150,7 +151,7 @@ func inspect(dir string, dump int) (*report, error) {
 // inspectOnce reads the spool, or the status if it is locked; gaveWay is set
 // when inspect stopped reading for a process that took the spool.
 func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
-	st, entries, err := wal.Inspect(dir, dump)
+	st, entries, lost, err := ledger.Inspect(dir, dump)
 	now := time.Now()
 	switch {
 	case errors.Is(err, wal.ErrLocked):
@@ -170,7 +171,7 @@ func inspectOnce(dir string, dump int, gaveWay *bool) (*report, error) {
 	case err != nil:
 		return nil, err
 	}
-	rep := &report{Spool: dir, State: "stopped", figures: spoolFigures(st, now)}
+	rep := &report{Spool: dir, State: "stopped", figures: spoolFigures(st, lost, now)}
 	if last, err := readStatus(dir); err == nil {
 		rep.Status, rep.StatusAgeSeconds = last, age(last, now)
 	}

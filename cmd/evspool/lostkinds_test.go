@@ -30,7 +30,7 @@ func TestExitStatusEveryLossKind(t *testing.T) {
 	}{
 		{"not_spooled", emitter.Stats{SpoolErrors: 3}},
 		{"dropped", emitter.Stats{Dropped: 3}},
-		{"expired", emitter.Stats{Spool: wal.Stats{Expired: wal.Counter{Events: 3}}}},
+		{"expired", emitter.Stats{Expired: 3}},
 		{"dead_lettered", emitter.Stats{DeadLettered: 3}},
 		{"refused", emitter.Stats{Refused: 3}},
 		{"unreadable", emitter.Stats{Unreadable: 3}},

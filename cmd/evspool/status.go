@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -48,19 +49,21 @@ type figures struct {
 	StateKeys           uint64  `json:"state_keys"`        // keys whose newest event the state keeps (--state-key)
 }
 
-func spoolFigures(s wal.Stats, now time.Time) figures {
+// spoolFigures are the figures of a spool of s, whose losses (the
+// ledger's count, the kinds the spool records) are lost.
+func spoolFigures(s wal.Stats, lost ledger.Losses, now time.Time) figures {
 	f := figures{
 		PendingEvents:       s.PendingEvents,
 		PendingBytes:        s.PendingBytes,
 		FileBytes:           s.FileBytes,
 		OldestSeq:           s.FirstSeq,
 		NewestSeq:           s.LastSeq,
-		DroppedOldestEvents: s.DroppedOldest.Events,
-		DroppedNewestEvents: s.DroppedNewest.Events,
+		DroppedOldestEvents: lost[ledger.DroppedOldest],
+		DroppedNewestEvents: lost[ledger.DroppedNewest],
 	}
 	f.DroppedEvents = f.DroppedOldestEvents + f.DroppedNewestEvents
-	f.ExpiredEvents = s.Expired.Events
-	f.UnreadableEvents, f.RefusedEvents, f.StateKeys = s.Unreadable, s.Refused, s.StateKeys
+	f.ExpiredEvents = lost[ledger.Expired]
+	f.UnreadableEvents, f.RefusedEvents, f.StateKeys = lost[ledger.Unreadable], lost[ledger.Refused], s.StateKeys
 	if !s.OldestTime.IsZero() && s.PendingEvents > 0 {
 		f.OldestAgeSeconds = max(now.Sub(s.OldestTime).Seconds(), 0)
 	}
@@ -104,7 +107,9 @@ func newStatus(rf *runFlags, command []string) status {
 func (st *status) update(s emitter.Stats, running bool) {
 	now := time.Now()
 	st.Running, st.UpdatedAt = running, now.UTC()
-	st.figures = spoolFigures(s.Spool, now)
+	sl := s.SpoolLosses()
+	st.figures = spoolFigures(s.Spool, ledger.Losses{ledger.DroppedOldest: s.DroppedOldest, ledger.DroppedNewest: s.DroppedNewest,
+		ledger.Expired: sl.Expired, ledger.Unreadable: sl.Unreadable, ledger.Refused: sl.Refused}, now)
 	st.Connected = s.Connected
 	st.EmittedEvents, st.DeliveredEvents, st.UnprovenEvents = s.Emitted, s.Delivered, s.Unproven
 	st.SpoolErrors, st.Reconnects = s.SpoolErrors, s.Reconnects

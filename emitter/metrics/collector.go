@@ -96,13 +96,13 @@ func statsMetrics() []metric {
 		gauge("connected", "1 while connected to the receiver, 0 otherwise.",
 			func(s *emitter.Stats, _ time.Time) float64 { return bool01(s.Connected) }),
 		counter("events_expired_total", "Events older than the maximum age when their turn came, dropped unsent; kept in the spool file across restarts.",
-			func(s *emitter.Stats) uint64 { return s.Spool.Expired.Events }),
+			func(s *emitter.Stats) uint64 { return s.SpoolLosses().Expired }),
 		counter("preamble_errors_total", "Connections dropped because the connection preamble failed.",
 			func(s *emitter.Stats) uint64 { return s.PreambleErrors }),
 		counter("events_refused_total", "Events refused before the spool (a line over the event size limit, an event that is not a line), so never delivered; includes a killed predecessor's unreported ones.",
 			func(s *emitter.Stats) uint64 { return s.Refused }),
 		counter("events_unreadable_total", "Events lost to a damaged spool file: pending when it was damaged, not recovered by its salvage; kept in the spool file across restarts.",
-			func(s *emitter.Stats) uint64 { return s.Spool.Unreadable }),
+			func(s *emitter.Stats) uint64 { return s.SpoolLosses().Unreadable }),
 		counter("writer_refused_lines_total", "Lines an emitter Writer refused for being over the event size limit.",
 			func(s *emitter.Stats) uint64 { return s.WriterRefused }),
 		gauge("state_keys", "Keys whose newest event the spool keeps as the state (state keys on).",
@@ -151,8 +151,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.metrics {
 		ch <- prometheus.MustNewConstMetric(m.desc, m.kind, m.value(&s, now))
 	}
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedOldest.Events), "drop_oldest")
-	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.Spool.DroppedNewest.Events), "drop_newest")
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.DroppedOldest), "drop_oldest")
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(s.DroppedNewest), "drop_newest")
 	ch <- c.build
 	if c.commits != nil {
 		c.commits.h.Collect(ch)
