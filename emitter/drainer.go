@@ -208,7 +208,7 @@ func (d *drainer) onConnect(conn net.Conn) {
 	if !d.w.waiter.Supported() {
 		d.w.hup = nil // nothing to look at: no poll either
 	}
-	d.w.wroteTo, d.w.wroteAt, d.w.stateAt, d.w.stateBefore = 0, d.opts.Clock.Now(), 0, 0
+	d.w.wroteTo, d.w.wroteAt, d.w.stateAt, d.w.stateBefore, d.w.gapTo = 0, d.opts.Clock.Now(), 0, 0, 0
 	d.step(delivery.Input{Kind: delivery.Connected, Reads: d.w.unix && d.w.waiter.Supported()})
 	d.ctl.readTo.Store(0) // wake-ups are cheap; a stale mark is not
 	// Close must interrupt a write or wait in progress: a past deadline does.

@@ -54,8 +54,8 @@ func (d *drainer) sendInline(c committed) bool {
 		}
 	}
 	d.step(delivery.Input{Kind: delivery.Next, Seq: d.spool.FirstSeq()})
-	if !d.rd.Inline(c.first, len(c.events)) {
-		return false
+	if !d.rd.Inline(c.first, len(c.events)) || d.gapBefore(c.first) {
+		return false // the drainer's; a gap's state first (writeGapState)
 	}
 	buf, entries, ok := inlinePayload(c, min(d.rd.Send.Max*avgEventGuess, d.opts.BatchBytes))
 	if !ok || chunkEnd(buf) < len(buf) {

@@ -48,6 +48,9 @@ func (d *drainer) sendBatch() (int, error) {
 		if expired > 0 || err != nil || len(entries) == 0 {
 			return expired, err
 		}
+		if err := d.writeGapState(entries[0].Seq); err != nil {
+			return 0, err
+		}
 	}
 	if err := d.write(entries); err != nil {
 		return 0, err

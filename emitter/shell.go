@@ -121,6 +121,7 @@ type wire struct {
 	wroteAt     time.Time // when this connection last carried anything (ReleaseIdle)
 	stateAt     uint64    // wroteTo when the state was last written on this connection (state.go)
 	stateBefore uint64    // the events it held were before this sequence; 0: not written yet
+	gapTo       uint64    // the newest sequence whose key's state a gap write covered (writeGapState)
 	released    bool      // the connection was released idle: dial when there is work (release.go)
 	resumed     bool      // the next connection follows a release: no reconnect
 }

@@ -119,11 +119,49 @@ func (d *drainer) writeState() error {
 	if err != nil {
 		return fmt.Errorf("read the state: %w", err)
 	}
+	if err := d.writeStateLines(entries); err != nil {
+		return err
+	}
+	d.w.stateAt, d.w.stateBefore = d.w.wroteTo, before
+	return nil
+}
+
+// writeGapState writes, before the events from first on, the newest event
+// of each key that this connection skipped: removed from the spool before
+// it was written here or covered by the state (dropped to make room behind
+// the events in flight, or at the head). The receiver so learns every
+// key's newest value, in emission order, on the connection it is on.
+func (d *drainer) writeGapState(first uint64) error {
+	if !d.gapBefore(first) {
+		return nil
+	}
+	from := max(d.w.stateBefore, d.w.wroteTo+1, d.w.gapTo+1)
+	d.w.gapTo = first - 1
+	entries, err := d.spool.StateBetween(from, first)
+	if err != nil {
+		return fmt.Errorf("read the state: %w", err)
+	}
+	if len(entries) == 0 {
+		return nil
+	}
+	return d.writeStateLines(entries)
+}
+
+// gapBefore reports whether events before first were skipped on this
+// connection: neither written on it nor covered by its state.
+func (d *drainer) gapBefore(first uint64) bool {
+	return d.opts.StateKey != nil && d.w.stateBefore != 0 && first > max(d.w.stateBefore, d.w.wroteTo+1, d.w.gapTo+1)
+}
+
+// writeStateLines writes entries as state lines, leaving out those older
+// than StateMaxAge or, in a gap, MaxAge (expired, not to be sent).
+func (d *drainer) writeStateLines(entries []wal.Entry) error {
 	buf := d.w.buf[:0]
 	n := 0
 	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
 	for _, e := range entries {
-		if d.opts.StateMaxAge > 0 && e.Age(now, boot) > d.opts.StateMaxAge {
+		age := e.Age(now, boot)
+		if d.opts.StateMaxAge > 0 && age > d.opts.StateMaxAge || d.opts.MaxAge > 0 && age > d.opts.MaxAge {
 			continue
 		}
 		buf = append(append(buf, e.Data...), '\n')
@@ -137,7 +175,6 @@ func (d *drainer) writeState() error {
 		}
 		buf = buf[end:]
 	}
-	d.w.stateAt, d.w.stateBefore = d.w.wroteTo, before
 	d.w.room.ok = false // its writes took no reading after them: the next chunk takes one
 	d.record(func(l *linkStats) { l.stateWrites++; l.stateLines += uint64(n) }, nil)
 	return nil

@@ -179,6 +179,12 @@ func (st *state) clearState(mb *bolt.Bucket, seq uint64) error {
 // too, but none set aside (SetStateAside) and none older than the last
 // clear. Its entries are copies.
 func (w *WAL) State(before uint64) ([]Entry, error) {
+	return w.StateBetween(0, before)
+}
+
+// StateBetween is State for the keys whose newest event has a sequence
+// number from from up to before.
+func (w *WAL) StateBetween(from, before uint64) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
@@ -193,7 +199,7 @@ func (w *WAL) State(before uint64) ([]Entry, error) {
 			if err != nil {
 				return &CorruptionError{Path: w.path, Err: err}
 			}
-			if sv.seq >= before || sv.seq <= cleared || sv.flags&stateAside != 0 {
+			if sv.seq >= before || sv.seq < from || sv.seq <= cleared || sv.flags&stateAside != 0 {
 				continue
 			}
 			e := Entry{Seq: sv.seq, Data: bytes.Clone(sv.data)}
