@@ -87,7 +87,7 @@ func (w *WAL) inspectFile(dump int) ([]Entry, error) {
 			}
 			w.restore(st)
 			if dump > 0 {
-				entries, _, err = w.readTx(tx, marks.removed+1, dump, 0)
+				entries, err = w.readTx(tx, marks.removed+1, dump, 0)
 			}
 			return err
 		})

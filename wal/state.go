@@ -30,9 +30,8 @@ type state struct {
 	appended uint64
 	// maxStateKeys bounds stateKeys; stateRefused counts the keys it kept out.
 	maxStateKeys, stateRefused uint64
-	maxStateBytes              int64      // bounds stateBytes (stateShare)
-	puts                       []readSpan // the values this commit put (see readspan.go)
-	path                       string     // the spool file, for errors
+	maxStateBytes              int64  // bounds stateBytes (stateShare)
+	path                       string // the spool file, for errors
 }
 
 // snapshot starts a working copy of the counters. It needs wmu (or a WAL
@@ -52,7 +51,6 @@ func (w *WAL) restore(st *state) {
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
 	w.stats.StateRefused += st.stateRefused
-	w.spans.extend(st.puts)
 }
 
 // hidden is the number through which entries are removed or acked.
@@ -120,7 +118,6 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	if err := st.put(&fr, now); err != nil {
 		return err
 	}
-	st.puts = fr.spans
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
@@ -149,9 +146,8 @@ type framer struct {
 	size   int      // its size as a frame
 	priced int64    // Append's price of the requests gathered since the last put
 
-	n, payload uint64     // the events added, and their bytes
-	cost       int64      // the cost of the values put
-	spans      []readSpan // the values put, as an Ack counts them
+	n, payload uint64 // the events added, and their bytes
+	cost       int64  // the cost of the values put
 }
 
 // add gathers event seq stamped at, first putting the value gathered if
@@ -187,11 +183,6 @@ func (f *framer) flush() error {
 	}
 	cost := entryCost(n - recordHeader)
 	f.cost += cost
-	sizes := make([]int, len(f.events))
-	for i, e := range f.events {
-		sizes[i] = len(e)
-	}
-	f.spans = append(f.spans, readSpan{first: f.seq, n: len(f.events), cost: cost, at: f.at.wall, from: f.seq, sizes: sizes})
 	clear(f.events)
 	f.events, f.size, f.priced = f.events[:0], 0, 0
 	return nil
