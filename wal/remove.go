@@ -12,10 +12,17 @@ import (
 
 // Ack acknowledges every pending entry up to and including upTo: they are
 // never returned again, by this process or, after a process crash, the next.
-// It records upTo in the marks file (no fsync) and a later commit deletes the
-// entries (see FlushAcks), so after a power loss entries acked since the last
-// synced deletion may come back, as one in-order run from the head. If the
-// marks file cannot be written, Ack commits at once.
+//
+// Ack hides the entries and writes upTo into an ack slot of the marks file
+// (no fsync: a process crash keeps it). They are gone from disk with the
+// next commit that deletes them: an Append's, at once while what is pending
+// fits one leaf page, else once 256 are acked or the batch needs their room;
+// with no appends, once they cost a 32nd of the size cap (at most 2 MiB), at
+// FlushAcks, before a compaction, at Close. If the marks file cannot be
+// written, Ack commits the deletion itself. A power cut brings back what was
+// acked since the last deleting commit that was synced: one run from the
+// head, in order, read again, never lost (with NoSync it can also lose
+// recent appends).
 func (w *WAL) Ack(upTo uint64) error {
 	_, err := w.removeFront(upTo, removeAcked)
 	return err
