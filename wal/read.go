@@ -22,13 +22,11 @@ type Entry struct {
 // Read returns pending entries from sequence number from on, oldest first,
 // without removing them: at most maxEvents entries and, beyond the first, at
 // most maxBytes of event bytes (0: no limit). A damaged record is reported as
-// a *CorruptionError (see Repair). While appends flow, it first lets the next
-// group commit start (at most 2 ms).
+// a *CorruptionError (see Repair).
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
-	w.group.awaitRegroup()
 	// Entries acknowledged but not yet deleted from the file are hidden.
 	from = max(from, w.acked.Load()+1)
 	w.dbmu.RLock()
