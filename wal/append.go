@@ -98,7 +98,6 @@ func (w *WAL) commit(batch []*appendReq) {
 	w.ackCommitted()
 	w.stats.Commits++
 	if st.dropped {
-		w.spans.forget()
 		w.marks.remove(w.hidden())
 		w.group.freed()
 	}

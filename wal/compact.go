@@ -85,7 +85,6 @@ func (w *WAL) compactLocked() error {
 		return err
 	}
 	w.db = db
-	w.spans.forget()
 	if renameErr != nil {
 		_ = w.sd.remove(tmp)
 		return fmt.Errorf("wal: compact: %w", renameErr)

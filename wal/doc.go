@@ -20,9 +20,8 @@
 // When Append returns nil its events are committed and fsync'd (unless
 // Options.NoSync); concurrent Appends share one commit. Sequence numbers
 // never go backwards, across restarts, compaction, salvage and the loss of
-// spool.db. Ack hides entries at once and survives a process crash; their
-// deletion rides a later commit, so after a power loss entries acked since
-// the last synced deletion may come back, as one in-order run from the head.
+// spool.db. Ack hides entries at once and survives a process crash; Ack's
+// comment says when they are gone from disk and what a power cut brings back.
 //
 // Options.MaxBytes bounds the file's size; Options.OnFull decides what an
 // append past it does (DropOldest, DropNewest, Block). Every loss is counted

@@ -14,7 +14,10 @@ const maxLinger = 2 * time.Millisecond
 // commit), with no goroutine: the first caller to find no commit running
 // leads, commits the queue, then hands the lead to the next queued request.
 // A leader first waits briefly for the callers the last commit released
-// (gather), so callers appending in a loop form one group, not two.
+// (gather), so callers appending in a loop form one group, not two: with
+// 64 callers (the bench's concurrent scenario, fsync on) it delivers 1.9×
+// the events a second of a leader that does not wait (evspool-fsync /
+// evspool-fsync-noregroup, bench/README.md, backlog-55m1-2).
 type group struct {
 	clk      clock.Clock // Options.Clock
 	mu       sync.Mutex
@@ -29,10 +32,6 @@ type group struct {
 	released   time.Duration // clk.Boot() when it ended
 	want       int           // how many queued requests a gathering leader waits for
 	full       chan struct{} // closed once they are queued
-	// regroup is open from a commit that released several callers until
-	// the next takes its batch, at most until regroupBy (awaitRegroup).
-	regroup   chan struct{}
-	regroupBy time.Duration // on clk.Boot()
 }
 
 // reqPool recycles appendReqs, keeping GC work out of the gap between commits.
@@ -73,27 +72,6 @@ func (g *group) close() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	close(g.closed)
-	g.regrouped()
-}
-
-// awaitRegroup holds a reader back while released callers regroup, until
-// the next commit starts (maxLinger at most): a reader would take the CPU
-// they need, while during the commit the CPU is idle on fsync.
-func (g *group) awaitRegroup() {
-	g.mu.Lock()
-	started, by := g.regroup, g.regroupBy
-	g.mu.Unlock()
-	if started != nil {
-		sleep(g.clk, by-g.clk.Boot(), started, nil)
-	}
-}
-
-// regrouped ends the regrouping window. The caller holds g.mu.
-func (g *group) regrouped() {
-	if g.regroup != nil {
-		close(g.regroup)
-		g.regroup = nil
-	}
 }
 
 // freed wakes the Appends waiting for space. The caller may hold wmu: the
@@ -124,7 +102,6 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 	}
 	g.leading = true
 	g.gather()
-	g.regrouped()
 	batch := g.queue
 	g.queue = nil
 	g.mu.Unlock()
@@ -136,11 +113,6 @@ func (g *group) run(req *appendReq, commit func([]*appendReq)) {
 
 	g.mu.Lock()
 	g.lastCommit, g.out, g.released = took, len(batch), end
-	if len(batch) > 1 {
-		// The callers return within a commit's time; a leader lingers half.
-		g.regrouped()
-		g.regroup, g.regroupBy = make(chan struct{}), end+min(took+took/2, maxLinger)
-	}
 	released := false
 	for _, r := range batch {
 		if r.reserved {

@@ -106,7 +106,7 @@ func (w *WAL) inspectFile(dump int, keys []string) ([]Entry, map[string][]byte, 
 				}
 			}
 			if dump > 0 {
-				entries, _, err = w.readTx(tx, marks.removed+1, dump, 0)
+				entries, err = w.readTx(tx, marks.removed+1, dump, 0)
 			}
 			return err
 		})

@@ -22,25 +22,21 @@ type Entry struct {
 // Read returns pending entries from sequence number from on, oldest first,
 // without removing them: at most maxEvents entries and, beyond the first, at
 // most maxBytes of event bytes (0: no limit). A damaged record is reported as
-// a *CorruptionError (see Repair). While appends flow, it first lets the next
-// group commit start (at most 2 ms).
+// a *CorruptionError (see Repair).
 func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 	if err := w.ready(); err != nil {
 		return nil, err
 	}
-	w.group.awaitRegroup()
 	// Entries acknowledged but not yet deleted from the file are hidden.
 	from = max(from, w.acked.Load()+1)
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	var out []Entry
-	var spans []readSpan
-	gen := w.spans.generation()
 	w.out.mu.RLock()
 	err := guard(w.path, func() error {
 		return w.db.View(func(tx *bolt.Tx) error {
 			var err error
-			out, spans, err = w.readTx(tx, from, maxEvents, maxBytes)
+			out, err = w.readTx(tx, from, maxEvents, maxBytes)
 			return err
 		})
 	})
@@ -48,17 +44,12 @@ func (w *WAL) Read(from uint64, maxEvents int, maxBytes int) ([]Entry, error) {
 		w.out.note(out[len(out)-1].Seq)
 	}
 	w.out.mu.RUnlock()
-	if err == nil {
-		w.spans.keep(gen, spans)
-	}
 	return out, err
 }
 
-// readTx is Read in tx, with the spans of the values it walked (readspan.go);
-// the bytes are copied out of the mapping at once.
-func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, []readSpan, error) {
+// readTx is Read in tx; the bytes are copied out of the mapping at once.
+func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry, error) {
 	var out []Entry
-	var spans []readSpan
 	var err error
 	size := 0
 	boot := w.thisBoot(tx.Bucket(metaBucket))
@@ -67,15 +58,12 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 		if err = werr; err != nil {
 			break
 		}
-		spans = append(spans, readSpan{first: val.first, n: val.n, cost: val.cost(), at: val.at.wall, from: max(from, val.first)})
-		sp := &spans[len(spans)-1]
 		val.each(from, func(seq uint64, data []byte) bool {
 			if (maxEvents > 0 && len(out) >= maxEvents) || (maxBytes > 0 && len(out) > 0 && size+len(data) > maxBytes) {
 				full = true
 				return false
 			}
 			size += len(data)
-			sp.sizes = append(sp.sizes, len(data))
 			e := Entry{Seq: seq, Data: data}
 			entryAt(&e, val.at, boot)
 			out = append(out, e)
@@ -90,7 +78,7 @@ func (w *WAL) readTx(tx *bolt.Tx, from uint64, maxEvents, maxBytes int) ([]Entry
 		buf = append(buf, e.Data...)
 		out[i].Data = buf[len(buf)-len(e.Data) : len(buf) : len(buf)]
 	}
-	return out, spans, err
+	return out, err
 }
 
 // stored is a checked value of the events bucket with its raw key and bytes.

@@ -14,10 +14,17 @@ import (
 
 // Ack acknowledges every pending entry up to and including upTo: they are
 // never returned again, by this process or, after a process crash, the next.
-// It records upTo in the marks file (no fsync) and a later commit deletes the
-// entries (see FlushAcks), so after a power loss entries acked since the last
-// synced deletion may come back, as one in-order run from the head. If the
-// marks file cannot be written, Ack commits at once.
+//
+// Ack hides the entries and writes upTo into an ack slot of the marks file
+// (no fsync: a process crash keeps it). They are gone from disk with the
+// next commit that deletes them: an Append's, at once while what is pending
+// fits one leaf page, else once 256 are acked or the batch needs their room;
+// with no appends, once they cost a 32nd of the size cap (at most 2 MiB), at
+// FlushAcks, before a compaction, at Close. If the marks file cannot be
+// written, Ack commits the deletion itself. A power cut brings back what was
+// acked since the last deleting commit that was synced: one run from the
+// head, in order, read again, never lost (with NoSync it can also lose
+// recent appends).
 func (w *WAL) Ack(upTo uint64) error {
 	_, err := w.removeFront(upTo, removeAcked)
 	return err
@@ -99,12 +106,8 @@ func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err e
 	w.dbmu.RLock()
 	defer w.dbmu.RUnlock()
 	if expire {
-		w.spans.forget()
 		gone, err = w.commitRemoval(w.db, st, upTo, &st.meta.expired)
 		return st, gone, err
-	}
-	if g, ok := w.spans.remove(st, upTo); ok {
-		return st, g, nil
 	}
 	err = guard(w.path, func() error {
 		return w.db.View(func(tx *bolt.Tx) (err error) {
@@ -138,10 +141,13 @@ func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) 
 
 // remove hides the pending events through upTo and, while need > 0, whole
 // values after them until their cost covers need; it updates the counters
-// and firstSeq and moves st.acked past them.
+// and firstSeq and moves st.acked past them. A value's cost leaves with its
+// last event.
 func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, error) {
 	var gone Counter
-	from, upTo := st.removeStart(upTo)
+	from := st.hidden() + 1
+	upTo = max(min(upTo, st.meta.nextSeq-1), st.hidden())
+	st.firstSeq, st.firstAt = 0, 0
 	for val, err := range walk(eb, st.path, from) {
 		if err != nil {
 			return gone, err
@@ -151,51 +157,18 @@ func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, erro
 		}
 		events, bytes := val.span(from, upTo)
 		gone.add(Counter{events, bytes})
-		if st.removeValue(prefixValue{val.first, val.last(), val.cost(), val.at.wall}, upTo) {
+		if val.last() > upTo {
+			// The new head: it keeps events after upTo.
+			st.firstSeq, st.firstAt = max(val.first, upTo+1), val.at.wall
 			break
 		}
+		st.cost -= val.cost()
 		need -= val.cost()
 	}
-	st.removeEnd(gone, upTo)
-	return gone, nil
-}
-
-// Removing a prefix is removeStart, then removeValue for each value from the
-// head while it reports false (counting what each removes), then removeEnd:
-// state.remove walks the file so, readSpans.remove what a Read saw.
-
-// prefixValue is what removing a prefix reads of one value.
-type prefixValue struct {
-	first, last uint64
-	cost        int64 // value.cost
-	wall        int64 // its stamp's wall clock
-}
-
-// removeStart begins removing the pending events through upTo: it returns
-// the first of them and upTo within what was ever appended.
-func (st *state) removeStart(upTo uint64) (from, through uint64) {
-	st.firstSeq, st.firstAt = 0, 0
-	return st.hidden() + 1, max(min(upTo, st.meta.nextSeq-1), st.hidden())
-}
-
-// removeValue takes v's events through upTo out; it reports whether v keeps
-// events after upTo, and so is the new head. A value's cost leaves with its
-// last event.
-func (st *state) removeValue(v prefixValue, upTo uint64) (head bool) {
-	if v.last > upTo {
-		st.firstSeq, st.firstAt = max(v.first, upTo+1), v.wall
-		return true
-	}
-	st.cost -= v.cost
-	return false
-}
-
-// removeEnd counts gone out of the counters and hides everything through
-// upTo.
-func (st *state) removeEnd(gone Counter, upTo uint64) {
 	st.pending -= gone.Events
 	st.payload -= gone.Bytes
 	st.acked = upTo
+	return gone, nil
 }
 
 // dropOldest drops whole values until need of cost is freed: from the

@@ -63,7 +63,6 @@ func (w *WAL) reopenDamaged() error {
 	db, err := w.openBolt()
 	if err == nil {
 		w.db = db
-		w.spans.forget()
 	}
 	return err
 }
@@ -113,7 +112,6 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	db, err := w.openLoaded()
 	if err == nil {
 		w.db = db
-		w.spans.forget()
 		return r, nil
 	}
 	return nil, fmt.Errorf("wal: open the salvaged spool %s: %w (cause: %v)", w.path, err, cause)

@@ -31,7 +31,6 @@ type state struct {
 	// maxStateKeys bounds stateKeys; stateRefused counts the keys it kept out.
 	maxStateKeys, stateRefused uint64
 	maxStateBytes              int64      // bounds stateBytes (stateShare)
-	puts                       []readSpan // the values this commit put (see readspan.go)
 	out                        *handedOut // what Read handed out: DropOldest keeps it
 	outHeld                    bool       // out.mu is held by this commit (see holdForDrop)
 	path                       string     // the spool file, for errors
@@ -54,7 +53,6 @@ func (w *WAL) restore(st *state) {
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
 	w.stats.StateRefused += st.stateRefused
-	w.spans.extend(st.puts)
 }
 
 // hidden is the number through which entries are removed or acked.
@@ -122,7 +120,6 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	if err := st.put(&fr, now); err != nil {
 		return err
 	}
-	st.puts = fr.spans
 	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
 }
 
@@ -151,9 +148,8 @@ type framer struct {
 	size   int      // its size as a frame
 	priced int64    // Append's price of the requests gathered since the last put
 
-	n, payload uint64     // the events added, and their bytes
-	cost       int64      // the cost of the values put
-	spans      []readSpan // the values put, as an Ack counts them
+	n, payload uint64 // the events added, and their bytes
+	cost       int64  // the cost of the values put
 }
 
 // add gathers event seq stamped at, first putting the value gathered if
@@ -189,11 +185,6 @@ func (f *framer) flush() error {
 	}
 	cost := entryCost(n - recordHeader)
 	f.cost += cost
-	sizes := make([]int, len(f.events))
-	for i, e := range f.events {
-		sizes[i] = len(e)
-	}
-	f.spans = append(f.spans, readSpan{first: f.seq, n: len(f.events), cost: cost, at: f.at.wall, from: f.seq, sizes: sizes})
 	clear(f.events)
 	f.events, f.size, f.priced = f.events[:0], 0, 0
 	return nil

@@ -42,7 +42,6 @@ type WAL struct {
 	acked      atomic.Uint64
 	debt       int64         // wmu: the cost of entries Ack hid that no commit has deleted yet
 	scratch    state         // wmu: the working copy snapshot hands out
-	spans      readSpans     // what the last Read saw, for Ack (readspan.go)
 	out        handedOut     // what Read handed out, which DropOldest keeps (handedout.go)
 	lastCommit time.Duration // wmu: Clock.Boot() when a commit last deleted or appended
 
