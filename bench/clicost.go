@@ -28,6 +28,10 @@ type cliCostPlan struct {
 	Rounds int           `json:"rounds"`
 	Warmup time.Duration `json:"warmup_ns"`
 	Window time.Duration `json:"window_ns"`
+	// PerfDir, if set, gets a `perf record -g` of each emitter over a
+	// window as long as Window, taken after it (the CPU figure is read
+	// with nothing attached).
+	PerfDir string `json:"perf_dir,omitempty"`
 }
 
 func newCLICostPlan(quick bool, rounds int) cliCostPlan {

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -66,6 +68,9 @@ func runCLIPair(tmp, bin string, rate float64, plan cliCostPlan) ([]*CLICostRow,
 	}
 	time.Sleep(time.Until(t0.Add(plan.Warmup)))
 	rows, err := cliWindow(sides, rate, plan.Window)
+	if err == nil && plan.PerfDir != "" {
+		err = cliPerfRecord(sides, rate, plan)
+	}
 	close(stop)
 	wg.Wait()
 	// Each receiver must have every line before the emitter's input ends:
@@ -222,4 +227,33 @@ func startCLISyslog(dir string) (*cliEmitter, error) {
 			return s.Emit(context.Background(), one)
 		},
 		close: s.Close}, nil
+}
+
+// cliPerfRecord records both emitters' call stacks with perf for
+// plan.Window, side by side, into plan.PerfDir: cli-<side>-<rate>-<ns>.data,
+// read with `perf report -i FILE --no-children`.
+func cliPerfRecord(sides []*cliEmitter, rate float64, plan cliCostPlan) error {
+	if err := os.MkdirAll(plan.PerfDir, 0o755); err != nil {
+		return err
+	}
+	var cmds []*exec.Cmd
+	var out []*lockedBuffer
+	for _, s := range sides {
+		name := fmt.Sprintf("cli-%s-%.0f-%d.data", strings.Fields(s.side)[0], rate, time.Now().UnixNano())
+		cmd := exec.Command("perf", "record", "-g", "-F", "997", "-p", strconv.Itoa(s.pid),
+			"-o", filepath.Join(plan.PerfDir, name), "--", "sleep", strconv.FormatFloat(plan.Window.Seconds(), 'f', 3, 64))
+		b := &lockedBuffer{}
+		cmd.Stdout, cmd.Stderr = b, b
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("perf record: %w", err)
+		}
+		cmds, out = append(cmds, cmd), append(out, b)
+	}
+	var errs []error
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			errs = append(errs, fmt.Errorf("perf record %s: %w: %s", sides[i].side, err, out[i].tail()))
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -94,7 +94,9 @@ func runAll(o *options) (*Results, error) {
 		res.NodeCost = runNodeCost(tmp, o.profileDir, plan[i], usable(costContenders(plan[i], o), res), prog, res)
 	}
 	if slices.Contains(o.scenarios, cliCost) {
-		res.CLICost = runCLICost(tmp, o.root, newCLICostPlan(o.quick, o.rounds), prog, res)
+		plan := newCLICostPlan(o.quick, o.rounds)
+		plan.PerfDir = o.cliPerfDir
+		res.CLICost = runCLICost(tmp, o.root, plan, prog, res)
 	}
 	prog.finish()
 	res.Machine.LoadAvgTo, res.Machine.WallSeconds = loadAvg(), time.Since(start).Seconds()
