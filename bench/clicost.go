@@ -19,7 +19,14 @@ const cliCost = "cli-cost"
 const (
 	cliEvspool = "evspool run --fsync=false"
 	cliSyslog  = "syslog-ng"
+	// cliEvspoolNB is evspool run given a stdin pipe already O_NONBLOCK: a
+	// diagnostic side, not how a shell runs it.
+	cliEvspoolNB = "evspool run --fsync=false, stdin O_NONBLOCK"
 )
+
+// cliPairs are the ratios cli-cost gives: evspool run / syslog-ng as an
+// SRE runs them, and what a non-blocking stdin changes.
+var cliPairs = [][2]string{{cliEvspool, cliSyslog}, {cliEvspoolNB, cliSyslog}, {cliEvspoolNB, cliEvspool}}
 
 // cliCostPlan is how long cli-cost looks at each rate: the emitters start,
 // the generator runs Warmup, then the CPU window, Window.
@@ -125,21 +132,29 @@ func (r *CLICostRow) shortfall() string {
 	return fmt.Sprintf("receiver got %d of %d lines sent, %d extra", r.Received, r.Sent, r.Extra)
 }
 
-// cliRatios is evspool run's CPU a line over syslog-ng's, per rate, for
-// the rounds where both delivered every line.
+// cliRatios is, for each of cliPairs and each rate, the first side's CPU a
+// line over the second's, for the rounds where both delivered every line.
 func cliRatios(rows []*CLICostRow, rates []float64) []CostRatio {
 	var out []CostRatio
+	for _, pair := range cliPairs {
+		out = append(out, cliPairRatios(rows, rates, pair)...)
+	}
+	return out
+}
+
+func cliPairRatios(rows []*CLICostRow, rates []float64, pair [2]string) []CostRatio {
+	var out []CostRatio
 	for _, rate := range rates {
-		cr := CostRatio{Of: cliEvspool, To: cliSyslog, Rate: rate}
+		cr := CostRatio{Of: pair[0], To: pair[1], Rate: rate}
 		of, to := map[int]*CLICostRow{}, map[int]*CLICostRow{}
 		var rounds []int
 		for _, r := range rows {
 			switch {
 			case r.Rate != rate || !r.complete():
-			case r.Side == cliEvspool:
+			case r.Side == pair[0]:
 				of[r.Round] = r
 				rounds = append(rounds, r.Round)
-			case r.Side == cliSyslog:
+			case r.Side == pair[1]:
 				to[r.Round] = r
 			}
 		}

@@ -48,7 +48,12 @@ func runCLIPair(tmp, bin string, rate float64, plan cliCostPlan) ([]*CLICostRow,
 		_ = ev.close()
 		return nil, err
 	}
-	sides := []*cliEmitter{ev, sg}
+	nb, err := startCLIEvspoolNonblock(bin, dir)
+	if err != nil {
+		_, _ = ev.close(), sg.close()
+		return nil, err
+	}
+	sides := []*cliEmitter{ev, sg, nb}
 	defer func() {
 		for _, s := range sides {
 			s.rcv.close()
@@ -256,4 +261,86 @@ func cliPerfRecord(sides []*cliEmitter, rate float64, plan cliCostPlan) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// startCLIEvspoolNonblock starts `evspool run --fsync=false` as
+// startCLIEvspool does, but with its stdin's pipe O_NONBLOCK when it
+// starts, so that its Go runtime reads stdin through the network poller
+// rather than in a blocking read(2): the diagnostic side of cli-cost, which
+// shows what the blocking read costs (a shell's pipe is blocking). It is
+// started with syscall.ForkExec, as os/exec would make the pipe blocking.
+func startCLIEvspoolNonblock(bin, dir string) (*cliEmitter, error) {
+	sock := filepath.Join(dir, "evspool-nb.sock")
+	rcv, err := startCountingReceiver(sock)
+	if err != nil {
+		return nil, err
+	}
+	spool := filepath.Join(dir, "spool-nb")
+	if err := os.Mkdir(spool, 0o700); err != nil {
+		rcv.close()
+		return nil, err
+	}
+	stderr, err := os.Create(filepath.Join(dir, "evspool-nb.stderr"))
+	if err != nil {
+		rcv.close()
+		return nil, err
+	}
+	defer stderr.Close()
+	var p [2]int
+	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
+		rcv.close()
+		return nil, err
+	}
+	devNull, err := syscall.Open(os.DevNull, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
+	if err == nil {
+		err = syscall.SetNonblock(p[0], true)
+	}
+	var pid int
+	if err == nil {
+		argv := []string{bin, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn"}
+		pid, err = syscall.ForkExec(bin, argv, &syscall.ProcAttr{Env: os.Environ(),
+			Files: []uintptr{uintptr(p[0]), uintptr(devNull), stderr.Fd()},
+			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
+	}
+	_ = syscall.Close(p[0])
+	_ = syscall.Close(devNull)
+	if err != nil {
+		_ = syscall.Close(p[1])
+		rcv.close()
+		return nil, err
+	}
+	in := os.NewFile(uintptr(p[1]), "evspool-nb-stdin")
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		_ = in.Close()
+		rcv.close()
+		return nil, err
+	}
+	return &cliEmitter{side: cliEvspoolNB, pid: pid, rcv: rcv,
+		write: func(line []byte) error { _, err := in.Write(line); return err },
+		close: func() error { return closeAndWaitProc(in, proc, stderr.Name()) }}, nil
+}
+
+// closeAndWaitProc is closeAndWait for a process started without os/exec.
+func closeAndWaitProc(in io.Closer, proc *os.Process, stderrPath string) error {
+	_ = in.Close()
+	done := make(chan error, 1)
+	go func() {
+		st, err := proc.Wait()
+		if err == nil && !st.Success() {
+			err = errors.New(st.String())
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("evspool run: %w: %s", err, tailFile(stderrPath))
+		}
+		return nil
+	case <-time.After(cliDrainBound):
+		_ = proc.Kill()
+		<-done
+		return fmt.Errorf("evspool run did not exit %v after its input ended (killed): %s", cliDrainBound, tailFile(stderrPath))
+	}
 }

@@ -19,6 +19,9 @@ func main() {
 		case "state":
 			// go run . state: a v2 receiver's current state and publishes under faults
 			os.Exit(stateMain(os.Args[2:]))
+		case "perf-attrib":
+			// go run . perf-attrib FILE.data...: where evspool run's CPU went
+			os.Exit(perfAttribExit(os.Args[2:]))
 		case "pool":
 			// go run . pool results/a.json results/b.json ...
 			if err := poolMain(os.Args[2:], os.Stdout); err != nil {
