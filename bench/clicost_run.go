@@ -234,9 +234,17 @@ func startCLISyslog(dir string) (*cliEmitter, error) {
 		close: s.Close}, nil
 }
 
+// slug is s with every run of characters other than letters and digits
+// replaced by one '-', for a file name.
+func slug(s string) string {
+	return strings.Trim(strings.Join(strings.FieldsFunc(s, func(r rune) bool {
+		return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}), "-"), "-")
+}
+
 // cliPerfRecord records both emitters' call stacks with perf for
 // plan.Window, side by side, into plan.PerfDir: cli-<side>-<rate>-<ns>.data,
-// read with `perf report -i FILE --no-children`.
+// read with `go run . perf-attrib FILE` or `perf report -i FILE`.
 func cliPerfRecord(sides []*cliEmitter, rate float64, plan cliCostPlan) error {
 	if err := os.MkdirAll(plan.PerfDir, 0o755); err != nil {
 		return err
@@ -244,7 +252,7 @@ func cliPerfRecord(sides []*cliEmitter, rate float64, plan cliCostPlan) error {
 	var cmds []*exec.Cmd
 	var out []*lockedBuffer
 	for _, s := range sides {
-		name := fmt.Sprintf("cli-%s-%.0f-%d.data", strings.Fields(s.side)[0], rate, time.Now().UnixNano())
+		name := fmt.Sprintf("cli-%s-%.0f-%d.data", slug(s.side), rate, time.Now().UnixNano())
 		cmd := exec.Command("perf", "record", "-g", "-F", "997", "-p", strconv.Itoa(s.pid),
 			"-o", filepath.Join(plan.PerfDir, name), "--", "sleep", strconv.FormatFloat(plan.Window.Seconds(), 'f', 3, 64))
 		b := &lockedBuffer{}
