@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -39,21 +36,10 @@ func runCLIPair(tmp, bin string, rate float64, plan cliCostPlan) ([]*CLICostRow,
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	ev, err := startCLIEvspool(bin, dir)
+	sides, err := startCLISides(bin, dir)
 	if err != nil {
 		return nil, err
 	}
-	sg, err := startCLISyslog(dir)
-	if err != nil {
-		_ = ev.close()
-		return nil, err
-	}
-	nb, err := startCLIEvspoolNonblock(bin, dir)
-	if err != nil {
-		_, _ = ev.close(), sg.close()
-		return nil, err
-	}
-	sides := []*cliEmitter{ev, sg, nb}
 	defer func() {
 		for _, s := range sides {
 			s.rcv.close()
@@ -94,6 +80,27 @@ func runCLIPair(tmp, bin string, rate float64, plan cliCostPlan) ([]*CLICostRow,
 		rows[i].Received, rows[i].Extra = s.rcv.counts()
 	}
 	return rows, nil
+}
+
+// startCLISides starts the three emitters, or none.
+func startCLISides(bin, dir string) ([]*cliEmitter, error) {
+	var sides []*cliEmitter
+	for _, start := range []func() (*cliEmitter, error){
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir) },
+		func() (*cliEmitter, error) { return startCLISyslog(dir) },
+		func() (*cliEmitter, error) { return startCLIEvspoolNonblock(bin, dir) },
+	} {
+		s, err := start()
+		if err != nil {
+			for _, s := range sides {
+				_ = s.close()
+				s.rcv.close()
+			}
+			return nil, err
+		}
+		sides = append(sides, s)
+	}
+	return sides, nil
 }
 
 // cliWindow reads both processes' CPU and both receivers' counts at the
@@ -153,87 +160,6 @@ func generate(write func([]byte) error, rate float64, t0 time.Time, stop <-chan 
 	}
 }
 
-// startCLIEvspool starts `evspool run --fsync=false` on a spool of its own,
-// its echo to /dev/null, as a unit file or a shell pipe runs it.
-func startCLIEvspool(bin, dir string) (*cliEmitter, error) {
-	sock := filepath.Join(dir, "evspool.sock")
-	rcv, err := startCountingReceiver(sock)
-	if err != nil {
-		return nil, err
-	}
-	spool := filepath.Join(dir, "spool")
-	if err := os.Mkdir(spool, 0o700); err != nil {
-		rcv.close()
-		return nil, err
-	}
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		rcv.close()
-		return nil, err
-	}
-	defer devNull.Close()
-	stderr := &lockedBuffer{}
-	cmd := exec.Command(bin, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = devNull, stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	in, err := cmd.StdinPipe()
-	if err == nil {
-		err = cmd.Start()
-	}
-	if err != nil {
-		rcv.close()
-		return nil, err
-	}
-	return &cliEmitter{side: cliEvspool, pid: cmd.Process.Pid, rcv: rcv,
-		write: func(line []byte) error { _, err := in.Write(line); return err },
-		close: func() error { return closeAndWait(in, cmd, stderr) }}, nil
-}
-
-// closeAndWait ends cmd's stdin and waits for it to exit 0 (evspool run:
-// everything delivered), killing it after cliDrainBound.
-func closeAndWait(in io.Closer, cmd *exec.Cmd, stderr *lockedBuffer) error {
-	_ = in.Close()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("evspool run: %w: %s", err, stderr.tail())
-		}
-		return nil
-	case <-time.After(cliDrainBound):
-		_ = cmd.Process.Kill()
-		<-done
-		return fmt.Errorf("evspool run did not exit %v after its input ended (killed): %s", cliDrainBound, stderr.tail())
-	}
-}
-
-// startCLISyslog starts syslog-ng as the syslog-ng-reliable contender
-// does (its config, `syslog-ng -F`), fed by the generator.
-func startCLISyslog(dir string) (*cliEmitter, error) {
-	sdir := filepath.Join(dir, "syslog-ng")
-	if err := os.Mkdir(sdir, 0o700); err != nil {
-		return nil, err
-	}
-	sock := filepath.Join(dir, "syslog-ng.sock")
-	rcv, err := startCountingReceiver(sock)
-	if err != nil {
-		return nil, err
-	}
-	s, err := openSyslogNG(sock, sdir)
-	if err != nil {
-		rcv.close()
-		return nil, err
-	}
-	one := make([][]byte, 1)
-	return &cliEmitter{side: cliSyslog, pid: s.Pid(), rcv: rcv,
-		write: func(line []byte) error {
-			one[0] = line[:len(line)-1] // Emit adds the newline
-			return s.Emit(context.Background(), one)
-		},
-		close: s.Close}, nil
-}
-
 // slug is s with every run of characters other than letters and digits
 // replaced by one '-', for a file name.
 func slug(s string) string {
@@ -269,86 +195,4 @@ func cliPerfRecord(sides []*cliEmitter, rate float64, plan cliCostPlan) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// startCLIEvspoolNonblock starts `evspool run --fsync=false` as
-// startCLIEvspool does, but with its stdin's pipe O_NONBLOCK when it
-// starts, so that its Go runtime reads stdin through the network poller
-// rather than in a blocking read(2): the diagnostic side of cli-cost, which
-// shows what the blocking read costs (a shell's pipe is blocking). It is
-// started with syscall.ForkExec, as os/exec would make the pipe blocking.
-func startCLIEvspoolNonblock(bin, dir string) (*cliEmitter, error) {
-	sock := filepath.Join(dir, "evspool-nb.sock")
-	rcv, err := startCountingReceiver(sock)
-	if err != nil {
-		return nil, err
-	}
-	spool := filepath.Join(dir, "spool-nb")
-	if err := os.Mkdir(spool, 0o700); err != nil {
-		rcv.close()
-		return nil, err
-	}
-	stderr, err := os.Create(filepath.Join(dir, "evspool-nb.stderr"))
-	if err != nil {
-		rcv.close()
-		return nil, err
-	}
-	defer stderr.Close()
-	var p [2]int
-	if err := syscall.Pipe2(p[:], syscall.O_CLOEXEC); err != nil {
-		rcv.close()
-		return nil, err
-	}
-	devNull, err := syscall.Open(os.DevNull, syscall.O_WRONLY|syscall.O_CLOEXEC, 0)
-	if err == nil {
-		err = syscall.SetNonblock(p[0], true)
-	}
-	var pid int
-	if err == nil {
-		argv := []string{bin, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn"}
-		pid, err = syscall.ForkExec(bin, argv, &syscall.ProcAttr{Env: os.Environ(),
-			Files: []uintptr{uintptr(p[0]), uintptr(devNull), stderr.Fd()},
-			Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}})
-	}
-	_ = syscall.Close(p[0])
-	_ = syscall.Close(devNull)
-	if err != nil {
-		_ = syscall.Close(p[1])
-		rcv.close()
-		return nil, err
-	}
-	in := os.NewFile(uintptr(p[1]), "evspool-nb-stdin")
-	proc, err := os.FindProcess(pid)
-	if err != nil {
-		_ = in.Close()
-		rcv.close()
-		return nil, err
-	}
-	return &cliEmitter{side: cliEvspoolNB, pid: pid, rcv: rcv,
-		write: func(line []byte) error { _, err := in.Write(line); return err },
-		close: func() error { return closeAndWaitProc(in, proc, stderr.Name()) }}, nil
-}
-
-// closeAndWaitProc is closeAndWait for a process started without os/exec.
-func closeAndWaitProc(in io.Closer, proc *os.Process, stderrPath string) error {
-	_ = in.Close()
-	done := make(chan error, 1)
-	go func() {
-		st, err := proc.Wait()
-		if err == nil && !st.Success() {
-			err = errors.New(st.String())
-		}
-		done <- err
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("evspool run: %w: %s", err, tailFile(stderrPath))
-		}
-		return nil
-	case <-time.After(cliDrainBound):
-		_ = proc.Kill()
-		<-done
-		return fmt.Errorf("evspool run did not exit %v after its input ended (killed): %s", cliDrainBound, tailFile(stderrPath))
-	}
 }
