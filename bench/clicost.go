@@ -22,11 +22,15 @@ const (
 	// cliEvspoolNB is evspool run given a stdin pipe already O_NONBLOCK: a
 	// diagnostic side, not how a shell runs it.
 	cliEvspoolNB = "evspool run --fsync=false, stdin O_NONBLOCK"
+	// cliEvspoolP1 is evspool run with GOMAXPROCS=1 in its environment: a
+	// diagnostic side, what the runtime's hand-offs between threads cost.
+	cliEvspoolP1 = "evspool run --fsync=false, GOMAXPROCS=1"
 )
 
 // cliPairs are the ratios cli-cost gives: evspool run / syslog-ng as an
-// SRE runs them, and what a non-blocking stdin changes.
-var cliPairs = [][2]string{{cliEvspool, cliSyslog}, {cliEvspoolNB, cliSyslog}, {cliEvspoolNB, cliEvspool}}
+// SRE runs them, and what a non-blocking stdin and one P change.
+var cliPairs = [][2]string{{cliEvspool, cliSyslog}, {cliEvspoolNB, cliSyslog}, {cliEvspoolNB, cliEvspool},
+	{cliEvspoolP1, cliSyslog}, {cliEvspoolP1, cliEvspool}}
 
 // cliCostPlan is how long cli-cost looks at each rate: the emitters start,
 // the generator runs Warmup, then the CPU window, Window.

@@ -82,11 +82,12 @@ func runCLIPair(tmp, bin string, rate float64, plan cliCostPlan) ([]*CLICostRow,
 	return rows, nil
 }
 
-// startCLISides starts the three emitters, or none.
+// startCLISides starts the emitters, or none.
 func startCLISides(bin, dir string) ([]*cliEmitter, error) {
 	var sides []*cliEmitter
 	for _, start := range []func() (*cliEmitter, error){
-		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir) },
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspool) },
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspoolP1, "GOMAXPROCS=1") },
 		func() (*cliEmitter, error) { return startCLISyslog(dir) },
 		func() (*cliEmitter, error) { return startCLIEvspoolNonblock(bin, dir) },
 	} {

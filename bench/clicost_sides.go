@@ -13,8 +13,13 @@ import (
 )
 
 // startCLIEvspool starts `evspool run --fsync=false` on a spool of its own,
-// its echo to /dev/null, as a unit file or a shell pipe runs it.
-func startCLIEvspool(bin, dir string) (*cliEmitter, error) {
+// its echo to /dev/null, as a unit file or a shell pipe runs it, with env
+// added to the environment.
+func startCLIEvspool(bin, dir, side string, env ...string) (*cliEmitter, error) {
+	dir = filepath.Join(dir, slug(side))
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, err
+	}
 	sock := filepath.Join(dir, "evspool.sock")
 	rcv, err := startCountingReceiver(sock)
 	if err != nil {
@@ -33,7 +38,7 @@ func startCLIEvspool(bin, dir string) (*cliEmitter, error) {
 	defer devNull.Close()
 	stderr := &lockedBuffer{}
 	cmd := exec.Command(bin, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn")
-	cmd.Stdout, cmd.Stderr = devNull, stderr
+	cmd.Stdout, cmd.Stderr, cmd.Env = devNull, stderr, append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
 	if err == nil {
@@ -43,7 +48,7 @@ func startCLIEvspool(bin, dir string) (*cliEmitter, error) {
 		rcv.close()
 		return nil, err
 	}
-	return &cliEmitter{side: cliEvspool, pid: cmd.Process.Pid, rcv: rcv,
+	return &cliEmitter{side: side, pid: cmd.Process.Pid, rcv: rcv,
 		write: func(line []byte) error { _, err := in.Write(line); return err },
 		close: func() error { return closeAndWait(in, cmd, stderr) }}, nil
 }
