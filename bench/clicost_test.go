@@ -63,48 +63,55 @@ func TestPoolCLICosts(t *testing.T) {
 	}
 }
 
-// perfScript is `perf script -F ip,sym` output: a header, frames leaf
+// perfScript is `perf script -F period,ip,sym` output: a header holding the period, frames leaf
 // first, a blank line.
-const perfScript = `14 
+const perfScript = `   1003009 
 	ffffffff813aecd3 finish_task_switch.isra.0
 	ffffffff8224a1b3 schedule
 	           95263 runtime.usleep.abi0
 	           63dd2 runtime.sysmon
 	           91a4c runtime.mstart.abi0
 
-14 
+   1003009 
 	           8a141 go.etcd.io/bbolt.(*Tx).write
 	           8a141 github.com/evspool/evspool/wal.(*state).deleteHidden
 	           8a141 github.com/evspool/evspool/wal.(*WAL).commitTx
 	           8a141 github.com/evspool/evspool/emitter.(*Emitter).Emit
 	           8a141 main.pump
 
-15 
+   1003009 
 	           8a141 go.etcd.io/bbolt.(*Tx).write
 	           8a141 github.com/evspool/evspool/wal.(*WAL).commitTx
 	           8a141 github.com/evspool/evspool/emitter/clock.(*systemClock).Now
 	           8a141 github.com/evspool/evspool/emitter.(*Emitter).Emit
 
-16 
+   1003009 
 	ffffffff8144bd5d anon_pipe_read
 	           8a141 syscall.read
 	           8a141 os.(*File).Read
 	           8a141 main.readLines
 
-16 
+   1003009 
 	           8a141 internal/runtime/syscall/linux.Syscall6
 	           8a141 github.com/evspool/evspool/internal/sockwait.outq
 	           8a141 github.com/evspool/evspool/emitter.(*drainer).check
 	           8a141 github.com/evspool/evspool/emitter.(*drainer).writeInline
 
-17 
+   1003009 
 	           8a141 runtime.gcDrain
 	           8a141 runtime.gcBgMarkWorker
 `
 
 func TestPerfAttribParts(t *testing.T) {
 	var got []string
-	eachStack(strings.NewReader(perfScript), func(frames []string) { got = append(got, attribute(frames)) })
+	var periods int64
+	eachStack(strings.NewReader(perfScript), func(period int64, frames []string) {
+		got = append(got, attribute(frames))
+		periods += period
+	})
+	if periods != 6*1003009 {
+		t.Errorf("periods %d, want %d", periods, 6*1003009)
+	}
 	want := []string{partSysmon, partAcks, partCommit, partStdin, partLooks, partGC}
 	if len(got) != len(want) {
 		t.Fatalf("%d samples, want %d: %v", len(got), len(want), got)

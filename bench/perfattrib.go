@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -22,17 +23,18 @@ import (
 func perfAttribMain(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("perf-attrib", flag.ContinueOnError)
 	top := fs.Int("top", 0, "also list the N leaf functions of the samples no part names")
+	lines := fs.Int64("lines", 0, "the lines the recorded window carried (rate × seconds): adds µs a line")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() == 0 {
 		return fmt.Errorf("usage: go run . perf-attrib [-top N] FILE.data...")
 	}
-	counts := map[string]int{}
+	counts, periods := map[string]int{}, map[string]int64{}
 	unnamed := map[string]int{}
 	total := 0
 	for _, f := range fs.Args() {
-		cmd := exec.Command("perf", "script", "-i", f, "-F", "ip,sym")
+		cmd := exec.Command("perf", "script", "-i", f, "-F", "period,ip,sym")
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			return err
@@ -40,9 +42,10 @@ func perfAttribMain(args []string, w io.Writer) error {
 		if err := cmd.Start(); err != nil {
 			return fmt.Errorf("perf script: %w", err)
 		}
-		eachStack(out, func(frames []string) {
+		eachStack(out, func(period int64, frames []string) {
 			part := attribute(frames)
 			counts[part]++
+			periods[part] += period
 			total++
 			if part == partOther && len(frames) > 0 {
 				unnamed[frames[0]]++
@@ -55,36 +58,47 @@ func perfAttribMain(args []string, w io.Writer) error {
 	if total == 0 {
 		return fmt.Errorf("no samples in %s", strings.Join(fs.Args(), ", "))
 	}
-	fmt.Fprintf(w, "| part | samples | share |\n|---|--:|--:|\n")
-	for _, p := range attribParts {
-		fmt.Fprintf(w, "| %s | %d | %.1f%% |\n", p, counts[p], 100*float64(counts[p])/float64(total))
+	perLine := func(ns int64) string {
+		if *lines <= 0 {
+			return "–"
+		}
+		return fmt.Sprintf("%.1f", float64(ns)/1e3/float64(*lines))
 	}
-	fmt.Fprintf(w, "| all | %d | 100%% |\n", total)
+	var all int64
+	fmt.Fprintf(w, "| part | samples | share | CPU µs a line |\n|---|--:|--:|--:|\n")
+	for _, p := range attribParts {
+		all += periods[p]
+		fmt.Fprintf(w, "| %s | %d | %.1f%% | %s |\n", p, counts[p], 100*float64(counts[p])/float64(total), perLine(periods[p]))
+	}
+	fmt.Fprintf(w, "| all | %d | 100%% | %s |\n", total, perLine(all))
 	if *top > 0 {
 		printTop(w, unnamed, *top)
 	}
 	return nil
 }
 
-// eachStack calls f with each sample's frames, leaf first, from `perf
-// script -F ip,sym` output: a header line, then one "ip sym" line a frame,
-// then a blank line.
-func eachStack(r io.Reader, f func(frames []string)) {
+// eachStack calls f with each sample's period (ns of CPU for perf's
+// cpu-clock) and frames, leaf first, from `perf script -F period,ip,sym`
+// output: a header line holding the period, then one "ip sym" line a
+// frame, then a blank line.
+func eachStack(r io.Reader, f func(period int64, frames []string)) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	var frames []string
+	var period int64
 	inSample := false
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
 		if line == "" {
 			if inSample {
-				f(frames)
+				f(period, frames)
 			}
 			frames, inSample = frames[:0], false
 			continue
 		}
 		if !inSample {
-			inSample = true // the header
+			inSample = true
+			period, _ = strconv.ParseInt(strings.Fields(line)[0], 10, 64)
 			continue
 		}
 		if _, sym, ok := strings.Cut(line, " "); ok {
@@ -92,7 +106,7 @@ func eachStack(r io.Reader, f func(frames []string)) {
 		}
 	}
 	if inSample {
-		f(frames)
+		f(period, frames)
 	}
 }
 
