@@ -22,6 +22,7 @@ type Results struct {
 	Ceilings   []*Ceiling `json:"ceilings,omitempty"`
 	Resume     *ResumeFig `json:"resume,omitempty"`
 	NodeCost   *NodeCost  `json:"node_cost,omitempty"`
+	CLICost    *CLICost   `json:"cli_cost,omitempty"`
 	Targets    []Target   `json:"targets"`
 	Headline   string     `json:"headline"`
 	Charts     []string   `json:"charts,omitempty"`
@@ -91,6 +92,11 @@ func runAll(o *options) (*Results, error) {
 	}
 	if i := slices.IndexFunc(plan, func(sc scenario) bool { return sc.Name == nodeCost }); i >= 0 {
 		res.NodeCost = runNodeCost(tmp, o.profileDir, plan[i], usable(costContenders(plan[i], o), res), prog, res)
+	}
+	if slices.Contains(o.scenarios, cliCost) {
+		plan := newCLICostPlan(o.quick, o.rounds)
+		plan.PerfDir = o.cliPerfDir
+		res.CLICost = runCLICost(tmp, o.root, plan, prog, res)
 	}
 	prog.finish()
 	res.Machine.LoadAvgTo, res.Machine.WallSeconds = loadAvg(), time.Since(start).Seconds()
@@ -216,6 +222,10 @@ func countSteps(plan []scenario, contenders int, o *options) int {
 			continue
 		}
 		n += s.Rounds * contenders
+	}
+	if slices.Contains(o.scenarios, cliCost) {
+		p := newCLICostPlan(o.quick, o.rounds)
+		n += p.Rounds * len(p.Rates)
 	}
 	if !o.skipE2E {
 		n += 2 * o.e2eRounds

@@ -19,6 +19,9 @@ func main() {
 		case "state":
 			// go run . state: a v2 receiver's current state and publishes under faults
 			os.Exit(stateMain(os.Args[2:]))
+		case "perf-attrib":
+			// go run . perf-attrib FILE.data...: where evspool run's CPU went
+			os.Exit(perfAttribExit(os.Args[2:]))
 		case "pool":
 			// go run . pool results/a.json results/b.json ...
 			if err := poolMain(os.Args[2:], os.Stdout); err != nil {
@@ -48,6 +51,7 @@ type options struct {
 	ceilingRounds int
 	rounds        int
 	profileDir    string
+	cliPerfDir    string
 }
 
 func parseOptions(args []string) (*options, error) {
@@ -67,6 +71,7 @@ func parseOptions(args []string) (*options, error) {
 	fs.IntVar(&o.ceilingRounds, "ceiling-rounds", 0, "rounds of each library vs raw bbolt comparison (default 1 quick, 3 full)")
 	fs.IntVar(&o.rounds, "rounds", 0, "rounds per scenario (default: the plan's)")
 	fs.StringVar(&o.profileDir, "cpuprofile-dir", "", "write a CPU profile of each producer process there")
+	fs.StringVar(&o.cliPerfDir, "cli-perf-dir", "", "cli-cost: after each CPU window, `perf record -g` each emitter for as long again, into this directory")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

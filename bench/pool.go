@@ -104,6 +104,30 @@ func poolCosts(results []*Results) []*pooled {
 	return out
 }
 
+// poolCLICosts gathers cli-cost's ratio rounds of every results file, rate
+// by rate. They have no target: the figure is reported, not judged.
+func poolCLICosts(results []*Results) []*pooled {
+	var out []*pooled
+	byName := map[string]*pooled{}
+	for _, r := range results {
+		if r.CLICost == nil {
+			continue
+		}
+		for _, cr := range r.CLICost.Ratios {
+			name := fmt.Sprintf("%s %s / %s, %s/s", cliCost, cr.Of, cr.To, humanRate(cr.Rate))
+			p := byName[name]
+			if p == nil {
+				p = &pooled{Name: name}
+				byName[name] = p
+				out = append(out, p)
+			}
+			p.Runs++
+			p.Rounds = append(p.Rounds, cr.Rounds...)
+		}
+	}
+	return out
+}
+
 // poolMain prints the pooled median, spread and verdict of each comparison
 // in the results files named.
 func poolMain(files []string, w io.Writer) error {
@@ -120,7 +144,7 @@ func poolMain(files []string, w io.Writer) error {
 		results = append(results, &r)
 	}
 	fmt.Fprintf(w, "| comparison | target | pooled median | spread | rounds (runs) | met |\n|---|--:|--:|--:|--:|---|\n")
-	for _, p := range append(poolCeilings(results), poolCosts(results)...) {
+	for _, p := range slices.Concat(poolCeilings(results), poolCosts(results), poolCLICosts(results)) {
 		fmt.Fprintf(w, "| %s | %s | **%.2f×** | %.2f-%.2f× | %d (%d) | %s |\n", p.Name, p.target(), median(p.Rounds),
 			slices.Min(p.Rounds), slices.Max(p.Rounds), len(p.Rounds), p.Runs, p.verdict())
 	}

@@ -23,6 +23,9 @@ func printReport(w io.Writer, res *Results) {
 	if res.NodeCost != nil {
 		printNodeCost(w, res.NodeCost)
 	}
+	if res.CLICost != nil {
+		printCLICost(w, res.CLICost, res.NodeCost)
+	}
 	if e := res.E2E; e != nil {
 		fmt.Fprintln(w)
 		if e.Error != "" {
