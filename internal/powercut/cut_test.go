@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -109,11 +110,11 @@ func TestPowercut(t *testing.T) {
 	require.Positive(t, on.seenCommitted, "fsync on: the surveys found no committed event")
 }
 
-// buildEvspool builds the evspool binary for the run.
+// buildEvspool returns the evspool binary for the run: make test's
+// (testmode.BinaryEnv, built with -race), else one built without -race.
 func buildEvspool(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "evspool")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/evspool/evspool/cmd/evspool").CombinedOutput()
-	require.NoError(t, err, "build evspool: %s", out)
+	bin, err := testmode.Evspool(t.TempDir(), false)
+	require.NoError(t, err)
 	return bin
 }
 
