@@ -120,7 +120,9 @@ bench-malloc-probe:
 # receivers), the full-length versions of tests make test samples (wal's
 # model with 100 sequences a policy, every page of a spool damaged, ten
 # times the cap appended under each policy, a 2,000,000-event start-up
-# scan; internal/testmode), then each fuzz target
+# scan; internal/testmode), the emitter's tests make test leaves out (a
+# receiver frozen 100 s of virtual time, an abandoned write over TCP after
+# a stall), then each fuzz target
 # (about 15 s each; FuzzOpen's 20,000 executions, each opening, salvaging and
 # reopening a damaged spool, 3-4 minutes: it found two bugs at that budget).
 # The short versions of all of these run in make test. Fuzz budgets are
@@ -130,6 +132,7 @@ bench-malloc-probe:
 torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestCap|TestBlockConcurrent|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
+	EVSPOOL_TORTURE=long $(GO) test -race -count=1 -timeout 5m -run '^(TestVirtualTimeFreeze|TestNoTornLineWhenWriteAbandoned)$$' ./emitter
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime 300000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./internal/boltfile

@@ -18,6 +18,7 @@ import (
 // Every kind of loss has its lines: this run's, and the next start's for
 // what a killed run did not report.
 func TestLossKindsHaveTheirLines(t *testing.T) {
+	t.Parallel()
 	names := map[string]bool{}
 	for k, row := range lossKinds {
 		require.NotEmpty(t, row.name, "kind %d", k)
@@ -33,6 +34,7 @@ func TestLossKindsHaveTheirLines(t *testing.T) {
 // back (rate-limited), then logged at Close with final=true: the lines add
 // up, and all of it is recorded as reported.
 func TestLossLinesAddUp(t *testing.T) {
+	t.Parallel()
 	for k, row := range lossKinds {
 		if row.polled {
 			continue // the spool counts them: see lostkinds_test.go
