@@ -36,6 +36,7 @@ func droppedInLogs(t *testing.T, logs string) (n uint64) {
 // of the logs' counts is inspect's total. Before: drops made after the last
 // warning of a SIGKILLed process were logged by no one.
 func TestKillCyclesLogEveryDrop(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	var logged uint64
 	pad := strings.Repeat("x", 500)

@@ -188,6 +188,7 @@ func joinLines(ls []string) string { return strings.Join(ls, "\n") + "\n" }
 
 // A line cut off by a kill is not counted as echoed.
 func TestWholeLinesSkipsACutLine(t *testing.T) {
+	t.Parallel()
 	sc := bufio.NewScanner(strings.NewReader("kill 1\nkill 2\nkill 29"))
 	sc.Split(wholeLines)
 	var got []string
