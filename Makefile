@@ -28,15 +28,19 @@ fmt-check:
 # receivers), so more of them than the 2 cores may run at once. The bench
 # (a module of its own, which ./... does not reach) is vetted and its few
 # tests run after (seconds).
+# The longest packages are named first, so that go test starts them first
+# (it runs two packages at a time on 2 cores, in the order given) rather than
+# last, alone.
 # The evspool binary the tests run (cmd/evspool, internal/torture,
 # internal/powercut) is built once, with -race so that a race in the CLI
 # fails the tests that drive it, into a temporary directory, and handed to
 # them in EVSPOOL_TEST_BINARY (internal/testmode.BinaryEnv); a package
 # tested on its own builds its own.
+TEST_FIRST := ./wal ./internal/torture ./emitter ./cmd/evspool
 test: vet fmt-check
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -race -o "$$bin/evspool" ./cmd/evspool && \
-	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
+	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testtime'
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m ./...
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
