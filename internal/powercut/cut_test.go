@@ -204,6 +204,13 @@ func (p *powercut) cycle(i int) {
 		require.NoError(p.t, p.recv.Kill())
 	}
 	run := p.start(true)
+	if os.Getenv("EVSPOOL_POWERCUT") != "long" {
+		// make test's few cycles cut while events flow, or they prove
+		// nothing: a race-enabled evspool on a loaded machine can take
+		// longer than the random moment below to echo its first line.
+		// make powercut's cycles also cut during start-up.
+		run.waitEchoed(p.t, 30*time.Second)
+	}
 	if p.rng.IntN(2) == 0 {
 		// The kernel's background writeback, at a random moment before the
 		// cut: without fsync, it is what puts anything on disk at all.
@@ -225,6 +232,16 @@ func (p *powercut) cycle(i int) {
 		p.cut(run, Mode(p.rng.IntN(3)))
 	}
 	p.drain(fmt.Sprintf("after cut %d", i+1))
+}
+
+// waitEchoed waits up to d for the run to echo an event.
+func (r *run) waitEchoed(t *testing.T, d time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.echoed) > 0
+	}, d, time.Millisecond, "evspool run echoed nothing")
 }
 
 // run is an evspool run process.
