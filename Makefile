@@ -28,8 +28,19 @@ fmt-check:
 # receivers), so more of them than the 2 cores may run at once. The bench
 # (a module of its own, which ./... does not reach) is vetted and its few
 # tests run after (seconds).
+# The longest packages are named first, so that go test starts them first
+# (it runs two packages at a time on 2 cores, in the order given) rather than
+# last, alone.
+# The evspool binary the tests run (cmd/evspool, internal/torture,
+# internal/powercut) is built once, with -race so that a race in the CLI
+# fails the tests that drive it, into a temporary directory, and handed to
+# them in EVSPOOL_TEST_BINARY (internal/testmode.BinaryEnv); a package
+# tested on its own builds its own.
+TEST_FIRST := ./wal ./internal/torture ./emitter ./cmd/evspool
 test: vet fmt-check
-	@bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(PKGS) | $(GO) run ./internal/testtime'
+	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
+	$(GO) build -race -o "$$bin/evspool" ./cmd/evspool && \
+	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testtime'
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m ./...
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
@@ -113,7 +124,9 @@ bench-malloc-probe:
 # receivers), the full-length versions of tests make test samples (wal's
 # model with 100 sequences a policy, every page of a spool damaged, ten
 # times the cap appended under each policy, a 2,000,000-event start-up
-# scan; internal/testmode), then each fuzz target
+# scan; internal/testmode), the emitter's tests make test leaves out (a
+# receiver frozen 100 s of virtual time, an abandoned write over TCP after
+# a stall), then each fuzz target
 # (about 15 s each; FuzzOpen's 20,000 executions, each opening, salvaging and
 # reopening a damaged spool, 3-4 minutes: it found two bugs at that budget).
 # The short versions of all of these run in make test. Fuzz budgets are
@@ -123,6 +136,7 @@ bench-malloc-probe:
 torture:
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestCap|TestBlockConcurrent|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
+	EVSPOOL_TORTURE=long $(GO) test -race -count=1 -timeout 5m -run '^(TestVirtualTimeFreeze|TestNoTornLineWhenWriteAbandoned)$$' ./emitter
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeValue$$' -fuzztime 300000x ./wal
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./internal/boltfile

@@ -13,6 +13,7 @@ import (
 // Every write ends at a line's end, so a sender killed between two writes
 // never leaves a torn line for the receiver to take as an event.
 func TestChunkEndsAtLineEnd(t *testing.T) {
+	t.Parallel()
 	line := strings.Repeat("x", 99) + "\n"
 	long := strings.Repeat("y", 3*delivery.ChunkBytes) + "\n"
 	for name, buf := range map[string]string{

@@ -16,6 +16,7 @@ import (
 // clock runs with real time, so an event ages by the time delivery takes
 // after the receiver starts: well under the second the cases leave.
 func TestMaxAgeIgnoresWallClockSteps(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name      string
 		step      time.Duration
@@ -64,6 +65,7 @@ func TestMaxAgeIgnoresWallClockSteps(t *testing.T) {
 // Across a reboot the boot clock of the earlier boot means nothing: those
 // events are aged on the wall clock, and the new boot's on the boot clock.
 func TestMaxAgeAcrossAReboot(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := newRig(t, nil, &emitter.Options{MaxAge: 5 * time.Second, Clock: clk})
 	r.emitAll([]string{"before-reboot"})

@@ -20,6 +20,7 @@ import (
 )
 
 func TestDeliversInOrder(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	sent := events("a", 2000)
 	r.emitAll(sent)
@@ -32,6 +33,7 @@ func TestDeliversInOrder(t *testing.T) {
 }
 
 func TestTCP(t *testing.T) {
+	t.Parallel()
 	rcv, err := testrecv.Start("tcp", "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	defer rcv.Close()
@@ -39,9 +41,15 @@ func TestTCP(t *testing.T) {
 	require.NoError(t, err)
 	defer em.Close(context.Background())
 	sent := events("tcp", 500)
-	for _, ev := range sent {
-		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	// One commit, then Flush at once: an event leaves the spool
+	// ReplayLinger (2 s) after it is written, and 500 commits one by one
+	// can take longer than that on a loaded machine, leaving Flush less
+	// to wait for.
+	batch := make([][]byte, len(sent))
+	for i, ev := range sent {
+		batch[i] = []byte(ev)
 	}
+	require.NoError(t, em.Emit(context.Background(), batch...))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	// Over TCP nothing proves an event handled: Flush says so, and counts
@@ -59,6 +67,7 @@ func TestTCP(t *testing.T) {
 }
 
 func TestEchoAfterCommit(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Stdout: &out})
 	require.NoError(t, r.em.Emit(context.Background(), []byte("one\n"), []byte("two")))
@@ -67,6 +76,7 @@ func TestEchoAfterCommit(t *testing.T) {
 }
 
 func TestEmitValidation(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 100})
 	err := r.em.Emit(context.Background(), bytes.Repeat([]byte("x"), 100))
 	var se *emitter.EventSizeError
@@ -94,6 +104,8 @@ func TestEmitValidation(t *testing.T) {
 }
 
 func TestReceiverKilledMidStream(t *testing.T) {
+	// Not parallel: each round gives delivery 10 s to resume after a
+	// restart, which the parallel tests beside a CPU load can exceed.
 	r := newRig(t, &testrecv.Options{}, nil)
 	sent := events("kill", 6000)
 	done := make(chan struct{})
@@ -126,6 +138,7 @@ func TestReceiverKilledMidStream(t *testing.T) {
 // then it dies: none of them may have been acknowledged, and all arrive once
 // it is back.
 func TestUnreadDataReplayed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	warm := events("warm", 10)
 	r.emitAll(warm)
@@ -174,6 +187,7 @@ func withoutLine(lines []string, drop string) []string {
 // its one connection (no connection after connection, nothing set aside),
 // and once it is gone everything goes to the next one.
 func TestNeverReadingReceiver(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := dir + "/s.sock"
 	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{NeverRead: true})
@@ -208,6 +222,7 @@ func TestNeverReadingReceiver(t *testing.T) {
 // against a 20 ms write timeout: deadlines fire, the stall is logged and
 // counted, and the connection is kept, so nothing is resent or reordered.
 func TestSlowReceiver(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
 	sent := events("slow", 300)
 	r.emitAll(sent)
@@ -224,6 +239,7 @@ func TestSlowReceiver(t *testing.T) {
 // A receiver slower than the stall timeout keeps its connection (a new one would only be read beside the old one, out of order): nothing
 // is resent, nothing reordered.
 func TestStalledReceiverKeepsConnection(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})
 	sent := events("stalled", 400)
 	r.emitAll(sent)
@@ -237,6 +253,7 @@ func TestStalledReceiverKeepsConnection(t *testing.T) {
 }
 
 func TestSocketMissingAtStart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, nil)
 	sent := events("early", 100)
 	r.emitAll(sent)
@@ -264,6 +281,7 @@ func TestSocketMissingAtStart(t *testing.T) {
 }
 
 func TestDialRateWhileDown(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, nil)
 	start := time.Now()
 	time.Sleep(time.Second) // the thing measured is what happens over this second
@@ -276,6 +294,7 @@ func TestDialRateWhileDown(t *testing.T) {
 }
 
 func TestIdleHangUpNoticed(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	r.emitAll(events("idle", 1))
 	r.flush(5 * time.Second)
@@ -289,6 +308,7 @@ func TestIdleHangUpNoticed(t *testing.T) {
 }
 
 func TestConcurrentEmit(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	const producers, each = 64, 100
 	var wg sync.WaitGroup
@@ -324,6 +344,7 @@ func TestConcurrentEmit(t *testing.T) {
 }
 
 func TestCloseDuringOutageKeepsEvents(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, nil)
 	sent := events("kept", 50)
 	r.emitAll(sent)
@@ -345,6 +366,7 @@ func TestCloseDuringOutageKeepsEvents(t *testing.T) {
 }
 
 func TestFullSpoolStillEchoes(t *testing.T) {
+	t.Parallel()
 	var out bytes.Buffer
 	r := newRig(t, nil, &emitter.Options{Stdout: &out, MaxSpoolBytes: 1 << 20, OnFull: wal.DropNewest})
 	big := bytes.Repeat([]byte("x"), 60<<10)
@@ -360,6 +382,7 @@ func TestFullSpoolStillEchoes(t *testing.T) {
 }
 
 func TestDropOldestLogged(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, &emitter.Options{MaxSpoolBytes: 1 << 20})
 	ev := bytes.Repeat([]byte("d"), 1000)
 	batch := slices.Repeat([][]byte{ev}, 30) // 30 a commit: 3,000 fsync'd commits took 7 s
@@ -381,6 +404,7 @@ func TestDropOldestLogged(t *testing.T) {
 // after Open, which missed the events already delivered by then (168 of
 // 10,500 in one CI run of TestRunLogsReplayProgress).
 func TestAtOpenIsTheBacklogBeforeDelivery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock, spool := dir+"/r.sock", dir+"/spool"
 	em, err := emitter.Open(sock, spool, &emitter.Options{NoSync: true})

@@ -18,6 +18,7 @@ import (
 // reported as delivered nor waited for. (Before: "of 65,547 events, 63,548
 // delivered, 1,999 expired", after 1.31 s.)
 func TestFlushAfterSalvageCountsEvents(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := &rig{t: t, logs: &logSink{}}
 	dir := t.TempDir()

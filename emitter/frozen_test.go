@@ -18,6 +18,7 @@ import (
 // nothing is set aside, no connection is opened onto it, and after it
 // thaws everything arrives once, in order.
 func TestFrozenReceiver(t *testing.T) {
+	t.Parallel()
 	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
 		WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond, ReplayLinger: 500 * time.Millisecond})
 	sent := events("frozen", 300)

@@ -24,6 +24,7 @@ const heldWindow = 300 * time.Millisecond
 // preamble comes again first, on the same connection, then the held events
 // in order.
 func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
 	before := events("before", 50)
 	r.emitAll(before)
@@ -58,6 +59,7 @@ func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
 
 // Without PreambleOnRelease, Release resumes where delivery stopped.
 func TestReleaseWithoutPreambleAgain(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, &emitter.Options{Preamble: writeLiveStart})
 	r.em.Hold()
 	r.em.Hold() // holds do not nest
@@ -87,6 +89,7 @@ func TestReleaseWithoutPreambleAgain(t *testing.T) {
 // A receiver that restarts while held is redialled, but the new
 // connection gets nothing, preamble included, until Release.
 func TestHoldThroughReceiverRestart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
 	r.emitAll(events("before", 10))
 	r.flush(5 * time.Second)
@@ -128,6 +131,7 @@ func (c gateConn) Write(p []byte) (int, error) {
 // write reaches the connection until Release, and nothing is lost or
 // reordered.
 func TestHoldMidBacklog(t *testing.T) {
+	t.Parallel()
 	var shut atomic.Bool
 	var violations, writes atomic.Int64
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -189,6 +193,7 @@ func TestCloseWhileHeld(t *testing.T) {
 
 // MaxHold releases a hold the daemon never releases, with a warning.
 func TestMaxHoldReleases(t *testing.T) {
+	t.Parallel()
 	clk := newClock()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{Clock: clk, MaxHold: time.Minute})
 	r.em.Hold()
@@ -203,6 +208,7 @@ func TestMaxHoldReleases(t *testing.T) {
 
 // Hold, Release and Emit from many goroutines: the race detector's test.
 func TestHoldReleaseConcurrent(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, nil)
 	sent := events("mixed", 400)
 	var wg sync.WaitGroup

@@ -24,6 +24,7 @@ import (
 // hung up before the linger's end handled none of them for sure (the last
 // read's lines), so none is acknowledged, and all five are resent.
 func TestLingerProbesBeforeAcknowledging(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "s.sock")
 	ln, err := net.Listen("unix", sock)

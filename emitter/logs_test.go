@@ -19,6 +19,7 @@ const outageMsg = "receiver unreachable; spooling events until it is back"
 // A receiver that dies with data unread frees its queue, so the count read
 // after the hang-up is 0: the log must give the one seen before.
 func TestHangUpLogsUnreadBeforeVanishing(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{WriteTimeout: 30 * time.Millisecond})
 	r.emitAll(events("warm", 5))
 	r.flush(5 * time.Second)
@@ -39,6 +40,7 @@ func TestHangUpLogsUnreadBeforeVanishing(t *testing.T) {
 // One long stall polls the queue hundreds of times: suppressed_since_last
 // must count suppressed warnings (stalls), not polls.
 func TestStallWarningsCountStallsNotPolls(t *testing.T) {
+	t.Parallel()
 	// The interval is long enough that the second stall falls inside it
 	// however loaded the machine is; the third waits it out.
 	const interval = 2 * time.Second

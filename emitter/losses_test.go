@@ -16,6 +16,7 @@ import (
 // A process that dropped events and was killed before it logged them: the
 // next start reports them, once.
 func TestNextStartReportsUnreportedLosses(t *testing.T) {
+	t.Parallel()
 	r := &rig{t: t, logs: &logSink{}}
 	dir := t.TempDir()
 	r.sock, r.spool = dir+"/events.sock", dir+"/spool"
@@ -45,6 +46,7 @@ func TestNextStartReportsUnreportedLosses(t *testing.T) {
 // Rate-limited warnings about events not spooled add up to the total: the
 // ones held back are logged at Close.
 func TestNotSpooledLinesAddUp(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, &emitter.Options{MaxSpoolBytes: wal.MinMaxBytes, OnFull: wal.DropNewest, WarnInterval: time.Hour})
 	ev := string(make([]byte, 1000))
 	refused := 0

@@ -74,6 +74,7 @@ func sameValue(field reflect.Value, doc any) bool {
 // docs of emitter and wal give. go doc readers and docs/ (whose flag
 // defaults cmd/evspool checks against these) then read one number.
 func TestDocCommentDefaults(t *testing.T) {
+	t.Parallel()
 	seen := defaultsSeen(t)
 	f, err := parser.ParseFile(token.NewFileSet(), "options.go", nil, parser.ParseComments)
 	require.NoError(t, err)
@@ -164,6 +165,7 @@ func readSource(file string) (string, error) {
 }
 
 func TestDocValue(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]any{"5 s": 5 * time.Second, "100 ms": 100 * time.Millisecond, "64 MiB": int64(64 << 20),
 		"256 KiB": int64(256 << 10), "1000": int64(1000), "false": false} {
 		got, ok := docValue(in)

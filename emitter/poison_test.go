@@ -43,6 +43,7 @@ func cepRig(t *testing.T, cfg testrecv.CEPConfig, opts emitter.Options) (*emitte
 // the connection, which it leaves open: a stall. It must be set aside after
 // MaxAttempts stalls, bytes exact, and everything else delivered in order.
 func TestPoisonLongLineSetAside(t *testing.T) {
+	t.Parallel()
 	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
 		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		ReplayLinger: time.Second})
@@ -71,6 +72,7 @@ func TestPoisonLongLineSetAside(t *testing.T) {
 // The line that makes cloud-event-proxy re-execute itself, in a live stream:
 // at most 4 receiver restarts, nothing else lost, the line set aside.
 func TestPoisonLiveStream(t *testing.T) {
+	t.Parallel()
 	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{PerLine: time.Millisecond}, emitter.Options{ReplayLinger: time.Second})
 	sent := events("live", 200)
 	for i, ev := range sent {
@@ -102,6 +104,7 @@ func TestPoisonLiveStream(t *testing.T) {
 // The poison line last in the stream: nothing follows it to prove it
 // handled, and the receiver dies on it every time.
 func TestPoisonLastEvent(t *testing.T) {
+	t.Parallel()
 	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{ReplayLinger: 500 * time.Millisecond})
 	sent := events("tail", 20)
 	for _, ev := range append(append([]string{}, sent...), testrecv.DefaultRestartLine) {
@@ -138,6 +141,7 @@ func requireFlushDeadLettered(t *testing.T, err error, n int, em *emitter.Emitte
 // With state keys, an event set aside as poison is never written as the
 // state: its key is left out until a newer event renews it.
 func TestPoisonNotInState(t *testing.T) {
+	t.Parallel()
 	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
 		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		ReplayLinger: 100 * time.Millisecond, StateKey: v2Key})

@@ -16,6 +16,7 @@ import (
 // return is noticed through its socket path appearing, not at the next
 // backoff tick (which made resuming take 10-100 ms with the defaults).
 func TestResumeWhenSocketAppears(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{}, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	r.emitAll(events("before", 1))
 	waitLines(t, r.rcv, 1)
@@ -32,6 +33,7 @@ func TestResumeWhenSocketAppears(t *testing.T) {
 // TestResumeSocketMissingAtStart: a receiver that was never there is
 // dialled as soon as its socket appears.
 func TestResumeSocketMissingAtStart(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	r.emitAll(events("early", 3))
 	require.Eventually(t, func() bool { return r.em.Stats().DialErrors >= 1 }, 10*time.Second, time.Millisecond)
@@ -47,6 +49,7 @@ func TestResumeSocketMissingAtStart(t *testing.T) {
 // listen(2) follows; a dial in between is refused. After the path appeared
 // the dials go on quickly, not at the backoff's pace (an hour here).
 func TestResumeRetriesBetweenBindAndListen(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, nil, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	r.emitAll(events("early", 1))
 	require.Eventually(t, func() bool { return r.em.Stats().DialErrors >= 1 }, 10*time.Second, time.Millisecond)

@@ -44,6 +44,7 @@ func roomRig(t *testing.T) (*drainer, net.Conn) {
 // The reading after a chunk proves the next chunk's room without
 // a new reading; a proof that does not cover the chunk, or none, takes one.
 func TestRoomProofSkipsTheReading(t *testing.T) {
+	t.Parallel()
 	d, peer := roomRig(t)
 	chunk := make([]byte, 2048)
 
@@ -90,6 +91,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 // noteWrite keeps the reading after a write as the next chunk's proof on a Unix
 // socket, and never where the reading failed.
 func TestWroteKeepsTheReadingAfter(t *testing.T) {
+	t.Parallel()
 	d, _ := roomRig(t)
 	require.NoError(t, d.step(delivery.Input{Kind: delivery.Connected, Reads: true}))
 	require.NoError(t, d.awaitRoom(100, false))

@@ -272,9 +272,14 @@ func TestReceiverWritesBack(t *testing.T) {
 		OnReceive: func(line []byte) { mu.Lock(); got = append(got, string(line)); mu.Unlock() }})
 	// 500 lines written back: a Unix socket's send buffer holds about 280
 	// such small writes, so a sender that did not read would deadlock.
+	// Emitted 100 a commit: what is under test is the reading, not Emit.
 	const n = 5000
-	for i := range n {
-		require.NoError(t, em.Emit(context.Background(), []byte(stEvent(fmt.Sprint(i%8), i))))
+	for i := 0; i < n; i += 100 {
+		batch := make([][]byte, 100)
+		for j := range batch {
+			batch[j] = []byte(stEvent(fmt.Sprint((i+j)%8), i+j))
+		}
+		require.NoError(t, em.Emit(context.Background(), batch...))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

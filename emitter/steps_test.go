@@ -13,6 +13,7 @@ import (
 )
 
 func TestDeliveryConfigOf(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		opts Options
 		mode delivery.Mode
@@ -33,6 +34,7 @@ func TestDeliveryConfigOf(t *testing.T) {
 // The shell reports what an error shows of the receiver's end; delivery
 // judges it.
 func TestCauseOf(t *testing.T) {
+	t.Parallel()
 	tests := map[string]struct {
 		err    error
 		cause  delivery.Cause

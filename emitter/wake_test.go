@@ -21,6 +21,7 @@ func woken(d *drainer) bool {
 // The callers of one group commit return one by one: only those whose events
 // the drainer has not read yet wake it.
 func TestNotifyForSkipsWhatTheDrainerRead(t *testing.T) {
+	t.Parallel()
 	d := &drainer{link: &link{wake: make(chan struct{}, 1)}}
 	d.notifyFor(one(1))
 	assert.True(t, woken(d), "nothing read yet: wake")

@@ -13,6 +13,7 @@ import (
 // A receiver that reads ahead of what it handles (testrecv.Options.HandleTime)
 // is killed with lines read but not handled: the replay window resends them.
 func TestReplayWindowCoversReadAhead(t *testing.T) {
+	t.Parallel()
 	r := newRig(t, &testrecv.Options{HandleTime: 2 * time.Millisecond}, &emitter.Options{ReplayLinger: time.Second})
 	sent := events("ahead", 300)
 	r.emitAll(sent)

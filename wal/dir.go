@@ -22,6 +22,9 @@ type spoolDir struct {
 	path string
 	f    *os.File // the directory, for fsync and to keep fd open
 	fd   int
+	// fsync makes the directory's entries durable: Options.fsyncDir for
+	// the spool Open opened it for, else (*os.File).Sync.
+	fsync func(path string, d *os.File) error
 }
 
 // openSpoolDir opens the directory at path, never through a symbolic link.
@@ -239,8 +242,13 @@ func (d *spoolDir) replace(name string, data []byte) error {
 	return err
 }
 
-// sync makes the directory's entries durable (see fsyncDir).
-func (d *spoolDir) sync() error { return fsyncDir(d.path, d.f) }
+// sync makes the directory's entries durable.
+func (d *spoolDir) sync() error {
+	if d.fsync != nil {
+		return d.fsync(d.path, d.f)
+	}
+	return d.f.Sync()
+}
 
 func (d *spoolDir) close() error { return d.f.Close() }
 

@@ -16,22 +16,19 @@ import (
 // syncs nothing. (internal/powercut checks the same against a simulated
 // power loss.)
 func TestDirectorySyncs(t *testing.T) {
-	// Not parallel: it replaces the package's fsyncDir, which every Open
-	// of every test calls.
+	t.Parallel()
 	var mu sync.Mutex
 	var synced []string
-	old := fsyncDir
-	fsyncDir = func(dir string, d *os.File) error {
+	watch := func(dir string, d *os.File) error {
 		mu.Lock()
 		synced = append(synced, dir)
 		mu.Unlock()
-		return old(dir, d)
+		return d.Sync()
 	}
-	defer func() { fsyncDir = old }()
 
 	root := t.TempDir()
 	dir := filepath.Join(root, "a", "spool")
-	w, err := Open(dir, nil)
+	w, err := Open(dir, &Options{fsyncDir: watch})
 	require.NoError(t, err)
 	_, err = w.Append(context.Background(), []byte("x"))
 	require.NoError(t, err)
@@ -41,7 +38,7 @@ func TestDirectorySyncs(t *testing.T) {
 	require.GreaterOrEqual(t, countOf(synced, dir), 2, "marks and spool.db created: %v", synced)
 
 	synced = nil
-	w, err = Open(filepath.Join(root, "b"), &Options{NoSync: true})
+	w, err = Open(filepath.Join(root, "b"), &Options{NoSync: true, fsyncDir: watch})
 	require.NoError(t, err)
 	require.NoError(t, w.Close())
 	require.Empty(t, synced, "NoSync syncs nothing")

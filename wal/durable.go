@@ -21,8 +21,9 @@ const (
 	maxCorruptCopies = 2
 )
 
-// fsyncDir makes the directory d's entries durable (a variable for tests).
-var fsyncDir = func(path string, d *os.File) error { return d.Sync() }
+// syncFile makes the directory d's entries durable (Options.fsyncDir's
+// default).
+func syncFile(_ string, d *os.File) error { return d.Sync() }
 
 // syncDir makes the spool directory's entries durable (unless NoSync).
 func (w *WAL) syncDir() error {
@@ -35,10 +36,10 @@ func (w *WAL) syncDir() error {
 	return nil
 }
 
-// mkdirDurable creates dir and its missing parents (0700) and, unless noSync,
-// fsyncs the parent of each, so a power loss cannot take the directory away
-// with the files later synced in it.
-func mkdirDurable(dir string, noSync bool) error {
+// mkdirDurable creates dir and its missing parents (0700) and, unless
+// o.NoSync, fsyncs the parent of each (with o.fsyncDir), so a power loss
+// cannot take the directory away with the files later synced in it.
+func mkdirDurable(dir string, o *Options) error {
 	var created []string
 	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
 		if _, err := os.Lstat(d); err == nil || !errors.Is(err, fs.ErrNotExist) {
@@ -52,26 +53,26 @@ func mkdirDurable(dir string, noSync bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if noSync {
+	if o.NoSync {
 		return nil
 	}
 	// Deepest first: each parent sync makes its child's entry durable.
 	for _, d := range created {
-		if err := syncParent(filepath.Dir(d)); err != nil {
+		if err := syncParent(filepath.Dir(d), o.fsyncDir); err != nil {
 			return fmt.Errorf("sync %s: %w", filepath.Dir(d), err)
 		}
 	}
 	return nil
 }
 
-// syncParent fsyncs a directory above the spool.
-func syncParent(path string) error {
+// syncParent fsyncs a directory above the spool with fsync.
+func syncParent(path string, fsync func(path string, d *os.File) error) error {
 	d, err := os.Open(path)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return fsyncDir(path, d)
+	return fsync(path, d)
 }
 
 // removeLeftovers removes what an interrupted compaction or salvage left

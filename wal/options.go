@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"time"
 
 	"github.com/evspool/evspool/emitter/clock"
@@ -102,6 +103,14 @@ type Options struct {
 
 	// faults injects read failures (tests only; see transient.go).
 	faults faultSeam
+
+	// fsyncDir, if set, makes a directory's entries durable in place of
+	// (*os.File).Sync (tests only: they watch which directories are synced).
+	fsyncDir func(path string, d *os.File) error
+
+	// crashPoint, if set, is called at each named step of a salvage (tests
+	// only: the crash tests kill the process there).
+	crashPoint func(step string)
 }
 
 // withDefaults returns a filled-in copy; the caller's Options are not touched.
@@ -126,5 +135,11 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	c.Context = cmp.Or(c.Context, context.Background())
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	if c.fsyncDir == nil {
+		c.fsyncDir = syncFile
+	}
+	if c.crashPoint == nil {
+		c.crashPoint = func(string) {}
+	}
 	return c, nil
 }

@@ -90,7 +90,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	if err := w.rebuild(tmp, r); err != nil {
 		return fail("rebuild", err)
 	}
-	crashPoint("salvage-rebuilt")
+	w.opts.crashPoint("salvage-rebuilt")
 	corrupt, err := w.keepCopy(w.corruptName())
 	if err != nil {
 		return fail("keep the damaged copy", err)
@@ -98,7 +98,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 	if err := w.syncDir(); err != nil {
 		return fail("keep the damaged copy", err)
 	}
-	crashPoint("salvage-kept")
+	w.opts.crashPoint("salvage-kept")
 	if err := w.sd.rename(tmp, fileName); err != nil {
 		return fail("replace", err)
 	}
@@ -106,7 +106,7 @@ func (w *WAL) salvageFile(cause error) (*SalvageReport, error) {
 		// The rename happened, durable or not: the salvaged file is in use.
 		return nil, fmt.Errorf("wal: salvage of damaged spool %s: %w (cause: %v)", w.path, err, cause)
 	}
-	crashPoint("salvage-renamed")
+	w.opts.crashPoint("salvage-renamed")
 	r.CorruptPath = corrupt
 	r.RemovedCopies = w.pruneCopies()
 	db, err := w.openLoaded()

@@ -37,8 +37,7 @@ func TestSalvageChild(t *testing.T) {
 	if dir == "" {
 		return
 	}
-	salvageChildHook(os.Getenv(salvageEnvKill))
-	w, err := Open(dir, nil)
+	w, err := Open(dir, &Options{crashPoint: salvageChildHook(os.Getenv(salvageEnvKill))})
 	if err != nil {
 		fmt.Println("open failed:", err)
 		os.Exit(3)

@@ -7,13 +7,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// salvageChildHook makes the child kill itself at the named step of salvage.
-func salvageChildHook(kill string) {
-	if kill == "" {
-		return
-	}
-	crashPoint = func(p string) {
-		if p == kill {
+// salvageChildHook is the child's Options.crashPoint: it kills the process
+// at the named step of salvage (none if kill is empty).
+func salvageChildHook(kill string) func(step string) {
+	return func(step string) {
+		if kill != "" && step == kill {
 			_ = syscall.Kill(syscall.Getpid(), syscall.SIGKILL)
 			select {}
 		}

@@ -112,9 +112,12 @@ func TestTreeDamage(t *testing.T) {
 		{"leaf one level too high", func(b []byte, tr stTree) { stSetChild(b, tr.root, 0, tr.leaf) }},
 		{"one leaf under two parents", func(b []byte, tr stTree) { stSetChild(b, tr.second, 0, tr.leaf) }},
 	}
+	// One spool written for every case, each damaging a copy of it.
+	src, _, tr := stSetup(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			dir, path, tr := stSetup(t)
+			dir := stCopy(t, src)
+			path := filepath.Join(dir, "spool.db")
 			spCorrupt(t, path, func(b []byte) []byte { tc.damage(b, tr); return b })
 
 			w := stOpenWithin(t, dir, 10*time.Second)
@@ -134,6 +137,24 @@ func TestTreeDamage(t *testing.T) {
 			require.Zero(t, r.Missing)
 		})
 	}
+}
+
+// stCopy copies the closed spool in src (its regular files) to a fresh
+// directory and returns it.
+func stCopy(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	ents, err := os.ReadDir(src)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(src, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dst, e.Name()), b, 0o600))
+	}
+	return dst
 }
 
 // TestTreeCheckSound: the walk takes a sound multi-level tree for sound.

@@ -72,13 +72,14 @@ func Open(dir string, opts *Options) (*WAL, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := mkdirDurable(dir, o.NoSync); err != nil {
+	if err := mkdirDurable(dir, &o); err != nil {
 		return nil, fmt.Errorf("wal: create spool directory: %w", err)
 	}
 	sd, err := openSpoolDir(dir, true)
 	if err != nil {
 		return nil, err
 	}
+	sd.fsync = o.fsyncDir
 	w := &WAL{sd: sd, path: sd.join(fileName), opts: o, closedSize: -1}
 	w.group.init(o.Clock)
 	if w.lock, err = lockDir(sd, o.LockTimeout, o.Clock); err == nil {
@@ -336,9 +337,6 @@ func (w *WAL) fail(err error) {
 	w.broken.Store(&err)
 	w.nextHeal = w.opts.Clock.Boot() + healInterval
 }
-
-// crashPoint marks salvage's steps for the crash tests to kill the process at.
-var crashPoint = func(string) {}
 
 // Dir returns the spool directory.
 func (w *WAL) Dir() string { return w.sd.path }

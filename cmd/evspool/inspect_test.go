@@ -37,6 +37,7 @@ func inspectJSON(t *testing.T, args ...string) report {
 }
 
 func TestInspectStoppedSpool(t *testing.T) {
+	t.Parallel()
 	sock, spool := paths(t)
 	sent := lines("inspect", 0, 120)
 	begin := time.Now()

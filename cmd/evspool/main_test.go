@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -31,21 +32,19 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "evspool")
-	out, err := exec.Command("go", "build", "-race", "-o", binary, ".").CombinedOutput()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "build evspool: %v\n%s", err, out)
+	// With -race, so that a race in the CLI's own goroutines fails the
+	// tests that run it; make test hands one such build to every package
+	// (testmode.BinaryEnv).
+	if binary, err = testmode.Evspool(dir, true); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	mkspool = filepath.Join(dir, "mkspool")
-	out, err = exec.Command("go", "build", "-o", mkspool, "./testdata/mkspool").CombinedOutput()
+	out, err := exec.Command("go", "build", "-o", mkspool, "./testdata/mkspool").CombinedOutput()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "build mkspool: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	// A race-enabled binary sleeps 1 s at exit by default, to let racing
-	// goroutines be caught; the tests start it ~100 times.
-	os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -189,6 +188,7 @@ func joinLines(ls []string) string { return strings.Join(ls, "\n") + "\n" }
 
 // A line cut off by a kill is not counted as echoed.
 func TestWholeLinesSkipsACutLine(t *testing.T) {
+	t.Parallel()
 	sc := bufio.NewScanner(strings.NewReader("kill 1\nkill 2\nkill 29"))
 	sc.Split(wholeLines)
 	var got []string

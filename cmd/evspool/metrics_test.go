@@ -107,6 +107,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // collectors, passes Prometheus' naming rules (promlint, as promtool check
 // metrics runs them).
 func TestMetricsLintClean(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	commits := metrics.NewCommitHistogram()
 	em, err := emitter.Open(filepath.Join(dir, "events.sock"), filepath.Join(dir, "spool"),

@@ -20,6 +20,7 @@ import (
 // no final log line. Now: the echo fails, is logged once, and every line is
 // spooled and delivered; the exit status is the delivery's (0).
 func TestStdoutReaderGoesAway(t *testing.T) {
+	t.Parallel()
 	const echoMsg = "stdout reader went away: events are still spooled and delivered, no longer echoed"
 	for _, tc := range []struct {
 		name string

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReporter(t *testing.T) {
+	t.Parallel()
 	clk := clocktest.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
 	r := Reporter{Now: clk.Now, Interval: 30 * time.Second}
 

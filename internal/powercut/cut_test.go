@@ -19,6 +19,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
@@ -109,11 +110,11 @@ func TestPowercut(t *testing.T) {
 	require.Positive(t, on.seenCommitted, "fsync on: the surveys found no committed event")
 }
 
-// buildEvspool builds the evspool binary for the run.
+// buildEvspool returns the evspool binary for the run: make test's
+// (testmode.BinaryEnv, built with -race), else one built without -race.
 func buildEvspool(t *testing.T) string {
-	bin := filepath.Join(t.TempDir(), "evspool")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/evspool/evspool/cmd/evspool").CombinedOutput()
-	require.NoError(t, err, "build evspool: %s", out)
+	bin, err := testmode.Evspool(t.TempDir(), false)
+	require.NoError(t, err)
 	return bin
 }
 
@@ -203,6 +204,13 @@ func (p *powercut) cycle(i int) {
 		require.NoError(p.t, p.recv.Kill())
 	}
 	run := p.start(true)
+	if os.Getenv("EVSPOOL_POWERCUT") != "long" {
+		// make test's few cycles cut while events flow, or they prove
+		// nothing: a race-enabled evspool on a loaded machine can take
+		// longer than the random moment below to echo its first line.
+		// make powercut's cycles also cut during start-up.
+		run.waitEchoed(p.t, 30*time.Second)
+	}
 	if p.rng.IntN(2) == 0 {
 		// The kernel's background writeback, at a random moment before the
 		// cut: without fsync, it is what puts anything on disk at all.
@@ -224,6 +232,16 @@ func (p *powercut) cycle(i int) {
 		p.cut(run, Mode(p.rng.IntN(3)))
 	}
 	p.drain(fmt.Sprintf("after cut %d", i+1))
+}
+
+// waitEchoed waits up to d for the run to echo an event.
+func (r *run) waitEchoed(t *testing.T, d time.Duration) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return len(r.echoed) > 0
+	}, d, time.Millisecond, "evspool run echoed nothing")
 }
 
 // run is an evspool run process.

@@ -37,6 +37,7 @@ type chaos struct {
 }
 
 func TestChaos(t *testing.T) {
+	t.Parallel()
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("EVSPOOL_CHAOS_SEED"); s != "" {
 		var err error

@@ -79,6 +79,7 @@ func (r *leakyReceiver) got() []string {
 // the killed one did not see handled: the long line is set aside, never
 // taken as delivered, and nothing else is lost.
 func TestLongLineAfterEvspoolKill(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "ad")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -14,10 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/evspool/evspool/internal/testmode"
 	"github.com/evspool/evspool/internal/testrecv"
 )
 
-// binary is evspool, built once for these tests.
+// binary is the evspool these tests run (see TestMain).
 var binary string
 
 func TestMain(m *testing.M) {
@@ -34,9 +34,10 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	binary = filepath.Join(dir, "evspool")
-	if out, err := exec.Command("go", "build", "-o", binary, "github.com/evspool/evspool/cmd/evspool").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build evspool: %v\n%s", err, out)
+	// make test hands every package one evspool built with -race
+	// (testmode.BinaryEnv); run alone, these tests build one without.
+	if binary, err = testmode.Evspool(dir, false); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := m.Run()

@@ -20,6 +20,7 @@ import (
 // new worker. The next run must resend what the dead worker had not
 // handled: the master still being alive proves nothing about the reader.
 func TestPreForkWorkerKilled(t *testing.T) {
+	t.Parallel()
 	dir, err := os.MkdirTemp("", "pf")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
