@@ -21,7 +21,7 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
 # The suite CI runs: vet, gofmt, and every test under the race detector,
-# then each package's time and the five slowest tests (internal/testtime
+# then each package's time and the five slowest tests (internal/testkit/testtime
 # reads go test -json), so the budget stays visible: about 2 minutes on a
 # quiet 2-core machine. Tests with a longer version run it in make torture.
 # -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
@@ -31,16 +31,16 @@ fmt-check:
 # The longest packages are named first, so that go test starts them first
 # (it runs two packages at a time on 2 cores, in the order given) rather than
 # last, alone.
-# The evspool binary the tests run (cmd/evspool, internal/torture,
-# internal/powercut) is built once, with -race so that a race in the CLI
+# The evspool binary the tests run (cmd/evspool, internal/testkit/torture,
+# internal/testkit/powercut) is built once, with -race so that a race in the CLI
 # fails the tests that drive it, into a temporary directory, and handed to
-# them in EVSPOOL_TEST_BINARY (internal/testmode.BinaryEnv); a package
+# them in EVSPOOL_TEST_BINARY (internal/testkit/testmode.BinaryEnv); a package
 # tested on its own builds its own.
-TEST_FIRST := ./wal ./internal/torture ./emitter ./cmd/evspool
+TEST_FIRST := ./wal ./internal/testkit/torture ./emitter ./cmd/evspool
 test: vet fmt-check
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -race -o "$$bin/evspool" ./cmd/evspool && \
-	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testtime'
+	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testkit/testtime'
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m ./...
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
@@ -118,13 +118,13 @@ bench-malloc-probe:
 	perf probe -q -x $$(ldconfig -p | awk '/libc.so.6 .*x86-64/ {print $$NF; exit}') --add malloc
 
 # Long fault runs (about 20 minutes on 2 cores, measured 2026-12-05;
-# internal/torture 10 min, FuzzOpen 3-4 min): the chaos loop for 3 minutes, a 1 GB
-# line, the rest of internal/torture (among it a cloud-event-proxy-like
+# internal/testkit/torture 10 min, FuzzOpen 3-4 min): the chaos loop for 3 minutes, a 1 GB
+# line, the rest of internal/testkit/torture (among it a cloud-event-proxy-like
 # receiver killed 5 times under 5,000 events, a poison line, half-closed
 # receivers), the full-length versions of tests make test samples (wal's
 # model with 100 sequences a policy, every page of a spool damaged, ten
 # times the cap appended under each policy, a 2,000,000-event start-up
-# scan; internal/testmode), the emitter's tests make test leaves out (a
+# scan; internal/testkit/testmode), the emitter's tests make test leaves out (a
 # receiver frozen 100 s of virtual time, an abandoned write over TCP after
 # a stall), then each fuzz target
 # (about 15 s each; FuzzOpen's 20,000 executions, each opening, salvaging and
@@ -134,7 +134,7 @@ bench-malloc-probe:
 # fuzz coordinator can fail a duration run at its deadline with "context
 # deadline exceeded" and no crasher (golang/go#75804, fixed in Go 1.27).
 torture:
-	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/torture
+	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 15m -v ./internal/testkit/torture
 	EVSPOOL_TORTURE=long $(GO) test -count=1 -timeout 10m -run '^(TestModel|TestCorruptEveryPage|TestAckStaysUnderCap|TestCap|TestBlockConcurrent|TestBigSpoolStartup)$$' ./wal ./cmd/evspool
 	EVSPOOL_TORTURE=long $(GO) test -race -count=1 -timeout 5m -run '^(TestVirtualTimeFreeze|TestNoTornLineWhenWriteAbandoned)$$' ./emitter
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeRecord$$' -fuzztime 400000x ./wal
@@ -142,13 +142,13 @@ torture:
 	$(GO) test -run '^$$' -fuzz '^FuzzScanPages$$' -fuzztime 500000x ./internal/boltfile
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodePage$$' -fuzztime 150000x ./internal/boltfile
 	$(GO) test -run '^$$' -fuzz '^FuzzOpen$$' -fuzztime 20000x ./wal
-	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./internal/units
-	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./internal/units
-	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 600000x ./internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzParseSize$$' -fuzztime 600000x ./cmd/evspool/internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzFormatSize$$' -fuzztime 600000x ./cmd/evspool/internal/units
+	$(GO) test -run '^$$' -fuzz '^FuzzParseDuration$$' -fuzztime 600000x ./cmd/evspool/internal/units
 	$(GO) test -run '^$$' -fuzz '^FuzzWriter$$' -fuzztime 150000x ./emitter
 
 # Power-cut torture (under 5 minutes on 2 cores): evspool run writing its
-# spool into internal/powercut's FUSE filesystem, which throws away what was
+# spool into internal/testkit/powercut's FUSE filesystem, which throws away what was
 # not fsync'd at each cut; 250 cycles with fsync on and 80 with it off (a
 # quarter of them cut twice, ~300 and ~100 cuts), the spool
 # drained after each. With fsync off the lost events are split by what the
@@ -159,7 +159,7 @@ torture:
 # elsewhere). make test runs a few cuts.
 powercut:
 	@sum=$$(mktemp); \
-	EVSPOOL_POWERCUT=long EVSPOOL_POWERCUT_SUMMARY=$$sum $(GO) test -count=1 -timeout 6m -v -run '^TestPowercut$$' ./internal/powercut; \
+	EVSPOOL_POWERCUT=long EVSPOOL_POWERCUT_SUMMARY=$$sum $(GO) test -count=1 -timeout 6m -v -run '^TestPowercut$$' ./internal/testkit/powercut; \
 	status=$$?; cat $$sum; rm -f $$sum; exit $$status
 
 clean:

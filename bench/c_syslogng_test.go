@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 func TestParseSyslogNGStats(t *testing.T) {
@@ -54,7 +54,7 @@ func needSyslogNG(t *testing.T) {
 func TestSyslogNGPassesLinesThrough(t *testing.T) {
 	needSyslogNG(t)
 	dir := t.TempDir()
-	rcv, err := testrecv.Start("unix", filepath.Join(dir, "r.sock"), &testrecv.Options{})
+	rcv, err := refrecv.Start("unix", filepath.Join(dir, "r.sock"), &refrecv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestSyslogNGDiskBufferSurvivesKill(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	s.kill()
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/rawgroup"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/rawgroup"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -256,7 +256,7 @@ func inTempDir(tmp string, f func(dir string) (time.Duration, error)) (time.Dura
 // receiver has them all, the append commits made and the Emit calls' p99.
 func emitToReceiver(dir string, n, goroutines, per int) (sideRun, error) {
 	sock := filepath.Join(dir, "r.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{CountOnly: true})
 	if err != nil {
 		return sideRun{}, err
 	}
@@ -352,7 +352,7 @@ func rawCommits(dir string, n, per int) (sideRun, error) {
 }
 
 // rawGroupCommits is the least a group commit can do on plain bbolt
-// (internal/rawgroup), fed as emitToReceiver feeds the library: goroutines
+// (internal/testkit/rawgroup), fed as emitToReceiver feeds the library: goroutines
 // callers, one event per call, each call timed as the library's are (both
 // sides do the same work per call). It stores a commit's events under one
 // key, as the spool's frames store them (in four, for 64 events of 100
@@ -479,7 +479,7 @@ func measureResume(tmp string, restarts int) *ResumeFig {
 	res := &ResumeFig{Restarts: restarts}
 	_, err := inTempDir(tmp, func(dir string) (time.Duration, error) {
 		sock := filepath.Join(dir, "r.sock")
-		rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+		rcv, err := refrecv.Start("unix", sock, &refrecv.Options{CountOnly: true})
 		if err != nil {
 			return 0, err
 		}

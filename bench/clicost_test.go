@@ -82,7 +82,7 @@ const perfScript = `   1003009
    1003009 
 	           8a141 go.etcd.io/bbolt.(*Tx).write
 	           8a141 github.com/evspool/evspool/wal.(*WAL).commitTx
-	           8a141 github.com/evspool/evspool/emitter/clock.(*systemClock).Now
+	           8a141 github.com/evspool/evspool/wal/clock.(*systemClock).Now
 	           8a141 github.com/evspool/evspool/emitter.(*Emitter).Emit
 
    1003009 

@@ -14,7 +14,7 @@ type arrival struct {
 	prod   uint16
 }
 
-// collector is the receiver's Out: testrecv calls Write once per line, in
+// collector is the receiver's Out: refrecv calls Write once per line, in
 // arrival order, and the collector keeps 32 bytes per line instead of the
 // line itself, in fixed-size chunks so that growing never copies (a copy of
 // hundreds of MiB under the lock would stall the receiver).
@@ -26,7 +26,7 @@ type collector struct {
 	firstForeign string
 
 	// interval, when set, paces the receiver: Write is called while
-	// testrecv records the line, so sleeping here holds its reading back.
+	// refrecv records the line, so sleeping here holds its reading back.
 	interval time.Duration
 	next     time.Time
 }
@@ -64,7 +64,7 @@ func (c *collector) Write(p []byte) (int, error) {
 
 // pace sleeps off the receiver's lead over its rate, in steps of at least a
 // millisecond and carrying the remainder, so that timer overshoot does not
-// lower the rate (testrecv's Options.Rate sleeps per line and loses it).
+// lower the rate (refrecv's Options.Rate sleeps per line and loses it).
 func (c *collector) pace() {
 	if c.interval <= 0 {
 		return

@@ -10,7 +10,7 @@
 //
 // # How a run works
 //
-// The harness (this process) owns the receiver, internal/testrecv, and
+// The harness (this process) owns the receiver, internal/refrecv, and
 // injects the receiver's faults (Kill, Restart, PauseReading, a read rate).
 // Each contender runs in a child process, this binary re-executed in
 // "producer" mode, so that an emitter crash is a real SIGKILL and the

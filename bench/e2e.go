@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // E2E compares `evspool run`, stdin to a fast receiver with fsync on, with
@@ -110,7 +110,7 @@ func timeEvspoolRun(tmp, bin, input string, events int) (received, exited time.D
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "r.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{CountOnly: true})
 	if err != nil {
 		return 0, 0, 0, err
 	}

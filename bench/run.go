@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // interval is a span of wall-clock time, unix ns.
@@ -26,7 +26,7 @@ type rig struct {
 	sock       string
 	spool      string
 	col        *collector
-	rcv        *testrecv.Receiver
+	rcv        *refrecv.Receiver
 	samp       *sampler
 
 	t0       int64          // when producing started (backlog: when the receiver appeared)
@@ -87,7 +87,7 @@ func runOne(tmp, profileDir string, sc *scenario, contender string) (*runResult,
 }
 
 func (r *rig) startReceiver() error {
-	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{CountOnly: true, Out: r.col, HandleTime: r.sc.RecvHandle})
+	rcv, err := refrecv.Start("unix", r.sock, &refrecv.Options{CountOnly: true, Out: r.col, HandleTime: r.sc.RecvHandle})
 	r.rcv = rcv
 	return err
 }

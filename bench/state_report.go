@@ -10,7 +10,7 @@ func printStateReport(w io.Writer, res *StateResults) {
 	m, c := res.Machine, res.Config
 	fmt.Fprintf(w, "## %s — %s\n\n", res.Name, m.Date)
 	fmt.Fprintf(w, "%d × %s, %s, Linux %s, %s, evspool %s\n\n", m.CPUs, m.CPUModel, m.GoVersion, m.Kernel, m.SpoolFS, m.Evspool)
-	fmt.Fprintf(w, "A v2-like receiver (testrecv.V2: one connection at a time, status_request on each, a cache that publishes "+
+	fmt.Fprintf(w, "A v2-like receiver (refrecv.V2: one connection at a time, status_request on each, a cache that publishes "+
 		"changes only, %v a line) fed a T-GM + T-BC node's v2 stream for %v. Faults: receiver killed 5 times (down %v), "+
 		"sender killed 3 times (down %v, the stream pausing meanwhile, as a dead daemon produces nothing), or both. "+
 		"*end*: keys missing or different once delivery is over; *restart*: the same %v after a receiver restart with "+

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // The state scenario's fault modes.
@@ -104,7 +104,7 @@ func faultSteps(mode string, cfg stateConfig) []faultStep {
 type stateRig struct {
 	row   *StateRow
 	cfg   stateConfig
-	v     *testrecv.V2
+	v     *refrecv.V2
 	s     stateSender
 	pause time.Duration // the stream's pauses so far, while the sender was down
 	ref   *reference
@@ -120,7 +120,7 @@ func runState(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, c
 }
 
 func runStateRig(tmp string, bins evspoolBins, msgs []streamMsg, cfg stateConfig, row *StateRow) error {
-	v, s, stop, err := startStatePair(tmp, "state", &testrecv.V2Options{HandleTime: cfg.HandleTime}, row.Contender, bins)
+	v, s, stop, err := startStatePair(tmp, "state", &refrecv.V2Options{HandleTime: cfg.HandleTime}, row.Contender, bins)
 	if err != nil {
 		return err
 	}
@@ -217,7 +217,7 @@ func (r *stateRig) step(s faultStep) error {
 
 // waitQuiet waits until the receiver has handled no line for quiet, or
 // limit passed.
-func waitQuiet(v *testrecv.V2, quiet, limit time.Duration) {
+func waitQuiet(v *refrecv.V2, quiet, limit time.Duration) {
 	end := time.Now().Add(limit)
 	last, since := v.Lines(), time.Now()
 	for time.Now().Before(end) && time.Since(since) < quiet {

@@ -4,7 +4,7 @@ import (
 	"sort"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // pubScore compares the transitions a v2 receiver published with those a
@@ -27,17 +27,17 @@ type pubScore struct {
 // scorePublishes matches each publish to the reference transition in
 // force at its message's timestamp. Timestamps are unique and increasing
 // in the stream, so that transition is the one whose value it carries.
-func scorePublishes(ref, got []testrecv.V2Publish) pubScore {
+func scorePublishes(ref, got []refrecv.V2Publish) pubScore {
 	s := pubScore{Reference: len(ref), Published: len(got)}
-	starts := map[testrecv.V2Key][]time.Time{}
+	starts := map[refrecv.V2Key][]time.Time{}
 	for _, p := range ref {
 		starts[p.Key] = append(starts[p.Key], p.Timestamp)
 	}
-	matched := map[testrecv.V2Key][]bool{}
+	matched := map[refrecv.V2Key][]bool{}
 	for k, ts := range starts {
 		matched[k] = make([]bool, len(ts))
 	}
-	newest := map[testrecv.V2Key]time.Time{}
+	newest := map[refrecv.V2Key]time.Time{}
 	for _, p := range got {
 		if last, ok := newest[p.Key]; ok && p.Timestamp.Before(last) {
 			s.OutOfOrder++
@@ -64,13 +64,13 @@ func scorePublishes(ref, got []testrecv.V2Publish) pubScore {
 
 // stateDiff counts the keys a receiver's current state has wrong: missing,
 // with another value, or there when they should not be.
-func stateDiff(want, got map[testrecv.V2Key]string) int { return len(stateWrong(want, got)) }
+func stateDiff(want, got map[refrecv.V2Key]string) int { return len(stateWrong(want, got)) }
 
 // stateWrong describes each key stateDiff counts, sorted: "key: got X,
 // want Y", "-" for absent.
-func stateWrong(want, got map[testrecv.V2Key]string) []string {
+func stateWrong(want, got map[refrecv.V2Key]string) []string {
 	var out []string
-	show := func(m map[testrecv.V2Key]string, k testrecv.V2Key) string {
+	show := func(m map[refrecv.V2Key]string, k refrecv.V2Key) string {
 		if v, ok := m[k]; ok {
 			return v
 		}

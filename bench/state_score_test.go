@@ -4,42 +4,42 @@ import (
 	"testing"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 func TestScorePublishes(t *testing.T) {
-	eth0 := testrecv.V2Key{Type: "ptp_state", Iface: "eth0"}
-	eth1 := testrecv.V2Key{Type: "ptp_state", Iface: "eth1"}
+	eth0 := refrecv.V2Key{Type: "ptp_state", Iface: "eth0"}
+	eth1 := refrecv.V2Key{Type: "ptp_state", Iface: "eth1"}
 	at := func(s int) time.Time { return time.Unix(int64(s), 0) }
-	pub := func(k testrecv.V2Key, v string, s int) testrecv.V2Publish {
-		return testrecv.V2Publish{Key: k, Values: v, Timestamp: at(s)}
+	pub := func(k refrecv.V2Key, v string, s int) refrecv.V2Publish {
+		return refrecv.V2Publish{Key: k, Values: v, Timestamp: at(s)}
 	}
 	// eth0: LOCKED at 1, HOLDOVER at 5, LOCKED at 9; eth1: LOCKED at 2.
-	ref := []testrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "HOLDOVER", 5), pub(eth0, "LOCKED", 9)}
+	ref := []refrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "HOLDOVER", 5), pub(eth0, "LOCKED", 9)}
 	tests := map[string]struct {
-		got  []testrecv.V2Publish
+		got  []refrecv.V2Publish
 		want pubScore
 	}{
 		"the reference itself": {got: ref, want: pubScore{Reference: 4, Published: 4}},
 		"nothing":              {want: pubScore{Reference: 4, Missing: 4}},
 		"a transition late, by a re-send before the next one": {
-			got:  []testrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "HOLDOVER", 7), pub(eth0, "LOCKED", 9)},
+			got:  []refrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "HOLDOVER", 7), pub(eth0, "LOCKED", 9)},
 			want: pubScore{Reference: 4, Published: 4},
 		},
 		"a transition lost": {
-			got:  []testrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2)},
+			got:  []refrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2)},
 			want: pubScore{Reference: 4, Published: 2, Missing: 2},
 		},
 		"a restart announces again": {
-			got:  append(append([]testrecv.V2Publish(nil), ref...), pub(eth1, "LOCKED", 10), pub(eth0, "LOCKED", 11)),
+			got:  append(append([]refrecv.V2Publish(nil), ref...), pub(eth1, "LOCKED", 10), pub(eth0, "LOCKED", 11)),
 			want: pubScore{Reference: 4, Published: 6, Extra: 2},
 		},
 		"an older change after a newer one": {
-			got:  []testrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "LOCKED", 9), pub(eth0, "HOLDOVER", 5)},
+			got:  []refrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2), pub(eth0, "LOCKED", 9), pub(eth0, "HOLDOVER", 5)},
 			want: pubScore{Reference: 4, Published: 4, OutOfOrder: 1, Missing: 1},
 		},
 		"the same message twice": {
-			got:  []testrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2)},
+			got:  []refrecv.V2Publish{pub(eth0, "LOCKED", 1), pub(eth0, "LOCKED", 1), pub(eth1, "LOCKED", 2)},
 			want: pubScore{Reference: 4, Published: 3, Extra: 1, Missing: 2},
 		},
 	}
@@ -53,16 +53,16 @@ func TestScorePublishes(t *testing.T) {
 }
 
 func TestStateDiff(t *testing.T) {
-	a, b, c := testrecv.V2Key{Type: "a"}, testrecv.V2Key{Type: "b"}, testrecv.V2Key{Type: "c"}
-	want := map[testrecv.V2Key]string{a: "1", b: "2"}
+	a, b, c := refrecv.V2Key{Type: "a"}, refrecv.V2Key{Type: "b"}, refrecv.V2Key{Type: "c"}
+	want := map[refrecv.V2Key]string{a: "1", b: "2"}
 	tests := map[string]struct {
-		got  map[testrecv.V2Key]string
+		got  map[refrecv.V2Key]string
 		want int
 	}{
-		"same":      {got: map[testrecv.V2Key]string{a: "1", b: "2"}, want: 0},
-		"empty":     {got: map[testrecv.V2Key]string{}, want: 2},
-		"different": {got: map[testrecv.V2Key]string{a: "1", b: "3"}, want: 1},
-		"extra key": {got: map[testrecv.V2Key]string{a: "1", b: "2", c: "0"}, want: 1},
+		"same":      {got: map[refrecv.V2Key]string{a: "1", b: "2"}, want: 0},
+		"empty":     {got: map[refrecv.V2Key]string{}, want: 2},
+		"different": {got: map[refrecv.V2Key]string{a: "1", b: "3"}, want: 1},
+		"extra key": {got: map[refrecv.V2Key]string{a: "1", b: "2", c: "0"}, want: 1},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // The state scenario's contenders.
@@ -43,12 +43,12 @@ type evspoolBins struct{ cur, base string }
 // startStatePair starts a v2 receiver and opens contender towards it, in a
 // directory of their own under tmp; stop closes the sender, kills the
 // receiver and removes the directory.
-func startStatePair(tmp, prefix string, opts *testrecv.V2Options, contender string, bins evspoolBins) (*testrecv.V2, stateSender, func(), error) {
+func startStatePair(tmp, prefix string, opts *refrecv.V2Options, contender string, bins evspoolBins) (*refrecv.V2, stateSender, func(), error) {
 	dir, err := os.MkdirTemp(tmp, prefix)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	v, err := testrecv.StartV2(filepath.Join(dir, "v2.sock"), opts)
+	v, err := refrecv.StartV2(filepath.Join(dir, "v2.sock"), opts)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, nil, err

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // ptpV2Messages is a minute of a simulated node's cloud-event-proxy v2
@@ -76,17 +76,17 @@ func (s *stream) line(now time.Time) []byte {
 // reference is what a receiver that read every line once, in order, with
 // no restart would hold and publish: the yardstick of a run.
 type reference struct {
-	cache *testrecv.V2Cache
-	pubs  []testrecv.V2Publish
+	cache *refrecv.V2Cache
+	pubs  []refrecv.V2Publish
 }
 
-func newReference() *reference { return &reference{cache: testrecv.NewV2Cache()} }
+func newReference() *reference { return &reference{cache: refrecv.NewV2Cache()} }
 
 // add applies one produced line and reports whether it was a change.
 func (r *reference) add(line []byte) bool {
 	out, p := r.cache.Handle(line)
-	if out == testrecv.V2Published {
+	if out == refrecv.V2Published {
 		r.pubs = append(r.pubs, p)
 	}
-	return out == testrecv.V2Published
+	return out == refrecv.V2Published
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // writebackEvery is how often the writeback receiver writes a line back.
@@ -39,7 +39,7 @@ func runWriteback(tmp string, bins evspoolBins, contender string, n int, rate fl
 }
 
 func (row *WritebackRow) run(tmp string, bins evspoolBins, n int, quiet time.Duration) error {
-	v, s, stop, err := startStatePair(tmp, "wb", &testrecv.V2Options{WriteBackEvery: writebackEvery}, row.Contender, bins)
+	v, s, stop, err := startStatePair(tmp, "wb", &refrecv.V2Options{WriteBackEvery: writebackEvery}, row.Contender, bins)
 	if err != nil {
 		return err
 	}

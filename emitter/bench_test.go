@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // event100 returns a 100-byte PTP-shaped event carrying n.
@@ -24,10 +24,10 @@ func event100(n int) []byte {
 	return []byte((s + strings.Repeat("x", 100))[:100])
 }
 
-func benchRig(b *testing.B, fsync bool) (*testrecv.Receiver, *emitter.Emitter) {
+func benchRig(b *testing.B, fsync bool) (*refrecv.Receiver, *emitter.Emitter) {
 	dir := b.TempDir()
 	sock := filepath.Join(dir, "s.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{CountOnly: true})
 	require.NoError(b, err)
 	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{NoSync: !fsync, Stdout: io.Discard})
 	require.NoError(b, err)
@@ -38,7 +38,7 @@ func benchRig(b *testing.B, fsync bool) (*testrecv.Receiver, *emitter.Emitter) {
 	return rcv, em
 }
 
-func waitCount(b *testing.B, rcv *testrecv.Receiver, n int) {
+func waitCount(b *testing.B, rcv *refrecv.Receiver, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	require.NoError(b, rcv.WaitCount(ctx, n))
@@ -95,7 +95,7 @@ func BenchmarkThroughput(b *testing.B) {
 func BenchmarkLatency(b *testing.B) {
 	dir := b.TempDir()
 	sock := filepath.Join(dir, "s.sock")
-	rcv, err := testrecv.Start("unix", sock, nil)
+	rcv, err := refrecv.Start("unix", sock, nil)
 	require.NoError(b, err)
 	defer rcv.Close()
 	em, err := emitter.Open(sock, filepath.Join(dir, "spool"), &emitter.Options{Stdout: io.Discard})

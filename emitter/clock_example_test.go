@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // stepClock is a Clock written as a program outside this module would
@@ -49,7 +49,7 @@ func TestClockOfYourOwn(t *testing.T) {
 	clk.skip = time.Hour
 	clk.mu.Unlock()
 	r.emitAll([]string{"fresh"})
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flushLossy(10 * time.Second)

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // PTP nodes step the wall clock (phc2sys at start-up, after a holdover). An
@@ -38,7 +38,7 @@ func TestMaxAgeIgnoresWallClockSteps(t *testing.T) {
 			r.emitAll(sent) // the receiver is down
 			clk.Advance(tc.age)
 			clk.StepWall(tc.step)
-			rcv, err := testrecv.Start("unix", r.sock, nil)
+			rcv, err := refrecv.Start("unix", r.sock, nil)
 			require.NoError(t, err)
 			defer rcv.Close()
 			r.flushLossy(10 * time.Second)
@@ -76,7 +76,7 @@ func TestMaxAgeAcrossAReboot(t *testing.T) {
 	r.open(&emitter.Options{MaxAge: 5 * time.Second, Clock: clk})
 	r.emitAll([]string{"after-reboot"})
 	clk.StepWall(time.Hour) // no matter within this boot
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flushLossy(10 * time.Second)

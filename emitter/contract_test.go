@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testmode"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 	"github.com/evspool/evspool/internal/verify"
 )
 
@@ -227,7 +227,7 @@ func TestNoTornLineWhenWriteAbandoned(t *testing.T) {
 				t.Skip("12 MiB over TCP past a stall: make torture (EVSPOOL_TORTURE=long)")
 			}
 			t.Parallel()
-			rcv, addr := startPaused(t, tc.network, &testrecv.Options{MaxLine: 256 << 10})
+			rcv, addr := startPaused(t, tc.network, &refrecv.Options{MaxLine: 256 << 10})
 			defer rcv.Close()
 			opts := &emitter.Options{Network: tc.network, NoSync: true, Stdout: &lockedBuffer{},
 				MaxEventSize: 256 << 10, MaxSpoolBytes: 512 << 20,
@@ -277,13 +277,13 @@ func TestNoTornLineWhenWriteAbandoned(t *testing.T) {
 }
 
 // startPaused starts a receiver that reads nothing until ResumeReading.
-func startPaused(t *testing.T, network string, opts *testrecv.Options) (*testrecv.Receiver, string) {
+func startPaused(t *testing.T, network string, opts *refrecv.Options) (*refrecv.Receiver, string) {
 	t.Helper()
 	addr := filepath.Join(t.TempDir(), "s.sock")
 	if network == "tcp" {
 		addr = "127.0.0.1:0"
 	}
-	rcv, err := testrecv.Start(network, addr, opts)
+	rcv, err := refrecv.Start(network, addr, opts)
 	require.NoError(t, err)
 	rcv.PauseReading()
 	return rcv, rcv.Addr()

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // mountTmpfs mounts a tmpfs of size bytes on a new directory, or skips the
@@ -79,7 +79,7 @@ func TestDiskFull(t *testing.T) {
 	require.True(t, ok)
 	require.Equal(t, "disk_full", reason.String())
 
-	rcv, err := testrecv.Start("unix", sock, nil)
+	rcv, err := refrecv.Start("unix", sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -21,7 +21,7 @@ import (
 // were dropped), and any duplicate is part of a replay.
 func TestDropOldestLostIsMissing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{HandleTime: time.Millisecond},
+	r := newRig(t, &refrecv.Options{HandleTime: time.Millisecond},
 		&emitter.Options{MaxSpoolBytes: 1 << 20, OnFull: wal.DropOldest})
 	pad := strings.Repeat("x", 900)
 	const n, per = 6000, 20

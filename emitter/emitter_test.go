@@ -14,14 +14,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 	"github.com/evspool/evspool/wal"
 )
 
 func TestDeliversInOrder(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	sent := events("a", 2000)
 	r.emitAll(sent)
 	r.flush(10 * time.Second)
@@ -34,7 +34,7 @@ func TestDeliversInOrder(t *testing.T) {
 
 func TestTCP(t *testing.T) {
 	t.Parallel()
-	rcv, err := testrecv.Start("tcp", "127.0.0.1:0", nil)
+	rcv, err := refrecv.Start("tcp", "127.0.0.1:0", nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	em, err := emitter.Open(rcv.Addr(), t.TempDir(), &emitter.Options{Network: "tcp", NoSync: true, Stdout: &bytes.Buffer{}})
@@ -69,7 +69,7 @@ func TestTCP(t *testing.T) {
 func TestEchoAfterCommit(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Stdout: &out})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Stdout: &out})
 	require.NoError(t, r.em.Emit(context.Background(), []byte("one\n"), []byte("two")))
 	require.Equal(t, "one\ntwo\n", out.String())
 	require.EqualValues(t, 2, r.em.Stats().Emitted)
@@ -77,7 +77,7 @@ func TestEchoAfterCommit(t *testing.T) {
 
 func TestEmitValidation(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 100})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{MaxEventSize: 100})
 	err := r.em.Emit(context.Background(), bytes.Repeat([]byte("x"), 100))
 	var se *emitter.EventSizeError
 	require.ErrorAs(t, err, &se)
@@ -106,7 +106,7 @@ func TestEmitValidation(t *testing.T) {
 func TestReceiverKilledMidStream(t *testing.T) {
 	// Not parallel: each round gives delivery 10 s to resume after a
 	// restart, which the parallel tests beside a CPU load can exceed.
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	sent := events("kill", 6000)
 	done := make(chan struct{})
 	go func() {
@@ -139,7 +139,7 @@ func TestReceiverKilledMidStream(t *testing.T) {
 // it is back.
 func TestUnreadDataReplayed(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	warm := events("warm", 10)
 	r.emitAll(warm)
 	r.flush(5 * time.Second)
@@ -190,7 +190,7 @@ func TestNeverReadingReceiver(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	sock := dir + "/s.sock"
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{NeverRead: true})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{NeverRead: true})
 	require.NoError(t, err)
 	em, err := emitter.Open(sock, dir+"/spool", &emitter.Options{NoSync: true, Stdout: &bytes.Buffer{},
 		WriteTimeout: 50 * time.Millisecond, StallTimeout: 200 * time.Millisecond})
@@ -209,7 +209,7 @@ func TestNeverReadingReceiver(t *testing.T) {
 	require.Zero(t, st.DeadLettered)
 	require.NoError(t, rcv.Kill())
 
-	good, err := testrecv.Start("unix", sock, nil)
+	good, err := refrecv.Start("unix", sock, nil)
 	require.NoError(t, err)
 	defer good.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -223,7 +223,7 @@ func TestNeverReadingReceiver(t *testing.T) {
 // counted, and the connection is kept, so nothing is resent or reordered.
 func TestSlowReceiver(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
+	r := newRig(t, &refrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond})
 	sent := events("slow", 300)
 	r.emitAll(sent)
 	r.flush(30 * time.Second)
@@ -240,7 +240,7 @@ func TestSlowReceiver(t *testing.T) {
 // is resent, nothing reordered.
 func TestStalledReceiverKeepsConnection(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})
+	r := newRig(t, &refrecv.Options{Rate: 200}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: 60 * time.Millisecond})
 	sent := events("stalled", 400)
 	r.emitAll(sent)
 	r.flush(30 * time.Second)
@@ -263,7 +263,7 @@ func TestSocketMissingAtStart(t *testing.T) {
 	require.Contains(t, st.LastError, "no such file")
 	require.EqualValues(t, 100, st.Pending)
 
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flush(5 * time.Second)
@@ -295,7 +295,7 @@ func TestDialRateWhileDown(t *testing.T) {
 
 func TestIdleHangUpNoticed(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	r.emitAll(events("idle", 1))
 	r.flush(5 * time.Second)
 	require.True(t, r.em.Stats().Connected)
@@ -309,7 +309,7 @@ func TestIdleHangUpNoticed(t *testing.T) {
 
 func TestConcurrentEmit(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	const producers, each = 64, 100
 	var wg sync.WaitGroup
 	for p := 0; p < producers; p++ {
@@ -357,7 +357,7 @@ func TestCloseDuringOutageKeepsEvents(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 50, st.PendingEvents)
 
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.open(nil)
@@ -416,7 +416,7 @@ func TestAtOpenIsTheBacklogBeforeDelivery(t *testing.T) {
 	require.NoError(t, em.Emit(context.Background(), sent...))
 	em.Close(context.Background()) // no receiver: all 500 stay spooled
 
-	rcv, err := testrecv.Start("unix", sock, nil)
+	rcv, err := refrecv.Start("unix", sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	em, err = emitter.Open(sock, spool, &emitter.Options{NoSync: true})

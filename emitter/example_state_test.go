@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // ipcMessage is linuxptp-daemon's ipc.Message (pkg/ipc) as its encoder
@@ -60,7 +60,7 @@ func Example_stateKeys() {
 	}
 	defer os.RemoveAll(dir)
 	sock := filepath.Join(dir, "events.sock")
-	proxy, err := testrecv.StartV2(sock, nil) // like v2: one connection at a time, status_request on accept
+	proxy, err := refrecv.StartV2(sock, nil) // like v2: one connection at a time, status_request on accept
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -93,7 +93,7 @@ func Example_stateKeys() {
 			log.Fatal(err)
 		}
 	}
-	printState(proxy, testrecv.V2Key{Type: "sync_state"}, "LOCKED")
+	printState(proxy, refrecv.V2Key{Type: "sync_state"}, "LOCKED")
 
 	proxy.Kill() // the proxy restarts: its cache is empty
 	if err := proxy.Restart(); err != nil {
@@ -102,7 +102,7 @@ func Example_stateKeys() {
 	if err := ipc.Send(ctx, ipcMessage{Type: "ptp_state", Profile: "ptp4l.0.config", IFace: "ens1f1", Values: state("HOLDOVER")}); err != nil {
 		log.Fatal(err)
 	}
-	printState(proxy, testrecv.V2Key{Type: "ptp_state", Iface: "ens1f1"}, "HOLDOVER")
+	printState(proxy, refrecv.V2Key{Type: "ptp_state", Iface: "ens1f1"}, "HOLDOVER")
 
 	fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -129,7 +129,7 @@ func Example_stateKeys() {
 // printState waits until the proxy has handled the last message sent
 // (its key holds value), and so every one before it, and prints its cache
 // as its REST API lists the resources.
-func printState(proxy *testrecv.V2, last testrecv.V2Key, value string) {
+func printState(proxy *refrecv.V2, last refrecv.V2Key, value string) {
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	deadline := time.After(10 * time.Second)

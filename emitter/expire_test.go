@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clocktest"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 )
 
 // flushLossy is rig.flush for a test where events expire: Flush may report
@@ -46,7 +46,7 @@ func TestMaxAgeExpiresStaleEvents(t *testing.T) {
 	fresh := events("fresh", 200)
 	r.emitAll(fresh)
 
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flushLossy(10 * time.Second)
@@ -90,7 +90,7 @@ func TestMaxAgeKeepsOrderAroundAnOldEvent(t *testing.T) {
 	clk.Advance(30 * time.Second)
 	r.open(&emitter.Options{MaxAge: time.Minute, Clock: clk})
 
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flushLossy(10 * time.Second)
@@ -106,7 +106,7 @@ func TestMaxAgeOffByDefault(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{Clock: clk})
 	r.emitAll([]string{"ancient"})
 	clk.Advance(1000 * time.Hour)
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flush(10 * time.Second)
@@ -128,7 +128,7 @@ func TestFlushReturnsWhenAllExpired(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{MaxAge: time.Minute, Clock: clk})
 	r.emitAll(events("stale", 50))
 	clk.Advance(time.Hour)
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -41,7 +41,7 @@ func TestFlushAfterSalvageCountsEvents(t *testing.T) {
 	r.emitAll(fresh)
 	st := r.em.Stats()
 	require.Greater(t, st.Spool.LastSeq-st.Spool.FirstSeq+1, uint64(60000), "the salvage left a hole in the numbering")
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

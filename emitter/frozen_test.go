@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
 
@@ -19,7 +19,7 @@ import (
 // thaws everything arrives once, in order.
 func TestFrozenReceiver(t *testing.T) {
 	t.Parallel()
-	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
+	em, rcv, _, _ := cepRig(t, refrecv.CEPConfig{}, emitter.Options{
 		WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond, ReplayLinger: 500 * time.Millisecond})
 	sent := events("frozen", 300)
 	emit := func(evs []string) {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // heldWindow is how long a test watches for lines that must not come.
@@ -25,7 +25,7 @@ const heldWindow = 300 * time.Millisecond
 // in order.
 func TestHoldKeepsConnectionWritesNothing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
 	before := events("before", 50)
 	r.emitAll(before)
 	r.flush(5 * time.Second)
@@ -64,7 +64,7 @@ func TestReleaseWithoutPreambleAgain(t *testing.T) {
 	r.em.Hold()
 	r.em.Hold() // holds do not nest
 	// The receiver starts after the Hold: the connection is made while held.
-	rcv, err := testrecv.Start("unix", r.sock, &testrecv.Options{})
+	rcv, err := refrecv.Start("unix", r.sock, &refrecv.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { rcv.Close() })
 	r.rcv = rcv
@@ -90,7 +90,7 @@ func TestReleaseWithoutPreambleAgain(t *testing.T) {
 // connection gets nothing, preamble included, until Release.
 func TestHoldThroughReceiverRestart(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, PreambleOnRelease: true})
 	r.emitAll(events("before", 10))
 	r.flush(5 * time.Second)
 	r.em.Hold()
@@ -141,7 +141,7 @@ func TestHoldMidBacklog(t *testing.T) {
 		}
 		return gateConn{Conn: c, shut: &shut, violations: &violations, writes: &writes}, nil
 	}
-	r := newRig(t, &testrecv.Options{Rate: 20000}, &emitter.Options{Dial: dial, BatchEvents: 10})
+	r := newRig(t, &refrecv.Options{Rate: 20000}, &emitter.Options{Dial: dial, BatchEvents: 10})
 	sent := events("backlog", 3000)
 	r.emitAll(sent)
 	for round := 0; round < 5; round++ {
@@ -164,7 +164,7 @@ func TestCloseWhileHeld(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			entered := make(chan struct{}, 1)
 			var calls atomic.Int32
-			r := newRig(t, &testrecv.Options{}, &emitter.Options{PreambleOnRelease: true,
+			r := newRig(t, &refrecv.Options{}, &emitter.Options{PreambleOnRelease: true,
 				Preamble: func(ctx context.Context, w io.Writer) error {
 					if calls.Add(1) == 1 {
 						return writeLiveStart(ctx, w)
@@ -195,7 +195,7 @@ func TestCloseWhileHeld(t *testing.T) {
 func TestMaxHoldReleases(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Clock: clk, MaxHold: time.Minute})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Clock: clk, MaxHold: time.Minute})
 	r.em.Hold()
 	sent := events("held", 10)
 	r.emitAll(sent)
@@ -209,7 +209,7 @@ func TestMaxHoldReleases(t *testing.T) {
 // Hold, Release and Emit from many goroutines: the race detector's test.
 func TestHoldReleaseConcurrent(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	sent := events("mixed", 400)
 	var wg sync.WaitGroup
 	wg.Add(2)

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 func TestAliveAndReadyWhileRunning(t *testing.T) {
@@ -70,7 +70,7 @@ func TestAliveNoticesWedgedDrainer(t *testing.T) {
 func TestAliveWhileWaitingInPreamble(t *testing.T) {
 	t.Parallel()
 	entered := make(chan time.Time, 1)
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		DialTimeout: 10 * time.Millisecond, WriteTimeout: 10 * time.Millisecond, StallTimeout: 10 * time.Millisecond,
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			entered <- time.Now()
@@ -101,7 +101,7 @@ func TestReadyFollowsCommits(t *testing.T) {
 	require.ErrorIs(t, err, emitter.ErrNotReady)
 	require.ErrorContains(t, err, "last spool commit failed")
 
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{CountOnly: true})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{CountOnly: true})
 	require.NoError(t, err)
 	defer rcv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

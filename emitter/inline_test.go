@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // settled reports whether the run goroutine idles and is not yet woken (a
@@ -27,11 +27,11 @@ func settled(d *drainer) bool {
 // openOnReceiver starts a receiver and opens an emitter on it (NoSync, no
 // echo, opts' other fields as given), both closed at the test's end; it
 // returns the emitter's drainer too.
-func openOnReceiver(t *testing.T, opts Options) (*Emitter, *drainer, *testrecv.Receiver) {
+func openOnReceiver(t *testing.T, opts Options) (*Emitter, *drainer, *refrecv.Receiver) {
 	t.Helper()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { rcv.Close() })
 	opts.NoSync, opts.Stdout = true, io.Discard
@@ -42,7 +42,7 @@ func openOnReceiver(t *testing.T, opts Options) (*Emitter, *drainer, *testrecv.R
 }
 
 // caughtUp delivers one event and waits until the drainer idles after it.
-func caughtUp(t *testing.T, e *Emitter, d *drainer, rcv *testrecv.Receiver) {
+func caughtUp(t *testing.T, e *Emitter, d *drainer, rcv *refrecv.Receiver) {
 	t.Helper()
 	require.NoError(t, e.Emit(context.Background(), []byte("first")))
 	require.Eventually(t, func() bool { return len(rcv.Lines()) == 1 && settled(d) }, 5*time.Second, time.Millisecond)

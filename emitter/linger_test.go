@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clocktest"
 	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 	"github.com/evspool/evspool/wal"
 )
 

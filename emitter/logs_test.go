@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 const outageMsg = "receiver unreachable; spooling events until it is back"
@@ -20,7 +20,7 @@ const outageMsg = "receiver unreachable; spooling events until it is back"
 // after the hang-up is 0: the log must give the one seen before.
 func TestHangUpLogsUnreadBeforeVanishing(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{WriteTimeout: 30 * time.Millisecond})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{WriteTimeout: 30 * time.Millisecond})
 	r.emitAll(events("warm", 5))
 	r.flush(5 * time.Second)
 	r.rcv.PauseReading()
@@ -44,7 +44,7 @@ func TestStallWarningsCountStallsNotPolls(t *testing.T) {
 	// The interval is long enough that the second stall falls inside it
 	// however loaded the machine is; the third waits it out.
 	const interval = 2 * time.Second
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		WriteTimeout: 20 * time.Millisecond, StallTimeout: time.Minute, WarnInterval: interval})
 	// stall returns a time after the stall was counted (and warned of).
 	stall := func(n uint64, hold time.Duration) time.Time {
@@ -73,7 +73,7 @@ func TestStallWarningsCountStallsNotPolls(t *testing.T) {
 // read, not when the connection was dropped.
 func TestOutageStartsWhenDeliveryStopped(t *testing.T) {
 	const stallTimeout = 300 * time.Millisecond
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: stallTimeout})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{WriteTimeout: 20 * time.Millisecond, StallTimeout: stallTimeout})
 	r.emitAll(events("warm", 5))
 	r.flush(5 * time.Second)
 	r.rcv.PauseReading()

@@ -14,7 +14,7 @@ import (
 
 	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/internal/ledger"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -126,7 +126,7 @@ func TestSalvageWhileDrainingIsALoss(t *testing.T) {
 	}
 	require.Zero(t, r.em.Stats().Lost())
 	flipBit(t, filepath.Join(r.spool, "spool.db"), lossEvent(25))
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	require.Eventually(t, func() bool { return r.em.Stats().Unreadable == 1 }, 10*time.Second, 5*time.Millisecond)

@@ -14,13 +14,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
 
 func TestMain(m *testing.M) {
-	testrecv.MaybeRunCEP()     // a receiver child of the poison tests
-	testrecv.MaybeRunPreFork() // a pre-fork receiver's master and workers
+	refrecv.MaybeRunCEP()     // a receiver child of the poison tests
+	refrecv.MaybeRunPreFork() // a pre-fork receiver's master and workers
 	goleak.VerifyTestMain(m)
 }
 
@@ -29,17 +29,17 @@ type rig struct {
 	t     *testing.T
 	sock  string
 	spool string
-	rcv   *testrecv.Receiver
+	rcv   *refrecv.Receiver
 	em    *emitter.Emitter
 	logs  *logSink
 }
 
-func newRig(t *testing.T, rcvOpts *testrecv.Options, opts *emitter.Options) *rig {
+func newRig(t *testing.T, rcvOpts *refrecv.Options, opts *emitter.Options) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	r := &rig{t: t, sock: filepath.Join(dir, "events.sock"), spool: filepath.Join(dir, "spool"), logs: &logSink{}}
 	if rcvOpts != nil {
-		rcv, err := testrecv.Start("unix", r.sock, rcvOpts)
+		rcv, err := refrecv.Start("unix", r.sock, rcvOpts)
 		require.NoError(t, err)
 		r.rcv = rcv
 		t.Cleanup(func() { rcv.Close() })
@@ -56,7 +56,7 @@ func (r *rig) open(opts *emitter.Options) {
 	}
 	o.NoSync = true // durability across a power loss is not under test here
 	if o.ReplayLinger == 0 {
-		// The testrecv receiver records a line as it reads it: the window's
+		// The refrecv receiver records a line as it reads it: the window's
 		// linger only slows Flush down here (window tests set their own).
 		o.ReplayLinger = 20 * time.Millisecond
 	}
@@ -111,7 +111,7 @@ func (r *rig) flushUnproven(d time.Duration, emitted int) {
 // waitLines waits until rcv has recorded at least n lines: an event counts as
 // consumed once the receiver read it from the socket, a moment before it
 // records the line.
-func waitLines(t *testing.T, rcv *testrecv.Receiver, n int) []string {
+func waitLines(t *testing.T, rcv *refrecv.Receiver, n int) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -121,7 +121,7 @@ func waitLines(t *testing.T, rcv *testrecv.Receiver, n int) []string {
 
 // waitDelivered waits until rcv has every event of sent (duplicates make a
 // count unreliable), then checks the delivery promise.
-func waitDelivered(t *testing.T, rcv *testrecv.Receiver, sent []string) verify.Result {
+func waitDelivered(t *testing.T, rcv *refrecv.Receiver, sent []string) verify.Result {
 	t.Helper()
 	var res verify.Result
 	require.Eventually(t, func() bool {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
@@ -174,7 +174,7 @@ type Options struct {
 
 // Clock is the emitter's time source: wall time (Now), a clock that counts
 // through suspend and ignores wall-clock steps (Boot), the boot's identity
-// (BootID) and timers. It is package emitter/clock's, where clock.System is
+// (BootID) and timers. It is package wal/clock's, where clock.System is
 // the default; a program can implement it.
 type Clock = clock.Clock
 

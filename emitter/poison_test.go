@@ -15,19 +15,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/deadletters"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/ledger"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
 
 // cepRig is an emitter and a cloud-event-proxy-like receiver child.
-func cepRig(t *testing.T, cfg testrecv.CEPConfig, opts emitter.Options) (*emitter.Emitter, *testrecv.CEP, string, *logSink) {
+func cepRig(t *testing.T, cfg refrecv.CEPConfig, opts emitter.Options) (*emitter.Emitter, *refrecv.CEP, string, *logSink) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "poison")
 	require.NoError(t, err)
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	cfg.Addr, cfg.Out = filepath.Join(dir, "s.sock"), filepath.Join(dir, "handled")
-	rcv, err := testrecv.StartCEP(cfg)
+	rcv, err := refrecv.StartCEP(cfg)
 	require.NoError(t, err)
 	t.Cleanup(rcv.Kill)
 	logs := &logSink{}
@@ -44,7 +44,7 @@ func cepRig(t *testing.T, cfg testrecv.CEPConfig, opts emitter.Options) (*emitte
 // MaxAttempts stalls, bytes exact, and everything else delivered in order.
 func TestPoisonLongLineSetAside(t *testing.T) {
 	t.Parallel()
-	em, rcv, spool, logs := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
+	em, rcv, spool, logs := cepRig(t, refrecv.CEPConfig{}, emitter.Options{
 		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		ReplayLinger: time.Second})
 	before, after := events("before", 50), events("after", 50)
@@ -61,7 +61,7 @@ func TestPoisonLongLineSetAside(t *testing.T) {
 	sent := append(append([]string{}, before...), after...)
 	res := verify.Check(sent, rcv.Lines())
 	assert.True(t, res.OK(), res.String())
-	dls, err := deadletters.Read(spool)
+	dls, err := ledger.ReadDeadLetters(spool)
 	require.NoError(t, err)
 	require.Len(t, dls, 1)
 	assert.Equal(t, long, string(dls[0].Data), "bytes exact")
@@ -73,11 +73,11 @@ func TestPoisonLongLineSetAside(t *testing.T) {
 // at most 4 receiver restarts, nothing else lost, the line set aside.
 func TestPoisonLiveStream(t *testing.T) {
 	t.Parallel()
-	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{PerLine: time.Millisecond}, emitter.Options{ReplayLinger: time.Second})
+	em, rcv, _, _ := cepRig(t, refrecv.CEPConfig{PerLine: time.Millisecond}, emitter.Options{ReplayLinger: time.Second})
 	sent := events("live", 200)
 	for i, ev := range sent {
 		if i == 100 {
-			require.NoError(t, em.Emit(context.Background(), []byte(testrecv.DefaultRestartLine)))
+			require.NoError(t, em.Emit(context.Background(), []byte(refrecv.DefaultRestartLine)))
 		}
 		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
 		<-time.After(2 * time.Millisecond) // a live producer's pace
@@ -105,9 +105,9 @@ func TestPoisonLiveStream(t *testing.T) {
 // handled, and the receiver dies on it every time.
 func TestPoisonLastEvent(t *testing.T) {
 	t.Parallel()
-	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{ReplayLinger: 500 * time.Millisecond})
+	em, rcv, _, _ := cepRig(t, refrecv.CEPConfig{}, emitter.Options{ReplayLinger: 500 * time.Millisecond})
 	sent := events("tail", 20)
-	for _, ev := range append(append([]string{}, sent...), testrecv.DefaultRestartLine) {
+	for _, ev := range append(append([]string{}, sent...), refrecv.DefaultRestartLine) {
 		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -142,7 +142,7 @@ func requireFlushDeadLettered(t *testing.T, err error, n int, em *emitter.Emitte
 // state: its key is left out until a newer event renews it.
 func TestPoisonNotInState(t *testing.T) {
 	t.Parallel()
-	em, rcv, _, _ := cepRig(t, testrecv.CEPConfig{}, emitter.Options{
+	em, rcv, _, _ := cepRig(t, refrecv.CEPConfig{}, emitter.Options{
 		MaxEventSize: 256 << 10, WriteTimeout: 100 * time.Millisecond, StallTimeout: 300 * time.Millisecond,
 		ReplayLinger: 100 * time.Millisecond, StateKey: v2Key})
 	good := stEvent("k", 1)

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
 
@@ -41,7 +41,7 @@ func writeLiveStart(_ context.Context, w io.Writer) error {
 
 // firstLines returns the first line received on each connection, by
 // connection number.
-func firstLines(rcv *testrecv.Receiver) map[int]string {
+func firstLines(rcv *refrecv.Receiver) map[int]string {
 	first := map[int]string{}
 	for _, l := range rcv.Received() {
 		if _, ok := first[l.Conn]; !ok {
@@ -56,7 +56,7 @@ func firstLines(rcv *testrecv.Receiver) map[int]string {
 func TestPreambleFirstOnEveryConnection(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, Stdout: &out})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Preamble: writeLiveStart, Stdout: &out})
 	first := events("first", 100)
 	r.emitAll(first)
 	r.flush(5 * time.Second)
@@ -100,7 +100,7 @@ func TestPreambleMayWait(t *testing.T) {
 	t.Parallel()
 	gate := make(chan struct{})
 	entered := make(chan bool, 1)
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		DialTimeout: 10 * time.Millisecond,
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			_, bounded := ctx.Deadline()
@@ -132,7 +132,7 @@ func TestPreambleMayWait(t *testing.T) {
 func TestPreambleFailureRedials(t *testing.T) {
 	t.Parallel()
 	var calls atomic.Int32
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			switch calls.Add(1) {
 			case 1, 2:
@@ -162,7 +162,7 @@ func TestPreambleFailureRedials(t *testing.T) {
 func TestCloseDuringPreamble(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{})
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			close(entered)
 			<-ctx.Done()
@@ -197,7 +197,7 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 	const wait, dialTimeout = time.Second, 200 * time.Millisecond
 	type result struct{ dialErrors, warnings int }
 	measure := func(opts *emitter.Options) result {
-		r := newRig(t, &testrecv.Options{}, opts)
+		r := newRig(t, &refrecv.Options{}, opts)
 		r.emitAll(events("gated", 10))
 		r.flush(10 * time.Second)
 		require.Equal(t, liveStart, waitLines(t, r.rcv, 11)[0])
@@ -246,7 +246,7 @@ func TestGateWaitInDialVersusPreamble(t *testing.T) {
 func TestPreambleWriterAfterReturn(t *testing.T) {
 	t.Parallel()
 	kept := make(chan io.Writer, 1)
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{
 		Preamble: func(ctx context.Context, w io.Writer) error {
 			select {
 			case kept <- w:

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // TestResumeWhenSocketAppears: with a backoff of an hour, the receiver's
@@ -17,7 +17,7 @@ import (
 // backoff tick (which made resuming take 10-100 ms with the defaults).
 func TestResumeWhenSocketAppears(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	r.emitAll(events("before", 1))
 	waitLines(t, r.rcv, 1)
 	require.NoError(t, r.rcv.Kill())
@@ -37,7 +37,7 @@ func TestResumeSocketMissingAtStart(t *testing.T) {
 	r := newRig(t, nil, &emitter.Options{MinBackoff: time.Hour, MaxBackoff: time.Hour})
 	r.emitAll(events("early", 3))
 	require.Eventually(t, func() bool { return r.em.Stats().DialErrors >= 1 }, 10*time.Second, time.Millisecond)
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

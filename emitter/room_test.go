@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/emitter/clock"
 	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/sockwait"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // roomRig is a drainer holding one end of a Unix connection; peer is the

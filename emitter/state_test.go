@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // v2Key is the state key of the v2 receiver, with its clear line.
@@ -49,7 +49,7 @@ func stParse(line string) (k string, n int, ok bool) {
 // stCheck checks what a receiver that starts empty on every connection
 // sees: per connection, per key, values never go back; a clear forgets.
 // It returns the state the last connection ends with.
-func stCheck(t *testing.T, lines []testrecv.Line) map[string]int {
+func stCheck(t *testing.T, lines []refrecv.Line) map[string]int {
 	t.Helper()
 	var state map[string]int
 	conn := -1
@@ -75,7 +75,7 @@ func stCheck(t *testing.T, lines []testrecv.Line) map[string]int {
 // it.
 func TestStateAfterReceiverRestart(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{StateKey: v2Key})
 	want := map[string]int{}
 	for n := range 5 {
 		for _, k := range []string{"ens1f0", "ens1f1", "ens2f0"} {
@@ -113,7 +113,7 @@ func TestStateAfterReceiverRestart(t *testing.T) {
 // order: no key goes back, and it ends with the whole state.
 func TestStateBeforeBacklog(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{StateKey: v2Key})
 	want := map[string]int{}
 	emit := func(k string, n int) {
 		r.emitAll([]string{stEvent(k, n)})
@@ -140,7 +140,7 @@ func TestStateBeforeBacklog(t *testing.T) {
 // lines in flight and read but not handled.
 func TestStateOrderUnderKills(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{HandleTime: 200 * time.Microsecond}, &emitter.Options{StateKey: v2Key})
+	r := newRig(t, &refrecv.Options{HandleTime: 200 * time.Microsecond}, &emitter.Options{StateKey: v2Key})
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	want := map[string]int{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -173,7 +173,7 @@ func TestStateOrderUnderKills(t *testing.T) {
 }
 
 // lastConn returns the lines of the last connection.
-func lastConn(lines []testrecv.Line) []testrecv.Line {
+func lastConn(lines []refrecv.Line) []refrecv.Line {
 	i := len(lines)
 	for i > 0 && lines[i-1].Conn == lines[len(lines)-1].Conn {
 		i--
@@ -200,7 +200,7 @@ type oneAtATime struct {
 	ln        net.Listener
 	writeBack int
 	mu        sync.Mutex
-	lines     []testrecv.Line
+	lines     []refrecv.Line
 	eofs      atomic.Int64 // connections that ended with EOF
 	resets    atomic.Int64 // connections that ended with an error
 	conns     atomic.Int64
@@ -235,7 +235,7 @@ func (o *oneAtATime) serve(c net.Conn) {
 	read := 0
 	for sc.Scan() {
 		o.mu.Lock()
-		o.lines = append(o.lines, testrecv.Line{Data: sc.Text(), Conn: n})
+		o.lines = append(o.lines, refrecv.Line{Data: sc.Text(), Conn: n})
 		o.mu.Unlock()
 		read++
 		if o.writeBack > 0 && read%o.writeBack == 0 {
@@ -251,10 +251,10 @@ func (o *oneAtATime) serve(c net.Conn) {
 	}
 }
 
-func (o *oneAtATime) received() []testrecv.Line {
+func (o *oneAtATime) received() []refrecv.Line {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]testrecv.Line(nil), o.lines...)
+	return append([]refrecv.Line(nil), o.lines...)
 }
 
 // A receiver that writes back often is read: it never stalls delivery,
@@ -458,7 +458,7 @@ func logged(l *logSink, s string) bool {
 func TestStateMaxAge(t *testing.T) {
 	t.Parallel()
 	clk := newClock()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{StateKey: v2Key, StateMaxAge: time.Hour, Clock: clk})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{StateKey: v2Key, StateMaxAge: time.Hour, Clock: clk})
 	r.emitAll([]string{stEvent("old", 1)})
 	clk.Advance(2 * time.Hour)
 	r.emitAll([]string{stEvent("new", 1)})
@@ -479,7 +479,7 @@ func TestReleasedReceiverRestartGetsState(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
-	v2, err := testrecv.StartV2(sock, nil)
+	v2, err := refrecv.StartV2(sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
 	em := openAt(t, dir, sock, emitter.Options{
@@ -505,7 +505,7 @@ func TestStateResendAfterKill(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
-	v2, err := testrecv.StartV2(sock, nil)
+	v2, err := refrecv.StartV2(sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
 	em := openAt(t, dir, sock, emitter.Options{
@@ -525,7 +525,7 @@ func TestStateResendAfterKill(t *testing.T) {
 	require.Eventually(t, func() bool { return v2.Lines() == 3 }, 5*time.Second, time.Millisecond)
 	v2.Kill() // LOCKED read, not shown handled: resent
 	require.NoError(t, v2.Restart())
-	want := map[testrecv.V2Key]string{{Type: "ptp_state", Iface: "ens2f0"}: "LOCKED", {Type: "ptp_state", Iface: "ens2f1"}: "LOCKED"}
+	want := map[refrecv.V2Key]string{{Type: "ptp_state", Iface: "ens2f0"}: "LOCKED", {Type: "ptp_state", Iface: "ens2f1"}: "LOCKED"}
 	require.Eventually(t, func() bool { return reflect.DeepEqual(v2.Current(), want) }, 5*time.Second, time.Millisecond,
 		"got %v", v2.Current())
 }

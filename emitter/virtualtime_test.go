@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clocktest"
-	"github.com/evspool/evspool/internal/testmode"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 	"github.com/evspool/evspool/internal/verify"
 )
 
@@ -95,7 +95,7 @@ func TestVirtualTimeFreeze(t *testing.T) {
 	}
 	t.Parallel()
 	r := newVirtualRig(t, emitter.Options{})
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	sent := events("freeze", 2000)
@@ -147,7 +147,7 @@ func TestVirtualTimeCrashLoop(t *testing.T) {
 	}
 	ln.Close()
 	require.NoError(t, os.Remove(r.sock))
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	r.flush()
@@ -171,7 +171,7 @@ func TestVirtualTimeCrashLoop(t *testing.T) {
 func TestVirtualTimeMaxHold(t *testing.T) {
 	t.Parallel()
 	r := newVirtualRig(t, emitter.Options{MaxHold: 10 * time.Minute})
-	rcv, err := testrecv.Start("unix", r.sock, nil)
+	rcv, err := refrecv.Start("unix", r.sock, nil)
 	require.NoError(t, err)
 	defer rcv.Close()
 	held := r.elapsed() // before Hold: the clock may move on while Hold stamps its start

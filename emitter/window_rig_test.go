@@ -7,14 +7,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
-// A receiver that reads ahead of what it handles (testrecv.Options.HandleTime)
+// A receiver that reads ahead of what it handles (refrecv.Options.HandleTime)
 // is killed with lines read but not handled: the replay window resends them.
 func TestReplayWindowCoversReadAhead(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{HandleTime: 2 * time.Millisecond}, &emitter.Options{ReplayLinger: time.Second})
+	r := newRig(t, &refrecv.Options{HandleTime: 2 * time.Millisecond}, &emitter.Options{ReplayLinger: time.Second})
 	sent := events("ahead", 300)
 	r.emitAll(sent)
 	waitLines(t, r.rcv, 50) // the scanner has read ~40 more than it handled

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // Lines split across writes, several in one write, and a trailing partial
@@ -24,7 +24,7 @@ import (
 func TestWriterSplitsLines(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{Stdout: &out})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{Stdout: &out})
 	w := r.em.Writer()
 	for _, p := range []string{"ptp4l[1.0]: one", " two\nphc2sys[2", ".0]: three\n\nfour\nfi", "ve\n"} {
 		n, err := io.WriteString(w, p)
@@ -49,7 +49,7 @@ func TestWriterSplitsLines(t *testing.T) {
 // whether it came in one write or many; the lines around it go through.
 func TestWriterRefusesLongLine(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 16})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{MaxEventSize: 16})
 	w := r.em.Writer()
 
 	_, err := io.WriteString(w, "ok\n"+strings.Repeat("x", 40)+"\nafter\n")
@@ -86,7 +86,7 @@ func TestWriterRefusesLongLine(t *testing.T) {
 // one os/exec runs for cmd.Stdout) keeps going.
 func TestWriterOnError(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, &emitter.Options{MaxEventSize: 16})
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{MaxEventSize: 16})
 	w := r.em.Writer()
 	var errs []error
 	w.OnError = func(err error) { errs = append(errs, err) }
@@ -107,7 +107,7 @@ func TestWriterOnError(t *testing.T) {
 // line arrives whole, each process's lines in its order.
 func TestWritersOfChildProcesses(t *testing.T) {
 	t.Parallel()
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	const procs, lines = 4, 300
 	var wg sync.WaitGroup
 	for p := range procs {
@@ -147,7 +147,7 @@ func TestWriterChunkSizes(t *testing.T) {
 	raw, err := os.ReadFile("../wal/testdata/ptp-events.txt")
 	require.NoError(t, err)
 	want := strings.Split(strings.TrimSuffix(string(raw), "\n"), "\n")
-	r := newRig(t, &testrecv.Options{}, nil)
+	r := newRig(t, &refrecv.Options{}, nil)
 	var sent []string
 	for size := 1; size <= 64; size *= 2 {
 		w := r.em.Writer()

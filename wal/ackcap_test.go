@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/testmode"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 	"github.com/evspool/evspool/wal"
 )
 

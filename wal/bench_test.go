@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/evspool/evspool/internal/rawgroup"
+	"github.com/evspool/evspool/internal/testkit/rawgroup"
 )
 
 // Benchmarks of the spool. In the Append and RawBolt benchmarks one op is one

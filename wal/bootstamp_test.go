@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/evspool/evspool/internal/clocktest"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 )
 
 // Records carry the boot clock: within a boot their age ignores wall steps;

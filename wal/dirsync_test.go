@@ -13,7 +13,7 @@ import (
 // TestDirectorySyncs: a file's fsync does not make its directory entry
 // durable. Open must fsync the parent of each directory it creates, and the
 // spool directory once spool.db and marks are created in it; with NoSync it
-// syncs nothing. (internal/powercut checks the same against a simulated
+// syncs nothing. (internal/testkit/powercut checks the same against a simulated
 // power loss.)
 func TestDirectorySyncs(t *testing.T) {
 	t.Parallel()

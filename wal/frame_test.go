@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/evspool/evspool/internal/spooltest"
+	"github.com/evspool/evspool/internal/testkit/spooltest"
 )
 
 // fileValues lists the values the events bucket holds: each one's first

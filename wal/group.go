@@ -4,7 +4,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // maxLinger bounds how long a leader waits for released callers (gather).

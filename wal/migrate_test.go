@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/evspool/evspool/internal/spooltest"
+	"github.com/evspool/evspool/internal/testkit/spooltest"
 )
 
 // TestOpenMigratesFormat1 opens a spool written by the code before meta

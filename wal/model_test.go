@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/testmode"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 	"pgregory.net/rapid"
 )
 

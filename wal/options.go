@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // Policy decides what Append does when the spool is at its size cap.

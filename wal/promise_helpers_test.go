@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/emitter/clock"
 	"github.com/evspool/evspool/wal"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // The helpers of the promise tests. Their names carry a "sp" (spool) prefix

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // schedule is the one wait schedule of wal's retry loops: the first wait

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/emitter/clock"
-	"github.com/evspool/evspool/internal/clocktest"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // leaping is a fake clock whose timers fire as they are armed: time passes

@@ -3,7 +3,7 @@ package wal
 import (
 	"time"
 
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // The spool reads the time only through Options.Clock: Now stamps records

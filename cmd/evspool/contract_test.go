@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"github.com/evspool/evspool/internal/testmode"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 )
 
 // fsizeEnv asks the test binary to set RLIMIT_FSIZE and exec its arguments:

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/evspool/evspool/internal/units"
+	"github.com/evspool/evspool/cmd/evspool/internal/units"
 )
 
 // lastReadWindow is --replay-window's default: sized by the receiver's last

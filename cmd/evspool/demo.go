@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/evspool/evspool/internal/demo"
+	"github.com/evspool/evspool/cmd/evspool/internal/demo"
 )
 
 const demoHelp = `Usage: evspool demo [--duration D] [--rate N] [--verbose]

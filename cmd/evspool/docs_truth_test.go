@@ -21,8 +21,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
+	"github.com/evspool/evspool/cmd/evspool/internal/units"
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/units"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -586,7 +586,7 @@ func TestRunbooksResolve(t *testing.T) {
 
 // logSources are the directories whose warnings and errors an operator
 // sees (the CLI, the library, the sink's receiver).
-var logSources = []string{"emitter", "wal", "cmd/evspool", "internal/testrecv"}
+var logSources = []string{"emitter", "wal", "cmd/evspool", "internal/refrecv"}
 
 // Every warning and error evspool logs (a Warn or Error call, or a
 // rate-limited reporter's warn, with a literal message) is on

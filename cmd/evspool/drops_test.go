@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // Drops by a full spool under drop-oldest are logged (and counted).
@@ -47,7 +47,7 @@ func TestRunLogsDrops(t *testing.T) {
 func TestRunDropOldestLostIsMissing(t *testing.T) {
 	t.Parallel()
 	sock, spool := paths(t)
-	rcv, err := testrecv.Start("unix", sock, &testrecv.Options{HandleTime: 500 * time.Microsecond})
+	rcv, err := refrecv.Start("unix", sock, &refrecv.Options{HandleTime: 500 * time.Microsecond})
 	require.NoError(t, err)
 	defer rcv.Close()
 	const n = 6000

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/evspool/evspool/cmd/evspool/internal/units"
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/units"
 	"github.com/evspool/evspool/wal"
 )
 

@@ -4,7 +4,7 @@ import (
 	"flag"
 	"time"
 
-	"github.com/evspool/evspool/internal/demo"
+	"github.com/evspool/evspool/cmd/evspool/internal/demo"
 )
 
 // The flag sets of inspect, sink and demo, built apart from their commands so

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/evspool/evspool/internal/deadletters"
 	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/wal"
 )
@@ -25,7 +24,7 @@ type deadLetterSummary struct {
 // summarizeDeadLetters reads the dead-letter file in dir; nil when there is
 // none.
 func summarizeDeadLetters(dir string) *deadLetterSummary {
-	dls, err := deadletters.Read(dir)
+	dls, err := ledger.ReadDeadLetters(dir)
 	s := &deadLetterSummary{Events: len(dls), File: filepath.Join(dir, ledger.DeadLetterFile)}
 	if err != nil {
 		s.Error = err.Error()
@@ -42,7 +41,7 @@ func summarizeDeadLetters(dir string) *deadLetterSummary {
 // event and its bytes (quoted if not printable), or with raw only the bytes,
 // one event a line, ready to be piped back into 'evspool run'.
 func printDeadLetters(w io.Writer, dir string, raw bool) error {
-	dls, err := deadletters.Read(dir)
+	dls, err := ledger.ReadDeadLetters(dir)
 	if errors.Is(err, wal.ErrUnsafeFile) {
 		return err // not a file of evspool's: never read
 	}

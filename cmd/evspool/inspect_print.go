@@ -11,7 +11,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/evspool/evspool/internal/units"
+	"github.com/evspool/evspool/cmd/evspool/internal/units"
 )
 
 func printJSON(w io.Writer, rep *report) error {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/testmode"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/testmode"
 )
 
 // binary is the evspool built once for the tests that drive the real thing;
@@ -87,7 +87,7 @@ func start(t *testing.T, args ...string) *proc {
 func startEnv(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
 	if len(args) > 0 && (args[0] == "run" || args[0] == "exec") {
-		// testrecv records a line as it reads it: the replay window's linger
+		// refrecv records a line as it reads it: the replay window's linger
 		// would only slow every exit down (the torture tests keep it).
 		args = append([]string{args[0], "--replay-linger", "20ms"}, args[1:]...)
 	}
@@ -160,15 +160,15 @@ func paths(t *testing.T) (sock, spool string) {
 	return filepath.Join(dir, "events.sock"), filepath.Join(dir, "spool")
 }
 
-func startSink(t *testing.T, sock string) *testrecv.Receiver {
+func startSink(t *testing.T, sock string) *refrecv.Receiver {
 	t.Helper()
-	rcv, err := testrecv.Start("unix", sock, nil)
+	rcv, err := refrecv.Start("unix", sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { rcv.Close() })
 	return rcv
 }
 
-func waitLines(t *testing.T, rcv *testrecv.Receiver, n int, d time.Duration) []string {
+func waitLines(t *testing.T, rcv *refrecv.Receiver, n int, d time.Duration) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()

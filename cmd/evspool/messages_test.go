@@ -52,7 +52,7 @@ func TestSinkListenErrors(t *testing.T) {
 	out, _ = exec.Command(binary, "sink", "--network", "tcp", "--socket", ln.Addr().String()).CombinedOutput()
 	require.Contains(t, string(out), "evspool sink: cannot listen on tcp "+ln.Addr().String()+": ")
 	require.Contains(t, string(out), "address already in use")
-	require.False(t, strings.Contains(string(out), "testrecv"), "no internal package name: %s", out)
+	require.False(t, strings.Contains(string(out), "refrecv"), "no internal package name: %s", out)
 }
 
 // A spool in use by a process that keeps no readable status: inspect's

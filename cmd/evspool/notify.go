@@ -10,7 +10,7 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/emitter/clock"
+	"github.com/evspool/evspool/wal/clock"
 )
 
 // notifyEvery is how often the figures are looked at: STATUS= is sent when

@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/clocktest"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 )
 
 // notifySocket listens on a unixgram socket as systemd does for a

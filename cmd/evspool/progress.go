@@ -6,8 +6,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/evspool/evspool/cmd/evspool/internal/units"
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/units"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 const sinkHelp = `Usage: evspool sink --socket PATH [--out FILE] [--network unix|tcp]
@@ -52,7 +52,7 @@ func sinkCmd(args []string, e *env) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	logger := newLogger("text", "info", e.stderr)
-	rcv, err := testrecv.Start(*network, *socket, &testrecv.Options{Out: out, CountOnly: true, Logger: logger})
+	rcv, err := refrecv.Start(*network, *socket, &refrecv.Options{Out: out, CountOnly: true, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(e.stderr, "evspool sink: %v\n", listenError(*network, *socket, err))
 		return exitFatal

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 // v2Flags are the state flags for cloud-event-proxy v2.
@@ -37,8 +37,8 @@ func v2Messages(t *testing.T) []string {
 }
 
 // v2State is the current state a v2 receiver holds after lines.
-func v2State(lines []string) map[testrecv.V2Key]string {
-	c := testrecv.NewV2Cache()
+func v2State(lines []string) map[refrecv.V2Key]string {
+	c := refrecv.NewV2Cache()
 	for _, l := range lines {
 		c.Handle([]byte(l))
 	}
@@ -55,7 +55,7 @@ func TestRunStateV2(t *testing.T) {
 	t.Parallel()
 	msgs := v2Messages(t)
 	sock, spool := paths(t)
-	v2, err := testrecv.StartV2(sock, nil)
+	v2, err := refrecv.StartV2(sock, nil)
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
 	p := start(t, append([]string{"run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0"}, v2Flags...)...)
@@ -88,7 +88,7 @@ func TestRunStateV2(t *testing.T) {
 
 	require.NoError(t, p.stdin.Close())
 	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.logs())
-	newest := map[testrecv.V2Key]time.Time{}
+	newest := map[refrecv.V2Key]time.Time{}
 	for _, pub := range v2.Published() {
 		require.False(t, pub.Timestamp.Before(newest[pub.Key]), "%v published %v after %v", pub.Key, pub.Timestamp, newest[pub.Key])
 		newest[pub.Key] = pub.Timestamp
@@ -144,7 +144,7 @@ func TestExecReceiverToStdin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			sock, spool := paths(t)
-			v2, err := testrecv.StartV2(sock, nil)
+			v2, err := refrecv.StartV2(sock, nil)
 			require.NoError(t, err)
 			t.Cleanup(v2.Kill)
 			script := `echo '{"version":1,"type":"ptp_state","profile":"p","iface":"e0","values":{"state":"LOCKED"}}'
@@ -173,7 +173,7 @@ if read -t 3 l; then echo "reply:$l"; fi`
 func TestExecReceiverToStdinUnread(t *testing.T) {
 	t.Parallel()
 	sock, spool := paths(t)
-	v2, err := testrecv.StartV2(sock, &testrecv.V2Options{WriteBackEvery: 1})
+	v2, err := refrecv.StartV2(sock, &refrecv.V2Options{WriteBackEvery: 1})
 	require.NoError(t, err)
 	t.Cleanup(v2.Kill)
 	gen := `{"version":1,"type":"ptp_state","profile":"p","iface":"e%g","values":{"state":"LOCKED"}}`

@@ -17,7 +17,7 @@ import (
 
 	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/emitter/metrics"
-	"github.com/evspool/evspool/internal/testrecv"
+	"github.com/evspool/evspool/internal/refrecv"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -28,7 +28,7 @@ func open(t *testing.T, down bool) (*emitter.Emitter, *prometheus.Registry) {
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "events.sock")
 	if !down {
-		rcv, err := testrecv.Start("unix", sock, nil)
+		rcv, err := refrecv.Start("unix", sock, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { rcv.Close() })
 	}

@@ -9,9 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/deadletters"
 	"github.com/evspool/evspool/internal/ledger"
-	"github.com/evspool/evspool/internal/spooltest"
+	"github.com/evspool/evspool/internal/testkit/spooltest"
 	"github.com/evspool/evspool/wal"
 )
 
@@ -41,7 +40,7 @@ func TestSpoolOfWalDays(t *testing.T) {
 		require.Equal(t, ledger.Losses{ledger.Expired: 1, ledger.Refused: 2}, reported)
 		_, err = os.Lstat(filepath.Join(dir, "receiver"))
 		require.ErrorIs(t, err, fs.ErrNotExist, "the receiver note of earlier evspools is removed at open")
-		dls, err := deadletters.Read(dir)
+		dls, err := ledger.ReadDeadLetters(dir)
 		require.NoError(t, err)
 		require.Len(t, dls, 1)
 		require.Equal(t, uint64(1), dls[0].Seq)

@@ -16,7 +16,7 @@ const DeadLetterFile = "dead-letters"
 // DefaultMaxDeadLetterBytes is the size at which the dead-letter file rotates.
 const DefaultMaxDeadLetterBytes = 16 << 20
 
-// DeadLetterMagic starts every record's header line (internal/deadletters
+// DeadLetterMagic starts every record's header line (ReadDeadLetters
 // reads the file).
 const DeadLetterMagic = "#evspool-dead-letter"
 

@@ -4,6 +4,6 @@
 // spool as reported, so that the next start reports what a killed process
 // could not. Beside it: a suspected poison event's strikes (spool values),
 // and the dead letters it writes (files dead-letters, dead-letters.1,
-// opened through wal.OpenFile; internal/deadletters reads them). The
+// opened through wal.OpenFile; ReadDeadLetters reads them). The
 // formats are in docs/spool.md.
 package ledger

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/evspool/evspool/internal/clocktest"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 )
 
 func TestReporter(t *testing.T) {

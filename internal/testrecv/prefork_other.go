@@ -1,8 +1,0 @@
-//go:build !linux
-
-package testrecv
-
-import "syscall"
-
-// workerAttr: without Pdeathsig, a worker outlives a killed master.
-func workerAttr() *syscall.SysProcAttr { return nil }
