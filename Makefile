@@ -22,8 +22,9 @@ fmt-check:
 
 # The suite CI runs: vet, gofmt, and every test under the race detector,
 # then each package's time and the five slowest tests (internal/testkit/testtime
-# reads go test -json), so the budget stays visible: about 2 minutes on a
-# quiet 2-core machine. Tests with a longer version run it in make torture.
+# reads go test -json), so the budget stays visible: about 100 s on a
+# lightly loaded 2-core machine (90 s is the budget). Tests with a longer
+# version run it in make torture.
 # -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
 # receivers), so more of them than the 2 cores may run at once. The bench
 # (a module of its own, which ./... does not reach) is vetted and its few
