@@ -2,6 +2,7 @@ package emitter
 
 import (
 	"context"
+	"os"
 
 	"github.com/evspool/evspool/internal/delivery"
 	"github.com/evspool/evspool/internal/pathwatch"
@@ -29,6 +30,7 @@ func (d *drainer) release() {
 	d.step(delivery.Input{Kind: delivery.Released})
 	d.disconnect()
 	d.w.released = true
+	d.w.releasedAt, _ = os.Lstat(d.addr) // the socket it released: a new one is a restart
 	d.record(func(l *linkStats) { l.releases++ }, nil)
 	d.opts.Logger.Debug("released the idle connection", "addr", d.addr, "idle_for", d.opts.ReleaseIdle.String())
 }
@@ -74,8 +76,12 @@ func (d *drainer) watchReturn() (<-chan struct{}, func()) {
 	if err != nil {
 		return nil, func() {} // no inotify, or no directory: the next event dials
 	}
-	ctx, cancel := context.WithCancel(d.ctx)
 	appeared, done := make(chan struct{}, 1), make(chan struct{})
+	if fi, err := os.Lstat(d.addr); err == nil && !sameSocket(fi, d.w.releasedAt) {
+		// Replaced before the watch began: the receiver restarted meanwhile.
+		appeared <- struct{}{}
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
 	go func() {
 		defer close(done)
 		if ok, _ := w.Wait(ctx); ok {
@@ -87,4 +93,11 @@ func (d *drainer) watchReturn() (<-chan struct{}, func()) {
 		<-done
 		w.Close()
 	}
+}
+
+// sameSocket reports whether fi is the socket was (nil: none): the same
+// file, made at the same time (a new socket may take a removed one's inode
+// number).
+func sameSocket(fi, was os.FileInfo) bool {
+	return was != nil && os.SameFile(fi, was) && fi.ModTime().Equal(was.ModTime())
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -116,14 +117,15 @@ type wire struct {
 	preGen  uint64           // the gate's generation at this connection's last preamble
 	watch   *pathwatch.Watch // the socket's directory, while waiting to dial (waitDial)
 
-	in          *inbound  // this connection's reader (inbound.go)
-	wroteTo     uint64    // the newest sequence written on this connection
-	wroteAt     time.Time // when this connection last carried anything (ReleaseIdle)
-	stateAt     uint64    // wroteTo when the state was last written on this connection (state.go)
-	stateBefore uint64    // the events it held were before this sequence; 0: not written yet
-	gapTo       uint64    // the newest sequence whose key's state a gap write covered (writeGapState)
-	released    bool      // the connection was released idle: dial when there is work (release.go)
-	resumed     bool      // the next connection follows a release: no reconnect
+	in          *inbound    // this connection's reader (inbound.go)
+	wroteTo     uint64      // the newest sequence written on this connection
+	wroteAt     time.Time   // when this connection last carried anything (ReleaseIdle)
+	stateAt     uint64      // wroteTo when the state was last written on this connection (state.go)
+	stateBefore uint64      // the events it held were before this sequence; 0: not written yet
+	gapTo       uint64      // the newest sequence whose key's state a gap write covered (writeGapState)
+	released    bool        // the connection was released idle: dial when there is work (release.go)
+	releasedAt  os.FileInfo // the socket's path when it was released; nil: none there
+	resumed     bool        // the next connection follows a release: no reconnect
 }
 
 // sendRoom is what earlier readings prove about a Unix socket's send buffer:
