@@ -65,7 +65,9 @@ func (d *drainer) run() {
 		}
 		n, err := d.sendBatch()
 		if err != nil {
-			d.fail(err)
+			if d.w.conn != nil { // else a preamble due at a write dropped it (passGate)
+				d.fail(err)
+			}
 			continue
 		}
 		if n > 0 {

@@ -47,7 +47,7 @@ func (w *preambleWriter) Write(p []byte) (int, error) {
 // writeRaw writes p, which delivery does not count (the preamble, the
 // state), through the one write path's gate and deadline (gatedWrite).
 func (d *drainer) writeRaw(p []byte) (int, error) {
-	n, _, err := d.gatedWrite(p, false)
+	n, _, err := d.gatedWrite(p, gateRaw)
 	if n == 0 && d.ctx.Err() != nil {
 		return 0, ErrClosed
 	}

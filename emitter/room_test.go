@@ -53,7 +53,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 	require.Positive(t, d.w.room.sndbuf, "the size it read")
 
 	// A chunk, and the reading after it.
-	n, before, err := d.gatedWrite(chunk, false)
+	n, before, err := d.gatedWrite(chunk, gateEvents)
 	require.NoError(t, err)
 	require.Equal(t, len(chunk), n)
 	assert.Zero(t, before, "nothing queued before the first write")
@@ -73,7 +73,7 @@ func TestRoomProofSkipsTheReading(t *testing.T) {
 	// The reading before the write is taken afresh, not the proof's bound:
 	// the receiver read in between, and the write's memory must show whole.
 	require.Eventually(t, func() bool { u, _ := d.unread(); return u == 0 }, time.Second, time.Millisecond)
-	_, before, err = d.gatedWrite(chunk, false)
+	_, before, err = d.gatedWrite(chunk, gateEvents)
 	require.NoError(t, err)
 	assert.Zero(t, before, "read just before the write, not the proof's %d", after)
 
@@ -95,7 +95,7 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d, _ := roomRig(t)
 	require.NoError(t, d.step(delivery.Input{Kind: delivery.Connected, Reads: true}))
 	require.NoError(t, d.awaitRoom(100, false))
-	n, before, err := d.gatedWrite(make([]byte, 99), false)
+	n, before, err := d.gatedWrite(make([]byte, 99), gateEvents)
 	require.NoError(t, err)
 	require.Equal(t, 99, n)
 	d.noteWrite(entries(1, 1, 99), before, 99, true, false)
@@ -106,4 +106,30 @@ func TestWroteKeepsTheReadingAfter(t *testing.T) {
 	d.w.unix = false // TCP: SIOCOUTQ counts bytes, not the buffer's memory
 	d.noteWrite(entries(2, 1, 99), before, 99, true, false)
 	assert.False(t, d.w.room.ok, "no proof but on a Unix socket")
+}
+
+// A preamble due since a hold (PreambleOnRelease) goes before the next
+// events, also when the drainer meets it at a write in the middle of a
+// batch, read while the gate was shut.
+func TestPreambleBeforeEventsAfterHold(t *testing.T) {
+	t.Parallel()
+	d, peer := roomRig(t)
+	d.pub.health = health{clk: d.opts.Clock, base: d.opts.Clock.Now()}
+	d.opts.PreambleOnRelease = true
+	d.opts.Preamble = func(_ context.Context, w io.Writer) error {
+		_, err := io.WriteString(w, "LIVE\n")
+		return err
+	}
+	require.NoError(t, d.step(delivery.Input{Kind: delivery.Connected, Reads: true}))
+	d.pub.gate.gen = 1 // held and released since this connection's preamble
+	require.NoError(t, d.writeChunk([]byte("event\n"), entries(1, 1, 6), true, false))
+	require.NoError(t, peer.SetReadDeadline(time.Now().Add(5*time.Second)))
+	got := make([]byte, 0, 16)
+	buf := make([]byte, 16)
+	for len(got) < len("LIVE\nevent\n") {
+		n, err := peer.Read(buf)
+		require.NoError(t, err)
+		got = append(got, buf[:n]...)
+	}
+	assert.Equal(t, "LIVE\nevent\n", string(got))
 }

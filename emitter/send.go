@@ -107,13 +107,26 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last, inline boo
 		err := d.awaitRoom(len(chunk), inline) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
 		if err == nil {
-			n, before, err = d.gatedWrite(chunk, inline)
+			way := gateEvents
+			if inline {
+				way = gateInline
+			}
+			n, before, err = d.gatedWrite(chunk, way)
 		}
 		if n == len(chunk) {
 			return d.noteWrite(entries, before, len(chunk), last, inline)
 		}
 		if n == 0 && errors.Is(err, errWouldWait) {
 			return err
+		}
+		if n == 0 && errors.Is(err, errPreambleDue) {
+			if inline {
+				return errWouldWait
+			}
+			if err := d.passGate(false); err != nil {
+				return err // the connection was dropped (passGate)
+			}
+			continue
 		}
 		if n > 0 || !errors.Is(err, os.ErrDeadlineExceeded) || d.ctx.Err() != nil || !d.w.waiter.Supported() {
 			return fmt.Errorf("write to %s: %w", d.addr, err) // n > 0: torn, cannot go on
@@ -327,14 +340,14 @@ func (d *drainer) repair(cause error) {
 	d.progressed(func(*linkStats) {})
 }
 
-// gatedWrite writes one chunk through the gate (inline: only if it is
-// open) and returns SIOCOUTQ just before it (see noteWrite): a fresh
+// gatedWrite writes one chunk through the gate (enterGate, the way given:
+// events, inline or raw) and returns SIOCOUTQ just before it (see noteWrite): a fresh
 // reading, not the room's upper bound, lets delivery see this write read
 // as soon as it is. The deadline is set before the context is checked: a
 // Close before it is seen here, one after it sets its past deadline over
 // ours.
-func (d *drainer) gatedWrite(chunk []byte, inline bool) (n, before int, err error) {
-	if err := d.enterGate(inline); err != nil {
+func (d *drainer) gatedWrite(chunk []byte, way gateWay) (n, before int, err error) {
+	if err := d.enterGate(way); err != nil {
 		return 0, 0, err
 	}
 	defer d.leaveGate()

@@ -420,20 +420,38 @@ func (d *drainer) gateState() (open bool, gen uint64, changed <-chan struct{}, l
 	return !g.held, g.gen, g.changed.watch(), nil, stop
 }
 
+// A write meets the gate one of three ways: the drainer's events wait while
+// it is shut; an Emit caller's (inline) wait for nothing; the preamble's and
+// the state's (raw) wait like the drainer's but are never held back for a
+// preamble, being it or coming after it.
+type gateWay int
+
+const (
+	gateEvents gateWay = iota
+	gateInline
+	gateRaw
+)
+
+// errPreambleDue is events met at the gate with a preamble due since a hold
+// (PreambleOnRelease): it goes first (passGate).
+var errPreambleDue = errors.New("a preamble is due before the next events")
+
 // enterGate waits while the gate is shut and marks a write under way, for
-// Hold to wait on; leaveGate ends it. Inline (sendInline) it waits for
-// nothing: a shut gate, or a preamble due since a hold (PreambleOnRelease),
+// Hold to wait on; leaveGate ends it. Events with a preamble due since a
+// hold get errPreambleDue, having waited out the hold; inline, a shut gate
 // is errWouldWait.
-func (d *drainer) enterGate(inline bool) error {
+func (d *drainer) enterGate(way gateWay) error {
 	for {
-		if d.tryGate(inline) {
+		held, preamble := d.tryGate(way)
+		switch {
+		case !held && !preamble:
 			return nil
-		}
-		open, gen, changed, limit, stop := d.gateState()
-		if inline && (!open || d.opts.PreambleOnRelease && gen != d.w.preGen) {
-			stop()
+		case preamble:
+			return errPreambleDue
+		case way == gateInline:
 			return errWouldWait
 		}
+		open, _, changed, limit, stop := d.gateState()
 		if open {
 			stop()
 			continue // released since the look, or held past MaxHold: try again
@@ -450,17 +468,20 @@ func (d *drainer) enterGate(inline bool) error {
 	}
 }
 
-// tryGate marks a write under way if the gate is open (and, inline, no
-// preamble is due since a hold).
-func (d *drainer) tryGate(inline bool) bool {
+// tryGate marks a write under way if the gate is open and, for events, no
+// preamble is due since a hold; else it says which.
+func (d *drainer) tryGate(way gateWay) (held, preamble bool) {
 	g := &d.pub.gate
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.held || inline && d.opts.PreambleOnRelease && g.gen != d.w.preGen {
-		return false
+	if g.held {
+		return true, false
+	}
+	if way != gateRaw && d.opts.PreambleOnRelease && g.gen != d.w.preGen {
+		return false, true
 	}
 	g.writing = true
-	return true
+	return false, false
 }
 
 func (d *drainer) leaveGate() {
