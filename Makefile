@@ -22,16 +22,16 @@ fmt-check:
 
 # The suite CI runs: vet, gofmt, and every test under the race detector,
 # then each package's time and the five slowest tests (internal/testkit/testtime
-# reads go test -json), so the budget stays visible: about 100 s on a
-# lightly loaded 2-core machine (90 s is the budget). Tests with a longer
-# version run it in make torture.
-# -parallel 4: t.Parallel tests mostly wait (fsync, child processes,
-# receivers), so more of them than the 2 cores may run at once. The bench
-# (a module of its own, which ./... does not reach) is vetted and its few
-# tests run after (seconds).
+# reads go test -json), so the budget stays visible: about 75 s on a
+# quiet 2-core machine (90 s is the budget). Tests with a longer version
+# run it in make torture.
+# -p 3 and -parallel 4: the tests mostly wait (fsync, child processes,
+# receivers), so more packages (three, not go test's one a core) and more
+# t.Parallel tests than the 2 cores may run at once. The bench (a module of
+# its own, which ./... does not reach) is vetted and its few tests run after
+# (seconds).
 # The longest packages are named first, so that go test starts them first
-# (it runs two packages at a time on 2 cores, in the order given) rather than
-# last, alone.
+# (in the order given) rather than last, alone.
 # The evspool binary the tests run (cmd/evspool, internal/testkit/torture,
 # internal/testkit/powercut) is built once, with -race so that a race in the CLI
 # fails the tests that drive it, into a temporary directory, and handed to
@@ -41,7 +41,7 @@ TEST_FIRST := ./wal ./internal/testkit/torture ./emitter ./cmd/evspool
 test: vet fmt-check
 	@bin=$$(mktemp -d) && trap 'rm -rf "$$bin"' EXIT && \
 	$(GO) build -race -o "$$bin/evspool" ./cmd/evspool && \
-	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testkit/testtime'
+	EVSPOOL_TEST_BINARY="$$bin/evspool" bash -o pipefail -c '$(GO) test -race -count=1 -p 3 -parallel 4 -timeout 8m -json $(TEST_FIRST) $(PKGS) | $(GO) run ./internal/testkit/testtime'
 	cd bench && $(GO) vet ./... && $(GO) test -count=1 -timeout 2m ./...
 
 # The oldest Go the library supports is go.mod's go directive (1.24.0: a
