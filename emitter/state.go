@@ -119,7 +119,7 @@ func (d *drainer) writeState() error {
 	if err != nil {
 		return fmt.Errorf("read the state: %w", err)
 	}
-	if err := d.writeStateLines(entries); err != nil {
+	if err := d.writeStateLines(entries, false); err != nil {
 		return err
 	}
 	d.w.stateAt, d.w.stateBefore = d.w.wroteTo, before
@@ -144,7 +144,7 @@ func (d *drainer) writeGapState(first uint64) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	return d.writeStateLines(entries)
+	return d.writeStateLines(entries, true)
 }
 
 // gapBefore reports whether events before first were skipped on this
@@ -155,13 +155,13 @@ func (d *drainer) gapBefore(first uint64) bool {
 
 // writeStateLines writes entries as state lines, leaving out those older
 // than StateMaxAge or, in a gap, MaxAge (expired, not to be sent).
-func (d *drainer) writeStateLines(entries []wal.Entry) error {
+func (d *drainer) writeStateLines(entries []wal.Entry, gap bool) error {
 	buf := d.w.buf[:0]
 	n := 0
 	now, boot := d.opts.Clock.Now(), d.opts.Clock.Boot()
 	for _, e := range entries {
 		age := e.Age(now, boot)
-		if d.opts.StateMaxAge > 0 && age > d.opts.StateMaxAge || d.opts.MaxAge > 0 && age > d.opts.MaxAge {
+		if d.opts.StateMaxAge > 0 && age > d.opts.StateMaxAge || gap && d.opts.MaxAge > 0 && age > d.opts.MaxAge {
 			continue
 		}
 		buf = append(append(buf, e.Data...), '\n')

@@ -529,3 +529,19 @@ func TestStateResendAfterKill(t *testing.T) {
 	require.Eventually(t, func() bool { return reflect.DeepEqual(v2.Current(), want) }, 5*time.Second, time.Millisecond,
 		"got %v", v2.Current())
 }
+
+// MaxAge is not StateMaxAge: a delivered event older than MaxAge is still
+// its key's newest, and a new connection's state carries it.
+func TestStateKeepsWhatMaxAgeWouldExpire(t *testing.T) {
+	t.Parallel()
+	clk := newClock()
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{StateKey: v2Key, MaxAge: time.Hour, Clock: clk})
+	r.emitAll([]string{stEvent("old", 1)})
+	r.flush(5 * time.Second)
+	waitLines(t, r.rcv, 1)
+	clk.Advance(2 * time.Hour)
+	require.NoError(t, r.rcv.Kill())
+	require.NoError(t, r.rcv.Restart())
+	lines := waitLines(t, r.rcv, 2)
+	require.Equal(t, []string{stEvent("old", 1)}, lines[1:], "the state carries it")
+}
