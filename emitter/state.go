@@ -135,7 +135,7 @@ func (d *drainer) writeGapState(first uint64) error {
 	if !d.gapBefore(first) {
 		return nil
 	}
-	from := max(d.w.stateBefore, d.w.wroteTo+1, d.w.gapTo+1)
+	from := d.unskipped()
 	d.w.gapTo = first - 1
 	entries, err := d.spool.StateBetween(from, first)
 	if err != nil {
@@ -150,7 +150,13 @@ func (d *drainer) writeGapState(first uint64) error {
 // gapBefore reports whether events before first were skipped on this
 // connection: neither written on it nor covered by its state.
 func (d *drainer) gapBefore(first uint64) bool {
-	return d.opts.StateKey != nil && d.w.stateBefore != 0 && first > max(d.w.stateBefore, d.w.wroteTo+1, d.w.gapTo+1)
+	return d.opts.StateKey != nil && d.w.stateBefore != 0 && first > d.unskipped()
+}
+
+// unskipped is the first sequence this connection neither wrote nor covered
+// by its state or a gap's.
+func (d *drainer) unskipped() uint64 {
+	return max(d.w.stateBefore, d.w.wroteTo+1, d.w.gapTo+1)
 }
 
 // writeStateLines writes entries as state lines, leaving out those older
