@@ -103,14 +103,14 @@ func (d *drainer) writeChunk(chunk []byte, entries []wal.Entry, last, inline boo
 	if err := d.awaitWindow(len(chunk), !last, inline); err != nil {
 		return err
 	}
+	way := gateEvents
+	if inline {
+		way = gateInline
+	}
 	for {
 		err := d.awaitRoom(len(chunk), inline) // whole or nothing: see the note after awaitRoom
 		n, before := 0, 0
 		if err == nil {
-			way := gateEvents
-			if inline {
-				way = gateInline
-			}
 			n, before, err = d.gatedWrite(chunk, way)
 		}
 		if n == len(chunk) {
@@ -341,9 +341,9 @@ func (d *drainer) repair(cause error) {
 }
 
 // gatedWrite writes one chunk through the gate (enterGate, the way given:
-// events, inline or raw) and returns SIOCOUTQ just before it (see noteWrite): a fresh
-// reading, not the room's upper bound, lets delivery see this write read
-// as soon as it is. The deadline is set before the context is checked: a
+// events, inline or raw) and returns SIOCOUTQ just before it (see
+// noteWrite): a fresh reading, not the room's upper bound, lets delivery
+// see this write read as soon as it is. The deadline is set before the context is checked: a
 // Close before it is seen here, one after it sets its past deadline over
 // ours.
 func (d *drainer) gatedWrite(chunk []byte, way gateWay) (n, before int, err error) {
