@@ -3,10 +3,12 @@
 // coverage, it delivers warm-up events, clears the counters, emits one
 // event, waits until the receiver has it, Flush has returned and the
 // drainer's idle look has committed the acknowledged deletion, and writes
-// the counters. The files and functions with a count are the crossing.
+// the counters to the directory -out. The files and functions with a count
+// are the crossing. Close comes after and is not in it: run the command
+// without GOCOVERDIR, or the counters written at exit would add it.
 //
 //	cd bench && go build -cover -covermode=atomic -coverpkg=github.com/evspool/evspool/... -o /tmp/crossing ./crossing &&
-//	  rm -rf /tmp/cov && mkdir /tmp/cov && GOCOVERDIR=/tmp/cov /tmp/crossing &&
+//	  rm -rf /tmp/cov && mkdir /tmp/cov && /tmp/crossing -out /tmp/cov &&
 //	  go tool covdata func -i /tmp/cov | go run ./crossing -count
 package main
 
@@ -29,17 +31,21 @@ import (
 
 func main() {
 	count := flag.Bool("count", false, "read go tool covdata func output on stdin and count the files and functions run")
+	out := flag.String("out", "", "the directory the coverage counters of the crossing are written to")
 	flag.Parse()
 	if *count {
 		countFuncs(os.Stdin)
 		return
 	}
-	if err := run(); err != nil {
+	if *out == "" || os.Getenv("GOCOVERDIR") != "" {
+		log.Fatal("crossing: give -out DIR and leave GOCOVERDIR unset, or the counters written at exit would count Close as well")
+	}
+	if err := run(*out); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run() error {
+func run(out string) error {
 	dir, err := os.MkdirTemp("", "crossing")
 	if err != nil {
 		return err
@@ -91,7 +97,10 @@ func run() error {
 	if err := flushed(ctx, e); err != nil {
 		return err
 	}
-	if err := coverage.WriteCountersDir(os.Getenv("GOCOVERDIR")); err != nil {
+	if err := coverage.WriteMetaDir(out); err != nil {
+		return err
+	}
+	if err := coverage.WriteCountersDir(out); err != nil {
 		return err
 	}
 	return e.Close(ctx)
