@@ -123,17 +123,17 @@ func (w *WAL) removeTx(upTo uint64, expire bool) (st *state, gone Counter, err e
 func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) (gone Counter, err error) {
 	err = guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
-			eb := tx.Bucket(eventsBucket)
+			eb, mb := tx.Bucket(eventsBucket), tx.Bucket(metaBucket)
 			if gone, err = st.remove(eb, upTo, 0); err != nil {
 				return err
 			}
 			if into != nil {
 				into.add(gone)
 			}
-			if err := st.deleteHidden(eb); err != nil {
+			if err := st.deleteHidden(eb, mb); err != nil {
 				return err
 			}
-			return st.meta.store(tx.Bucket(metaBucket))
+			return st.meta.store(mb)
 		})
 	})
 	return gone, err
@@ -173,19 +173,19 @@ func (st *state) remove(eb *bolt.Bucket, upTo uint64, need int64) (Counter, erro
 
 // dropOldest drops whole values until need of cost is freed: from the
 // front, or, while Read has handed out pending events, from the first value
-// after them (see handedOut).
-func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
+// after them (see handedOut). mb is the meta bucket, for the holes.
+func (st *state) dropOldest(eb, mb *bolt.Bucket, need int64) error {
 	if need <= 0 {
 		return nil
 	}
 	var gone Counter
 	var err error
 	if from := st.out.holdForDrop(&st.outHeld) + 1; st.firstSeq != 0 && from > st.firstSeq {
-		gone, err = st.dropAfter(eb, from, need)
+		gone, err = st.dropAfter(eb, mb, from, need)
 	} else {
 		gone, err = st.remove(eb, 0, need)
 		if err == nil {
-			err = st.deleteHidden(eb)
+			err = st.deleteHidden(eb, mb)
 		}
 	}
 	st.meta.droppedOldest.add(gone)
@@ -197,7 +197,7 @@ func (st *state) dropOldest(eb *bolt.Bucket, need int64) error {
 // first, until their cost covers need. The events before from stay pending
 // and a hole opens after them (meta.holeFirst, holeLast); a value holding
 // from-1 stays whole.
-func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, error) {
+func (st *state) dropAfter(eb, _ *bolt.Bucket, from uint64, need int64) (Counter, error) {
 	var gone Counter
 	var keys [][]byte
 	var lo, hi uint64
@@ -237,7 +237,7 @@ func (st *state) dropAfter(eb *bolt.Bucket, from uint64, need int64) (Counter, e
 // deleteHidden deletes the values whose events are all hidden and moves the
 // removal mark; a frame with events past the mark stays. It walks backwards:
 // bbolt's Delete then Next can skip a key, Delete then Prev cannot.
-func (st *state) deleteHidden(eb *bolt.Bucket) error {
+func (st *state) deleteHidden(eb, _ *bolt.Bucket) error {
 	upTo := st.hidden()
 	c := eb.Cursor()
 	k, v := seekValue(c, upTo)

@@ -72,10 +72,10 @@ func (st *state) acksRide() bool {
 
 // apply stores the batch's events, dropping per the policy to make room.
 func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
-	eb := tx.Bucket(eventsBucket)
+	eb, mb := tx.Bucket(eventsBucket), tx.Bucket(metaBucket)
 	eb.FillPercent = 1.0 // keys only ever grow: pack the leaves full
 	if st.acksRide() || st.acked > st.meta.removedSeq && st.cost+batchCost(batch) > st.budget {
-		if err := st.deleteHidden(eb); err != nil {
+		if err := st.deleteHidden(eb, mb); err != nil {
 			return err
 		}
 	}
@@ -95,7 +95,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 				if err := st.put(&fr, now); err != nil {
 					return err
 				}
-				if err := st.dropOldest(eb, st.cost+r.cost-st.budget); err != nil {
+				if err := st.dropOldest(eb, mb, st.cost+r.cost-st.budget); err != nil {
 					return err
 				}
 			}
@@ -109,7 +109,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 			}
 		}
 		if len(r.ops) > 0 {
-			if err := st.applyState(tx.Bucket(metaBucket), r.events, r.ops, first, now); err != nil {
+			if err := st.applyState(mb, r.events, r.ops, first, now); err != nil {
 				return err
 			}
 		}
@@ -120,7 +120,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	if err := st.put(&fr, now); err != nil {
 		return err
 	}
-	return st.meta.storeChanged(tx.Bucket(metaBucket), &st.prev)
+	return st.meta.storeChanged(mb, &st.prev)
 }
 
 // put puts what fr gathered and moves what it added into the counters.
