@@ -2,6 +2,7 @@ package wal_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,83 @@ func TestSalvageKeepsTheHole(t *testing.T) {
 	for _, e := range out[10:] {
 		require.Greater(t, e.Seq, uint64(10+before.DroppedOldest.Events), "event %d was dropped", e.Seq)
 	}
+}
+
+// TestSalvageKeepsEveryHole: two holes drop-oldest opened behind events
+// Read handed out, separated by handed-out events no Ack has removed. A
+// salvage brings neither hole's events back and counts neither unreadable
+// (they were counted dropped, once), and brings back every kept event, in
+// order.
+func TestSalvageKeepsEveryHole(t *testing.T) {
+	t.Parallel()
+	w := spOpen(t, t.TempDir(), &wal.Options{NoSync: true, MaxBytes: wal.MinMaxBytes, OnFull: wal.DropOldest})
+	kept := dropTwoHoles(t, w)
+	before := w.Stats()
+
+	r, err := w.Repair(fmt.Errorf("test: forced repair"))
+	require.NoError(t, err)
+	require.Zero(t, r.Missing, "dropped, not unreadable: %v", r.UnreadableSeqs())
+	after := w.Stats()
+	require.Equal(t, before.DroppedOldest, after.DroppedOldest, "counted dropped once")
+	require.Zero(t, after.Unreadable)
+	got := spReadAll(t, w)
+	require.Equal(t, spSeqs(kept), spSeqs(got), "every kept event back, nothing of either hole")
+	for j, e := range got {
+		require.Equal(t, kept[j].Data, e.Data, "event %d", e.Seq)
+	}
+}
+
+// TestSalvageFindsEveryHoleInCopies: TestSalvageKeepsEveryHole with the
+// meta bucket in force damaged, so that the salvage takes the holes from
+// the copies it finds in the file's pages.
+func TestSalvageFindsEveryHoleInCopies(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	w := spOpen(t, dir, &wal.Options{NoSync: true, MaxBytes: wal.MinMaxBytes, OnFull: wal.DropOldest})
+	kept := dropTwoHoles(t, w)
+	before := w.Stats()
+	require.NoError(t, w.Close())
+	icDamage(t, filepath.Join(dir, "spool.db"), func(b []byte) {
+		e := icMetaElems(t, b)["next_sequence"]
+		b[e.val+e.vsize-1] ^= 0xff // its checksum
+	})
+
+	w = spOpen(t, dir, &wal.Options{NoSync: true, MaxBytes: wal.MinMaxBytes, OnFull: wal.DropOldest})
+	r := w.Salvaged()
+	require.NotNil(t, r, "damage not found")
+	require.Zero(t, r.Missing, "dropped, not unreadable: %v", r.UnreadableSeqs())
+	after := w.Stats()
+	require.Equal(t, before.DroppedOldest, after.DroppedOldest, "counted dropped once")
+	require.Zero(t, after.Unreadable)
+	require.Equal(t, spSeqs(kept), spSeqs(spReadAll(t, w)), "every kept event back, nothing of either hole")
+}
+
+// dropTwoHoles appends to w (drop-oldest, the smallest cap) until drops
+// open two holes, each behind ten events Read handed out, and returns the
+// events kept: 1-10, ten after the first hole, and those after the second.
+// Every event appended is kept or counted dropped.
+func dropTwoHoles(t *testing.T, w *wal.WAL) []wal.Entry {
+	t.Helper()
+	i := 0
+	appendUntil := func(dropped uint64) {
+		for ; i < 100 || w.Stats().DroppedOldest.Events < dropped; i++ {
+			_, err := w.Append(t.Context(), fmt.Appendf(nil, "event %06d %0900d", i, 0))
+			require.NoError(t, err)
+		}
+	}
+	appendUntil(0)
+	_, err := w.Read(1, 10, 0)
+	require.NoError(t, err)
+	appendUntil(100) // the first hole, after event 10
+	out, err := w.Read(11, 10, 0)
+	require.NoError(t, err)
+	require.Len(t, out, 10)
+	appendUntil(200) // the second, after the ten read past the first
+
+	kept := spReadAll(t, w)
+	require.Greater(t, len(kept), 21)
+	require.Greater(t, kept[10].Seq, uint64(11), "the first hole")
+	require.Greater(t, kept[20].Seq, kept[19].Seq+1, "the second hole")
+	require.Equal(t, uint64(i-len(kept)), w.Stats().DroppedOldest.Events, "every event kept or dropped")
+	return kept
 }

@@ -19,17 +19,19 @@ var errValueKey = errors.New("wal: a value's key must be 1 to 255 bytes, not 8 (
 // userKey tells a key a user may store: not the spool's own, and not 8
 // bytes long (a page scan would take it for an event's key).
 func userKey(k []byte) bool {
-	return len(k) > 0 && len(k) != keySize && len(k) <= 255 && !bytes.Equal(k, keyFormat) && !isMetaKey(k)
+	return len(k) > 0 && len(k) != keySize && len(k) <= 255 && !bytes.Equal(k, keyFormat) && !isMetaKey(k) &&
+		!isHoleName(k)
 }
 
-// isMetaKey tells the key of a meta value (meta.fields).
+// isMetaKey tells the key of a meta value (meta.fields), or of one an
+// earlier evspool kept (migrate.go).
 func isMetaKey(k []byte) bool {
 	for _, f := range (&meta{}).fields() {
 		if bytes.Equal(k, f.key) {
 			return true
 		}
 	}
-	return false
+	return bytes.Equal(k, keyHoleFirstV3) || bytes.Equal(k, keyHoleLastV3)
 }
 
 // Value returns the value SetValues stored under key; nil if none.
@@ -83,11 +85,12 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 	})
 }
 
-// copyValues carries the user's values into a compacted copy, as stored.
+// copyValues carries the user's values and the holes into a compacted
+// copy, as stored (the holes listed are those past the removal mark).
 func copyValues(src, mb *bolt.Bucket) error {
 	c := src.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		if v != nil && userKey(k) {
+		if v != nil && (userKey(k) || isHoleName(k)) {
 			if err := mb.Put(bytes.Clone(k), bytes.Clone(v)); err != nil {
 				return err
 			}
@@ -96,14 +99,20 @@ func copyValues(src, mb *bolt.Bucket) error {
 	return nil
 }
 
-// copies keeps, per meta key and user key, the largest copy (in byte order)
-// of its stored value that passes its check, for salvage.
+// copies keeps, per meta key, hole and user key, the largest copy (in byte
+// order) of its stored value that passes its check, for salvage: of a
+// hole, the one that reaches furthest.
 type copies map[string][]byte
 
 func (c copies) add(k, v []byte) {
 	p, err := decodeMeta(k, v)
-	if err != nil || !(userKey(k) || len(p) == 8 && isMetaKey(k)) {
+	if err != nil || !(userKey(k) || len(p) == 8 && (isMetaKey(k) || isHoleName(k))) {
 		return
+	}
+	if isHoleName(k) {
+		if _, err := decodeHole(k, v); err != nil {
+			return
+		}
 	}
 	if old, ok := c[string(k)]; !ok || bytes.Compare(p, old[:len(old)-metaSumSize]) >= 0 {
 		c[string(k)] = bytes.Clone(v)

@@ -31,7 +31,7 @@ func (w *WAL) load(db *bolt.DB) error {
 				// A new file: number on above what the marks file reserved.
 				m.nextSeq = max(1, w.marks.reserved, w.marks.removed+1)
 			case state == metaCurrent:
-				return nil
+				return tidyHoles(mb, m.removedSeq, w.path)
 			}
 			// A new file, or an earlier format (migrate.go), stored anew.
 			return m.store(mb)

@@ -13,7 +13,8 @@ var (
 )
 
 // Meta keys. None is 8 bytes long, so none can be taken for an event key by
-// salvage's page scan. Every value goes through the meta codec.
+// salvage's page scan (nor are the holes', holes.go, or the state's,
+// statekeys.go). Every value goes through the meta codec.
 var (
 	keyFormat        = []byte("format_version")
 	keyNextSeq       = []byte("next_sequence")
@@ -24,10 +25,8 @@ var (
 	keyDropNewestB   = []byte("dropped_newest_bytes")
 	keyExpiredEvt    = []byte("expired_events") // see Expire
 	keyExpiredB      = []byte("expired_bytes")
-	keyUnreadable    = []byte("unreadable_events")  // see salvage.go
-	keyHoleFirst     = []byte("dropped_hole_first") // see dropAfter
-	keyHoleLast      = []byte("dropped_hole_last")
-	keyBootID        = []byte("boot_id") // see bootstamp.go
+	keyUnreadable    = []byte("unreadable_events") // see salvage.go
+	keyBootID        = []byte("boot_id")           // see bootstamp.go
 	keyBootFirstSeq  = []byte("boot_first_seq")
 )
 
@@ -45,11 +44,6 @@ type meta struct {
 	bootID        uint64  // the boot the newest records were written in (bootstamp.go)
 	bootFirstSeq  uint64  // the first sequence number written in that boot
 	unreadable    uint64  // events lost to damage: not recovered by a salvage (salvage.go)
-	// holeFirst..holeLast are the newest events dropped behind events Read
-	// handed out (dropAfter): gone, though past the removal mark, so that a
-	// salvage neither brings them back from free pages nor counts them
-	// unreadable. Both only grow.
-	holeFirst, holeLast uint64
 }
 
 type metaField struct {
@@ -58,7 +52,7 @@ type metaField struct {
 }
 
 // metaFields is how many values meta has.
-const metaFields = 13
+const metaFields = 11
 
 // fields lists the meta values: stored, loaded, salvaged and migrated alike.
 // An array, not a slice: it stays on the stack of a commit.
@@ -68,8 +62,7 @@ func (m *meta) fields() [metaFields]metaField {
 		{keyDropOldestEvt, &m.droppedOldest.Events}, {keyDropOldestB, &m.droppedOldest.Bytes},
 		{keyDropNewestEvt, &m.droppedNewest.Events}, {keyDropNewestB, &m.droppedNewest.Bytes},
 		{keyExpiredEvt, &m.expired.Events}, {keyExpiredB, &m.expired.Bytes},
-		{keyUnreadable, &m.unreadable}, {keyHoleFirst, &m.holeFirst}, {keyHoleLast, &m.holeLast},
-		{keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq},
+		{keyUnreadable, &m.unreadable}, {keyBootID, &m.bootID}, {keyBootFirstSeq, &m.bootFirstSeq},
 	}
 }
 

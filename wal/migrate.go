@@ -3,6 +3,8 @@ package wal
 import (
 	"encoding/binary"
 	"fmt"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // What earlier evspools wrote, read here and nowhere else. The first Open
@@ -77,4 +79,54 @@ func olderMarks(buf []byte) []byte {
 		}
 	}
 	return nil
+}
+
+// The evspool before this one named only the newest hole (holes.go), under
+// two keys of format 3. A salvage reads them as one hole; Open lists that
+// hole as today's are, if the removal mark has not passed it, and deletes
+// the two keys (tidyHoles), so that a file holds them only until an Open.
+var (
+	keyHoleFirstV3 = []byte("dropped_hole_first")
+	keyHoleLastV3  = []byte("dropped_hole_last")
+)
+
+// legacyHole returns the hole the two keys name through get; zero if
+// either is absent, an error if either fails its check.
+func legacyHole(get func([]byte) []byte) (SeqRange, error) {
+	fv, lv := get(keyHoleFirstV3), get(keyHoleLastV3)
+	if fv == nil || lv == nil {
+		return SeqRange{}, nil
+	}
+	first, err := metaUint(keyHoleFirstV3, fv)
+	if err != nil {
+		return SeqRange{}, err
+	}
+	last, err := metaUint(keyHoleLastV3, lv)
+	if err != nil || first == 0 || last < first {
+		// Written together, but a salvage keeps the largest copy of each:
+		// two copies from different commits name no hole.
+		return SeqRange{}, err
+	}
+	return SeqRange{first, last}, nil
+}
+
+// tidyHoles, at Open, lists the hole the two keys name, deletes them, and
+// deletes the holes the removal mark has passed (an earlier evspool takes
+// today's keys for its user's values and leaves them).
+func tidyHoles(mb *bolt.Bucket, removed uint64, path string) error {
+	h, err := legacyHole(mb.Get)
+	if err != nil {
+		return &CorruptionError{Path: path, Err: err}
+	}
+	if h.Last > removed {
+		if err := listHole(mb, h, path); err != nil {
+			return err
+		}
+	}
+	for _, k := range [][]byte{keyHoleFirstV3, keyHoleLastV3} {
+		if err := mb.Delete(k); err != nil {
+			return err
+		}
+	}
+	return pruneHoles(mb, removed, path)
 }

@@ -194,10 +194,10 @@ func (st *state) dropOldest(eb, mb *bolt.Bucket, need int64) error {
 }
 
 // dropAfter deletes whole values that start at from or later, oldest
-// first, until their cost covers need. The events before from stay pending
-// and a hole opens after them (meta.holeFirst, holeLast); a value holding
-// from-1 stays whole.
-func (st *state) dropAfter(eb, _ *bolt.Bucket, from uint64, need int64) (Counter, error) {
+// first, until their cost covers need. The events before from stay pending,
+// and what it drops is listed as a hole (holes.go); a value holding from-1
+// stays whole.
+func (st *state) dropAfter(eb, mb *bolt.Bucket, from uint64, need int64) (Counter, error) {
 	var gone Counter
 	var keys [][]byte
 	var lo, hi uint64
@@ -226,18 +226,16 @@ func (st *state) dropAfter(eb, _ *bolt.Bucket, from uint64, need int64) (Counter
 	st.pending -= gone.Events
 	st.payload -= gone.Bytes
 	if hi != 0 {
-		if st.meta.holeLast+1 != lo || st.meta.holeLast <= st.hidden() {
-			st.meta.holeFirst = lo // not the last hole's continuation
-		}
-		st.meta.holeLast = hi
+		return gone, listHole(mb, SeqRange{lo, hi}, st.path)
 	}
 	return gone, nil
 }
 
-// deleteHidden deletes the values whose events are all hidden and moves the
-// removal mark; a frame with events past the mark stays. It walks backwards:
-// bbolt's Delete then Next can skip a key, Delete then Prev cannot.
-func (st *state) deleteHidden(eb, _ *bolt.Bucket) error {
+// deleteHidden deletes the values whose events are all hidden, moves the
+// removal mark and deletes from mb the holes it passed; a frame with events
+// past the mark stays. It walks backwards: bbolt's Delete then Next can skip
+// a key, Delete then Prev cannot.
+func (st *state) deleteHidden(eb, mb *bolt.Bucket) error {
 	upTo := st.hidden()
 	c := eb.Cursor()
 	k, v := seekValue(c, upTo)
@@ -262,5 +260,5 @@ func (st *state) deleteHidden(eb, _ *bolt.Bucket) error {
 		}
 	}
 	st.meta.removedSeq = upTo
-	return nil
+	return pruneHoles(mb, upTo, st.path)
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/evspool/evspool/internal/boltfile"
+	bolt "go.etcd.io/bbolt"
 )
 
 // Repair salvages the spool after Read reported a *CorruptionError: every
@@ -137,9 +138,10 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	}); err != nil {
 		return err
 	}
-	m, ok := inForceMeta(src, size)
+	m, holes, ok := inForceMeta(src, size)
 	if !ok {
 		m = kept.meta()
+		holes, _ = holesIn(kept) // every copy kept passed its check
 	}
 	// Every number above the removal mark and below handedOut was pending.
 	handedOut := max(m.nextSeq, maxSeq+1)
@@ -150,14 +152,18 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 	m.nextSeq = max(m.nextSeq, maxSeq+1, w.marks.reserved, w.marks.removed+1, 1)
 	m.removedSeq = max(m.removedSeq, w.marks.removed)
 
-	f, err := w.createFresh(dst, kept.putValues)
+	// The holes' events were dropped: not brought back, not missing.
+	gone := pastMark(holes, m.removedSeq)
+	f, err := w.createFresh(dst, func(mb *bolt.Bucket) error {
+		if err := kept.putValues(mb); err != nil {
+			return err
+		}
+		return putHoles(mb, gone)
+	})
 	if err != nil {
 		return err
 	}
 	defer f.close()
-	// The newest hole's events were dropped: not brought back, not missing.
-	holeLo, holeHi := max(m.holeFirst, m.removedSeq+1), m.holeLast
-	inHole := func(seq uint64) bool { return holeLo <= seq && seq <= holeHi }
 	seen := make(map[uint64]struct{})
 	var werr error
 	if err := boltfile.Scan(src, size, costPage, func(k, v []byte) {
@@ -166,7 +172,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 			return
 		}
 		val.each(m.removedSeq+1, func(seq uint64, data []byte) bool {
-			if _, dup := seen[seq]; !dup && werr == nil && !inHole(seq) {
+			if _, dup := seen[seq]; !dup && werr == nil && !gone.has(seq) {
 				seen[seq] = struct{}{}
 				werr = f.add(seq, val.at, data)
 			}
@@ -185,11 +191,7 @@ func (w *WAL) rebuild(dst string, r *SalvageReport) error {
 		}
 		r.LastSeq = max(r.LastSeq, seq)
 	}
-	var dropped uint64
-	for seq := holeLo; seq <= holeHi && seq < handedOut; seq++ {
-		seen[seq] = struct{}{}
-		dropped++
-	}
+	dropped := gone.addTo(seen, handedOut)
 	if handedOut > m.removedSeq+1 {
 		r.Missing = handedOut - 1 - m.removedSeq - r.Recovered - dropped
 		r.Unreadable = gaps(seen, m.removedSeq+1, handedOut)
@@ -204,11 +206,12 @@ func mustSeq(k []byte) uint64 {
 	return seq
 }
 
-// inForceMeta reads the meta bucket in force in the size bytes of f; ok
-// only if it is whole. Else salvage takes, per value, the largest checked
-// copy in the file's pages (every value only grows); the records and the
-// marks file then raise them.
-func inForceMeta(f io.ReaderAt, size int64) (m meta, ok bool) {
+// inForceMeta reads the meta bucket in force in the size bytes of f, and
+// the holes it lists; ok only if it is whole. Else salvage takes, per value
+// and per hole, the largest checked copy in the file's pages (every value
+// only grows, and a hole's copies differ in how far it reached); the
+// records and the marks file then raise them.
+func inForceMeta(f io.ReaderAt, size int64) (m meta, holes []SeqRange, ok bool) {
 	pairs := map[string][]byte{}
 	dup := false
 	found := boltfile.InForceRoot(f, size, func(k, v []byte) {
@@ -219,8 +222,11 @@ func inForceMeta(f io.ReaderAt, size int64) (m meta, ok bool) {
 		pairs[string(k)] = v
 	})
 	if !found || dup || pairs[string(keyNextSeq)] == nil || pairs[string(keyRemovedSeq)] == nil {
-		return m, false
+		return m, nil, false
 	}
 	state, err := m.decode(func(k []byte) []byte { return pairs[string(k)] }, nil)
-	return m, err == nil && state != metaEmpty
+	if err == nil {
+		holes, err = holesIn(pairs)
+	}
+	return m, holes, err == nil && state != metaEmpty
 }
