@@ -21,7 +21,7 @@ import (
 // fsync=off drops bbolt's two fdatasyncs a commit from both.
 //
 // Two more yardsticks price the spool's layout on the same plain bbolt:
-// leastdurable+metabucket adds this format's meta bucket (its 13 values
+// leastdurable+metabucket adds this format's meta bucket (meta.fields
 // beside the events bucket) and writes the two a commit moves, as every
 // commit of the spool does; leastdurable+statekey keeps the meta values
 // in one value under one key of the events bucket instead, after every
