@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -88,9 +89,15 @@ func runCmd(args []string, e *env) int {
 	defer sd.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stdin, restoreStdin := e.stdin, func() {}
+	if e.stdin == io.Reader(os.Stdin) {
+		stdin, restoreStdin = pollStdin()
+	}
+	defer restoreStdin()
 	// After the first signal the default handling is back: a second one
-	// ends evspool at once, with what is committed.
-	context.AfterFunc(ctx, stop)
+	// ends evspool at once, with what is committed. stdin's flags are put
+	// back first, as no handler runs then.
+	context.AfterFunc(ctx, func() { restoreStdin(); stop() })
 	// A signal, not the return below, tells systemd STOPPING=1 (sent
 	// before evspool exits).
 	told := make(chan struct{})
@@ -109,7 +116,7 @@ func runCmd(args []string, e *env) int {
 		return openError(e, "run", err)
 	}
 	sd.ready(f.em, "")
-	if f.pump(ctx, e.stdin) {
+	if f.pump(ctx, stdin) {
 		f.drain(ctx, rf.drainTimeout)
 	} else {
 		logger.Info("signal received: stopped reading; what was read is committed")
