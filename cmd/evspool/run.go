@@ -63,6 +63,12 @@ does: stop reading, commit what was read, exit within 2 s (3, or 4 if
 something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
 committed stays spooled.
 
+On Linux a pipe or socket on stdin is read with O_NONBLOCK set, through Go's
+poller (less CPU a line). The flag is the pipe's, shared by every process
+that holds it: run puts it back as it found it when it ends and at the first
+SIGINT/SIGTERM; killed with SIGKILL, it leaves it set. A terminal, a file, or
+a socket that is stdout too is read as it is (see docs/operations.md, run).
+
 Examples:
   ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
   evspool run --socket 127.0.0.1:9043 --network tcp --spool /tmp/spool --max-spool-size 1GiB --on-full drop-newest
