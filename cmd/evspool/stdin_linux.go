@@ -16,8 +16,9 @@ import (
 // wraps fd 0 in a new *os.File, which Go then registers with its poller
 // (epoll): the reader goroutine parks in the poller instead of holding a
 // thread blocked in read(2), and the runtime no longer wakes a thread and
-// sysmon for every line: a third of run's CPU at 100 lines/s, a tenth at
-// 1,000 (bench/README.md, cli-cost).
+// sysmon for every line: a third of run's CPU at 100 lines/s, 15% at
+// 1,000 (bench/README.md, cli-cost: evspool run / syslog-ng, with the
+// blocking read and without).
 //
 // O_NONBLOCK belongs to the open file description, shared by every process
 // that inherited the same fd, so it is left alone when
