@@ -29,8 +29,9 @@ import (
 //     as stdin and stdout, as inetd does): the flag would make os.Stdout's
 //     blocking writes fail with EAGAIN.
 //
-// docs/operations.md ("stdin") says what another process holding the same
-// description sees, and what is left when evspool is killed.
+// Only run calls it: exec's stdin is its command's, which must find it as
+// it was. docs/operations.md ("stdin") says what another process holding
+// the same description sees, and what is left when evspool is killed.
 func pollStdin() (*os.File, func()) {
 	if !pollableStdin() {
 		return os.Stdin, func() {}
