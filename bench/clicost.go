@@ -20,7 +20,8 @@ const (
 	cliEvspool = "evspool run --fsync=false"
 	cliSyslog  = "syslog-ng"
 	// cliEvspoolNB is evspool run given a stdin pipe already O_NONBLOCK: a
-	// diagnostic side, not how a shell runs it.
+	// control, as evspool run sets the flag on a blocking pipe itself and
+	// should cost what this side does.
 	cliEvspoolNB = "evspool run --fsync=false, stdin O_NONBLOCK"
 	// cliEvspoolP1 is evspool run with GOMAXPROCS=1 in its environment: a
 	// diagnostic side, what the runtime's hand-offs between threads cost.

@@ -101,9 +101,10 @@ func startCLISyslog(dir string) (*cliEmitter, error) {
 // startCLIEvspoolNonblock starts `evspool run --fsync=false` as
 // startCLIEvspool does, but with its stdin's pipe O_NONBLOCK when it
 // starts, so that its Go runtime reads stdin through the network poller
-// rather than in a blocking read(2): the diagnostic side of cli-cost, which
-// shows what the blocking read costs (a shell's pipe is blocking). It is
-// started with syscall.ForkExec, as os/exec would make the pipe blocking.
+// rather than in a blocking read(2): the control side of cli-cost. A
+// shell's pipe is blocking and evspool run makes it O_NONBLOCK itself, so
+// the plain side should cost what this one does. It is started with
+// syscall.ForkExec, as os/exec would make the pipe blocking.
 func startCLIEvspoolNonblock(bin, dir string) (*cliEmitter, error) {
 	sock := filepath.Join(dir, "evspool-nb.sock")
 	rcv, err := startCountingReceiver(sock)

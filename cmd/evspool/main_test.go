@@ -86,20 +86,35 @@ func start(t *testing.T, args ...string) *proc {
 // startEnv starts evspool with extra environment variables.
 func startEnv(t *testing.T, env []string, args ...string) *proc {
 	t.Helper()
+	return startWith(t, func(cmd *exec.Cmd) {
+		if env != nil {
+			cmd.Env = append(os.Environ(), env...)
+		}
+	}, args...)
+}
+
+// startWith starts evspool once setup has set up its command. A stdin or
+// stdout setup leaves unset is a pipe: the test writes to p.stdin, and
+// p.echoed returns what came out.
+func startWith(t *testing.T, setup func(*exec.Cmd), args ...string) *proc {
+	t.Helper()
 	if len(args) > 0 && (args[0] == "run" || args[0] == "exec") {
 		// refrecv records a line as it reads it: the replay window's linger
 		// would only slow every exit down (the torture tests keep it).
 		args = append([]string{args[0], "--replay-linger", "20ms"}, args[1:]...)
 	}
 	p := &proc{cmd: exec.Command(binary, args...), done: make(chan struct{})}
-	if env != nil {
-		p.cmd.Env = append(os.Environ(), env...)
-	}
+	setup(p.cmd)
 	var err error
-	p.stdin, err = p.cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := p.cmd.StdoutPipe()
-	require.NoError(t, err)
+	if p.cmd.Stdin == nil {
+		p.stdin, err = p.cmd.StdinPipe()
+		require.NoError(t, err)
+	}
+	var out io.Reader = strings.NewReader("")
+	if p.cmd.Stdout == nil {
+		out, err = p.cmd.StdoutPipe()
+		require.NoError(t, err)
+	}
 	p.cmd.Stderr = &syncWriter{mu: &p.mu, w: &p.stderr}
 	require.NoError(t, p.cmd.Start())
 	go func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -62,6 +63,12 @@ does: stop reading, commit what was read, exit within 2 s (3, or 4 if
 something was lost). A second SIGINT/SIGTERM ends evspool at once; what was
 committed stays spooled.
 
+On Linux a pipe or socket on stdin is read with O_NONBLOCK set, through Go's
+poller (less CPU a line). The flag is the pipe's, shared by every process
+that holds it: run puts it back as it found it when it ends and at the first
+SIGINT/SIGTERM; killed with SIGKILL, it leaves it set. A terminal, a file, or
+a socket that is stdout too is read as it is (see docs/operations.md, run).
+
 Examples:
   ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
   evspool run --socket 127.0.0.1:9043 --network tcp --spool /tmp/spool --max-spool-size 1GiB --on-full drop-newest
@@ -88,9 +95,15 @@ func runCmd(args []string, e *env) int {
 	defer sd.close()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	stdin, restoreStdin := e.stdin, func() {}
+	if e.stdin == io.Reader(os.Stdin) {
+		stdin, restoreStdin = pollStdin()
+	}
+	defer restoreStdin()
 	// After the first signal the default handling is back: a second one
-	// ends evspool at once, with what is committed.
-	context.AfterFunc(ctx, stop)
+	// ends evspool at once, with what is committed. stdin's flags are put
+	// back first, as no handler runs then.
+	context.AfterFunc(ctx, func() { restoreStdin(); stop() })
 	// A signal, not the return below, tells systemd STOPPING=1 (sent
 	// before evspool exits).
 	told := make(chan struct{})
@@ -109,7 +122,7 @@ func runCmd(args []string, e *env) int {
 		return openError(e, "run", err)
 	}
 	sd.ready(f.em, "")
-	if f.pump(ctx, e.stdin) {
+	if f.pump(ctx, stdin) {
 		f.drain(ctx, rf.drainTimeout)
 	} else {
 		logger.Info("signal received: stopped reading; what was read is committed")
