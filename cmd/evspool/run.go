@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/evspool/evspool/emitter"
@@ -90,6 +91,7 @@ func runCmd(args []string, e *env) int {
 		return usageErr(e, "run", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	oneProc()
 	defer ignoreSIGPIPE()()
 	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
 	defer sd.close()
@@ -186,4 +188,15 @@ func stateAttrs(st emitter.Stats) []any {
 	}
 	return []any{"state_writes", st.StateWrites, "state_lines", st.StateLines, "state_keys", st.Spool.StateKeys,
 		"receiver_lines", st.ReceivedLines, "state_requests", st.StateRequests}
+}
+
+// oneProc runs evspool run's Go code on one processor (GOMAXPROCS=1) unless
+// the environment sets GOMAXPROCS: it is a pipeline of goroutines that each
+// wait on a system call (read stdin, commit, write the socket), and with a
+// second processor every line wakes a second thread that finds nothing to
+// do. bench/README.md (cli-cost, e2e) has what it saves and what it costs.
+func oneProc() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
