@@ -70,6 +70,9 @@ that holds it: run puts it back as it found it when it ends and at the first
 SIGINT/SIGTERM; killed with SIGKILL, it leaves it set. A terminal, a file, or
 a socket that is stdout too is read as it is (see docs/operations.md, run).
 
+run runs its Go code on one processor (GOMAXPROCS=1) unless the environment
+sets GOMAXPROCS.
+
 Examples:
   ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
   evspool run --socket 127.0.0.1:9043 --network tcp --spool /tmp/spool --max-spool-size 1GiB --on-full drop-newest
