@@ -12,7 +12,7 @@ func printCLICost(w io.Writer, cc *CLICost, nc *NodeCost) {
 	fmt.Fprintf(w, "As an SRE runs them: a generator (the harness, not counted) writes one line a write(2) into a pipe read by "+
 		"`evspool run --fsync=false` (echo to /dev/null) and into another read by `syslog-ng -F` (syslog-ng-reliable's config), "+
 		"side by side, each delivering to its own receiver; beside them a third pipe, O_NONBLOCK when evspool starts, "+
-		"so that Go reads it through its poller (a control: evspool run sets the flag itself on a shell's blocking pipe), and a fourth with GOMAXPROCS=1 in its environment. Each emitter process's own CPU "+
+		"so that Go reads it through its poller (a control: evspool run sets the flag itself on a shell's blocking pipe), and a fourth with GOMAXPROCS=2 in its environment (a control: evspool run runs on one P unless the environment says otherwise). Each emitter process's own CPU "+
 		"(its threads' run time, no children) over %.0f s after %.0f s of warm-up, per line its receiver got. "+
 		"Load average %s → %s, %.0f s.\n\n",
 		cc.Plan.Window.Seconds(), cc.Plan.Warmup.Seconds(), cc.LoadAvgBefore, cc.LoadAvgAfter, cc.WallSeconds)

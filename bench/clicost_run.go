@@ -87,7 +87,7 @@ func startCLISides(bin, dir string) ([]*cliEmitter, error) {
 	var sides []*cliEmitter
 	for _, start := range []func() (*cliEmitter, error){
 		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspool) },
-		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspoolP1, "GOMAXPROCS=1") },
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspoolP2, "GOMAXPROCS=2") },
 		func() (*cliEmitter, error) { return startCLISyslog(dir) },
 		func() (*cliEmitter, error) { return startCLIEvspoolNonblock(bin, dir) },
 	} {

@@ -29,8 +29,14 @@ type E2E struct {
 	// nothing more comes, so the exit waits for the linger.
 	EvspoolExitSeconds []float64 `json:"evspool_run_exit_seconds"`
 	RawBoltSeconds     []float64 `json:"raw_bolt_seconds"`
-	EvspoolRunRSSAnon  int64     `json:"evspool_run_peak_rss_anon_bytes"`
-	Error              string    `json:"error,omitempty"`
+	// EvspoolRunP2Seconds is the control side: the same evspool run with
+	// GOMAXPROCS=2 in its environment (it runs on one P unless told).
+	// P2Ratios are its rounds' time over the plain side's: above 1, one P
+	// is faster.
+	EvspoolRunP2Seconds []float64 `json:"evspool_run_gomaxprocs2_seconds,omitempty"`
+	P2Ratios            []float64 `json:"gomaxprocs2_round_ratios,omitempty"`
+	EvspoolRunRSSAnon   int64     `json:"evspool_run_peak_rss_anon_bytes"`
+	Error               string    `json:"error,omitempty"`
 }
 
 // runE2E builds cmd/evspool from the repository at root and runs both
@@ -50,7 +56,7 @@ func runE2E(tmp, root string, events, rounds int, prog *progress) *E2E {
 		return e
 	}
 	for i := range rounds {
-		for _, which := range rotate([]string{"evspool run", "raw bbolt"}, i) {
+		for _, which := range rotate([]string{"evspool run", "raw bbolt", e2eP2}, i) {
 			prog.begin(fmt.Sprintf("e2e %s round %d/%d", which, i+1, rounds))
 			d, err := e.runSide(which, tmp, bin, input)
 			if err != nil {
@@ -65,11 +71,19 @@ func runE2E(tmp, root string, events, rounds int, prog *progress) *E2E {
 	return e
 }
 
+// e2eP2 is the comparison's control side.
+const e2eP2 = "evspool run, GOMAXPROCS=2"
+
 // runSide runs one contender of the comparison once and records its time.
 func (e *E2E) runSide(which, tmp, bin, input string) (time.Duration, error) {
 	if which == "raw bbolt" {
 		d, err := timeRawBolt(tmp, input)
 		e.RawBoltSeconds = append(e.RawBoltSeconds, d.Seconds())
+		return d, err
+	}
+	if which == e2eP2 {
+		d, _, _, err := timeEvspoolRun(tmp, bin, input, e.Events, "GOMAXPROCS=2")
+		e.EvspoolRunP2Seconds = append(e.EvspoolRunP2Seconds, d.Seconds())
 		return d, err
 	}
 	d, exit, rss, err := timeEvspoolRun(tmp, bin, input, e.Events)
@@ -85,6 +99,9 @@ func (e *E2E) finish(rounds int) {
 	for i := range e.RawBoltSeconds {
 		runSec, boltSec = runSec+e.EvspoolRunSeconds[i], boltSec+e.RawBoltSeconds[i]
 		e.RoundRatios = append(e.RoundRatios, e.RawBoltSeconds[i]/e.EvspoolRunSeconds[i])
+	}
+	for i := range min(len(e.EvspoolRunP2Seconds), len(e.EvspoolRunSeconds)) {
+		e.P2Ratios = append(e.P2Ratios, e.EvspoolRunP2Seconds[i]/e.EvspoolRunSeconds[i])
 	}
 	e.EvspoolRunPerSec = float64(e.Events*rounds) / runSec
 	e.RawBoltPerSec = float64(e.Events*rounds) / boltSec
@@ -103,7 +120,7 @@ func writeInput(path string, n int) error {
 // timeEvspoolRun runs `evspool run` over input to a fresh receiver and
 // returns the time from start until the receiver has every event, and until
 // evspool exited 0.
-func timeEvspoolRun(tmp, bin, input string, events int) (received, exited time.Duration, rss int64, err error) {
+func timeEvspoolRun(tmp, bin, input string, events int, env ...string) (received, exited time.Duration, rss int64, err error) {
 	dir, err := os.MkdirTemp(tmp, "e2e")
 	if err != nil {
 		return 0, 0, 0, err
@@ -116,6 +133,7 @@ func timeEvspoolRun(tmp, bin, input string, events int) (received, exited time.D
 	}
 	defer rcv.Kill()
 	cmd := exec.Command(bin, "run", "--socket", sock, "--spool", filepath.Join(dir, "spool"), "--drain-timeout", "60s")
+	cmd.Env = append(os.Environ(), env...)
 	samp := startSampler(dir)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

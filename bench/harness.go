@@ -228,7 +228,7 @@ func countSteps(plan []scenario, contenders int, o *options) int {
 		n += p.Rounds * len(p.Rates)
 	}
 	if !o.skipE2E {
-		n += 2 * o.e2eRounds
+		n += 3 * o.e2eRounds
 	}
 	if !o.skipCeilings {
 		n += 3*2*o.ceilingRounds + 1

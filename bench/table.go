@@ -36,6 +36,10 @@ func printReport(w io.Writer, res *Results) {
 				"it exited %.2f s after starting (median; the last events wait out the replay window's linger)\n",
 				humanRate(e.EvspoolRunPerSec), humanRate(e.RawBoltPerSec), e.Events, len(e.RawBoltSeconds), e.MedianRatio,
 				ratios(e.RoundRatios), e.Ratio, mib(e.EvspoolRunRSSAnon), median(e.EvspoolExitSeconds))
+			if len(e.P2Ratios) > 0 {
+				fmt.Fprintf(w, "\nControl, the same evspool run with GOMAXPROCS=2 (it runs on one P unless told): its time over the plain side's **%.2f×** median (%s); above 1, one P is faster\n",
+					median(e.P2Ratios), ratios(e.P2Ratios))
+			}
 		}
 	}
 	fmt.Fprintln(w, "\n| target | measured | met |\n|---|---|---|")

@@ -123,3 +123,20 @@ func TestMetricsLintClean(t *testing.T) {
 	require.NoError(t, err)
 	require.Greater(t, n, 50, "the Go and process collectors are in")
 }
+
+// run runs its Go code on one processor unless GOMAXPROCS says otherwise.
+func TestRunOneProcUnlessTold(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  string
+		want float64
+	}{{"GOMAXPROCS=", 1}, {"GOMAXPROCS=2", 2}} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Parallel()
+			sock, spool := paths(t)
+			p := startEnv(t, []string{c.env}, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
+			mfs := scrape(t, waitMetricsAddr(t, p))
+			require.Equal(t, c.want, value(t, mfs, "go_sched_gomaxprocs_threads"))
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"syscall"
 
 	"github.com/evspool/evspool/emitter"
@@ -69,6 +70,9 @@ that holds it: run puts it back as it found it when it ends and at the first
 SIGINT/SIGTERM; killed with SIGKILL, it leaves it set. A terminal, a file, or
 a socket that is stdout too is read as it is (see docs/operations.md, run).
 
+run runs its Go code on one processor (GOMAXPROCS=1) unless the environment
+sets GOMAXPROCS.
+
 Examples:
   ptp4l -f /etc/ptp4l.conf -m 2>&1 | evspool run --socket /run/cloud-native/events.sock --spool /var/lib/evspool/spool
   evspool run --socket 127.0.0.1:9043 --network tcp --spool /tmp/spool --max-spool-size 1GiB --on-full drop-newest
@@ -90,6 +94,7 @@ func runCmd(args []string, e *env) int {
 		return usageErr(e, "run", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	oneProc()
 	defer ignoreSIGPIPE()()
 	sd := startNotifier(logger, "opening the spool "+rf.spool) // systemd, see notify.go
 	defer sd.close()
@@ -186,4 +191,15 @@ func stateAttrs(st emitter.Stats) []any {
 	}
 	return []any{"state_writes", st.StateWrites, "state_lines", st.StateLines, "state_keys", st.Spool.StateKeys,
 		"receiver_lines", st.ReceivedLines, "state_requests", st.StateRequests}
+}
+
+// oneProc runs evspool run's Go code on one processor (GOMAXPROCS=1) unless
+// the environment sets GOMAXPROCS: it is a pipeline of goroutines that each
+// wait on a system call (read stdin, commit, write the socket), and with a
+// second processor every line wakes a second thread that finds nothing to
+// do. bench/README.md (cli-cost, e2e) has what it saves and what it costs.
+func oneProc() {
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
 }
