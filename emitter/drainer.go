@@ -27,7 +27,7 @@ func newDrainer(addr string, opts *Options, spool *wal.WAL, loss *ledger.Book) *
 	d := &drainer{
 		addr: addr, opts: opts, spool: spool, ctx: ctx, loss: loss, link: l,
 		dv: delivery.New(deliveryConfigOf(opts)),
-		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts), state: newReporter(opts),
+		logs: logs{delivery: newReporter(opts), deadLetter: newReporter(opts), preamble: newReporter(opts),
 			out: l.out},
 	}
 	l.handoff = d.notifyFor

@@ -36,6 +36,7 @@ type Emitter struct {
 	closeErr   error
 
 	writerRefused atomic.Uint64 // see writer.go
+	stateWarn     stateWarn     // see state.go
 	atOpen        wal.Stats     // the spool as Open found it, before any delivery
 }
 
@@ -67,7 +68,7 @@ func open(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, 
 	}
 	loss := ledger.New(ledger.Config{Logger: o.Logger, Now: o.Clock.Now, Interval: o.WarnInterval, MaxAge: o.MaxAge})
 	spool, err := wal.Open(spoolDir, &wal.Options{MaxBytes: o.MaxSpoolBytes, OnFull: o.OnFull, NoSync: o.NoSync,
-		Context: ctx, Clock: o.Clock, Logger: o.Logger, OnLoss: loss.Lost})
+		Context: ctx, Clock: o.Clock, Logger: o.Logger, OnLoss: loss.Lost, MaxStateKeys: o.MaxStateKeys})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -76,7 +77,8 @@ func open(ctx context.Context, addr, spoolDir string, opts *Options) (*Emitter, 
 		salvaged = r.Missing
 		logSalvage(o.Logger, r, "spool", spoolDir)
 	}
-	e := &Emitter{addr: addr, opts: o, spool: spool, loss: loss, closeDone: make(chan struct{}), atOpen: spool.Stats()}
+	e := &Emitter{addr: addr, opts: o, spool: spool, loss: loss, closeDone: make(chan struct{}), atOpen: spool.Stats(),
+		stateWarn: stateWarn{rep: newReporter(&o)}}
 	loss.Open(spool, salvaged)
 	d := newDrainer(addr, &e.opts, spool, e.loss)
 	e.link = d.link
@@ -139,6 +141,7 @@ func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 		err = fmt.Errorf("%w: %w", ErrSpool, err)
 	} else {
 		e.emitted.Add(uint64(len(clean)))
+		e.warnStateRefused()
 		e.link.handoff(committed{first: last - uint64(len(clean)) + 1, events: clean})
 	}
 	e.writeEcho(clean)

@@ -81,10 +81,8 @@ func (c committed) last() uint64 { return c.first + uint64(len(c.events)) - 1 }
 // logs are the drainer's rate-limited reports.
 type logs struct {
 	delivery, deadLetter, preamble reporter  // slow, frozen and crash-looping receivers; poison; preambles
-	state                          reporter  // keys the state did not keep
 	out                            *outage   // the link's
 	lossCheck                      time.Time // see checkLosses
-	stateRefused                   uint64    // the StateRefused last logged
 }
 
 // shared is the drainer's state that Emitter's methods read or change.
@@ -498,19 +496,5 @@ func (d *drainer) checkLosses() {
 	if now := d.opts.Clock.Now(); now.Sub(d.logs.lossCheck) >= lossCheckEvery {
 		d.logs.lossCheck = now
 		d.loss.Tick()
-	}
-}
-
-// checkStateRefused logs, rate-limited, the keys the state did not keep
-// since the last look.
-func (d *drainer) checkStateRefused() {
-	if d.opts.StateKey == nil {
-		return
-	}
-	if n := d.spool.Stats().StateRefused; n > d.logs.stateRefused {
-		d.logs.stateRefused = n
-		d.logs.state.warn(d.opts.Logger, "keys not kept in the state: it holds its most keys or a quarter of the spool's cap, or a key is longer than 247 bytes",
-			"refused_keys", n, "max_state_keys", d.opts.MaxStateKeys,
-			"hint", "raise --state-max-keys (Options.MaxStateKeys), or retire keys with a clear line (--state-clear)")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/evspool/evspool/wal"
 )
@@ -99,6 +100,33 @@ func (e *Emitter) stateOps(events [][]byte) []wal.StateOp {
 		ops[i] = wal.StateOp{Key: key, Clear: clear}
 	}
 	return ops
+}
+
+// stateWarn is the warning of keys the state did not keep: Emit's, as the
+// commit that refused them ends, rate-limited like every repeated warning.
+type stateWarn struct {
+	mu   sync.Mutex
+	rep  reporter
+	seen uint64 // the refusals counted at the last look
+}
+
+// warnStateRefused logs, rate-limited, how many keys the state did not keep
+// since Open, when that count rose.
+func (e *Emitter) warnStateRefused() {
+	if e.opts.StateKey == nil {
+		return
+	}
+	s := &e.stateWarn
+	n := e.spool.StateRefused()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n <= s.seen {
+		return
+	}
+	s.seen = n
+	s.rep.warn(e.opts.Logger, "keys not kept in the state: it holds its most keys or a quarter of the spool's cap, or a key is longer than 247 bytes",
+		"refused_keys", n, "max_state_keys", e.opts.MaxStateKeys,
+		"hint", "raise --state-max-keys (Options.MaxStateKeys), or retire keys with a clear line (--state-clear)")
 }
 
 // writeState writes the state on the connection (see the top of this

@@ -545,3 +545,23 @@ func TestStateKeepsWhatMaxAgeWouldExpire(t *testing.T) {
 	lines := waitLines(t, r.rcv, 2)
 	require.Equal(t, []string{stEvent("old", 1)}, lines[1:], "the state carries it")
 }
+
+// A key the state cannot keep (past MaxStateKeys) is counted and logged at
+// once, then rate-limited; MaxStateKeys reaches the spool.
+func TestStateRefusedLogged(t *testing.T) {
+	t.Parallel()
+	r := newRig(t, &refrecv.Options{}, &emitter.Options{StateKey: emitter.JSONStateKey([]string{"k"}, ""), MaxStateKeys: 2})
+	sent := []string{`{"k":"a"}`, `{"k":"b"}`, `{"k":"c"}`, `{"k":"d"}`}
+	r.emitAll(sent)
+	st := r.em.Stats().Spool
+	require.EqualValues(t, 2, st.StateKeys, "a and b kept")
+	require.EqualValues(t, 2, st.StateRefused, "c and d refused")
+	const msg = "keys not kept in the state: it holds its most keys or a quarter of the spool's cap, or a key is longer than 247 bytes"
+	require.Equal(t, 1, r.logs.count(slog.LevelWarn, msg), "c's refusal at once, d's within the interval left for the next line")
+	refused, _ := r.logs.attr(msg, "refused_keys")
+	require.EqualValues(t, 1, refused.Uint64())
+	limit, _ := r.logs.attr(msg, "max_state_keys")
+	require.EqualValues(t, 2, limit.Int64())
+	r.flush(5 * time.Second)
+	requireDelivered(t, sent, r.rcv.Lines())
+}

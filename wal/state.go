@@ -52,7 +52,7 @@ func (w *WAL) restore(st *state) {
 	w.cost.Store(st.cost)
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
-	w.stats.StateRefused += st.stateRefused
+	w.stateRefused.Add(st.stateRefused)
 }
 
 // hidden is the number through which entries are removed or acked.

@@ -58,12 +58,16 @@ func (w *WAL) Stats() Stats {
 	s.FileBytes, s.MaxBytes = w.fileSize(), w.opts.MaxBytes
 	s.DroppedOldest, s.DroppedNewest, s.Expired = w.meta.droppedOldest, w.meta.droppedNewest, w.meta.expired
 	s.Unreadable = w.meta.unreadable
-	s.StateKeys = w.stateKeys
+	s.StateKeys, s.StateRefused = w.stateKeys, w.stateRefused.Load()
 	if w.firstSeq != 0 {
 		s.OldestTime = time.Unix(0, w.firstAt)
 	}
 	return s
 }
+
+// StateRefused is Stats().StateRefused without Stats' lock: the keys the
+// state did not keep since Open.
+func (w *WAL) StateRefused() uint64 { return w.stateRefused.Load() }
 
 // Len returns the number of pending events.
 func (w *WAL) Len() uint64 { return w.counted(func(c *counts) uint64 { return c.pending }) }

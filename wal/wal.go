@@ -49,9 +49,10 @@ type WAL struct {
 	// Block's waiters, which hold the group's lock and must not take wmu.
 	cost          atomic.Int64
 	budget        atomic.Int64
-	compactedSize int64       // the file's size after the last compaction (wmu)
-	closedSize    int64       // the file's size at Close, for Stats (wmu; -1 while open)
-	sized         sizeReading // fileSize's last reading (wmu)
+	compactedSize int64         // the file's size after the last compaction (wmu)
+	closedSize    int64         // the file's size at Close, for Stats (wmu; -1 while open)
+	stateRefused  atomic.Uint64 // keys the state did not keep since Open (written under wmu)
+	sized         sizeReading   // fileSize's last reading (wmu)
 
 	yield func() error // asked during the start-up scan whether to stop (Inspect)
 
