@@ -140,3 +140,21 @@ func TestRunOneProcUnlessTold(t *testing.T) {
 		})
 	}
 }
+
+// --state-max-keys bounds the state: past it a key is counted and logged.
+func TestRunStateMaxKeys(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0",
+		"--state-key", "k", "--state-max-keys", "1")
+	addr := waitMetricsAddr(t, p)
+	sent := []string{`{"k":"a"}`, `{"k":"b"}`, `{"k":"c"}`}
+	_, err := p.stdin.Write([]byte(joinLines(sent)))
+	require.NoError(t, err)
+	waitLines(t, rcv, len(sent), 5*time.Second)
+	mfs := scrape(t, addr)
+	require.Equal(t, 1.0, value(t, mfs, "evspool_state_keys"))
+	require.Equal(t, 2.0, value(t, mfs, "evspool_state_keys_refused_total"))
+	require.Contains(t, p.logs(), "keys not kept in the state")
+}
