@@ -63,7 +63,8 @@ func decodeHole(k, v []byte) (SeqRange, error) {
 // longer holds, after a restart, sweeps across holes).
 func listHole(mb *bolt.Bucket, h SeqRange, path string) error {
 	c := mb.Cursor()
-	k, v := c.Seek(holeKey(h.First))
+	k, _ := c.Seek(holeKey(h.First))
+	var v []byte
 	if k == nil {
 		k, v = c.Last()
 	} else {

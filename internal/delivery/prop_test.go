@@ -17,7 +17,6 @@ type simReceiver struct {
 	lines    []simLine  // written, in order
 	consumed uint64     // bytes read
 	handled  int        // lines handled (a prefix of lines)
-	gone     bool
 }
 
 type simWrite struct {

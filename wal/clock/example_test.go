@@ -24,6 +24,6 @@ func Example() {
 	t := c.NewTimer(time.Millisecond)
 	defer t.Stop()
 	<-t.C()
-	fmt.Println(c.Now().Sub(time.Now()).Round(time.Second))
+	fmt.Println(time.Until(c.Now()).Round(time.Second))
 	// Output: 37s
 }
