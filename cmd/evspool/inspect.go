@@ -12,7 +12,8 @@ import (
 	"github.com/evspool/evspool/wal"
 )
 
-const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N] [--dead-letters [--raw]]
+const inspectHelp = `Usage: evspool inspect --spool DIR [--json] [--dump N]
+       evspool inspect --spool DIR --dead-letters [--raw]
 
 Shows a spool without changing it: pending events and bytes, the file's size,
 the oldest and newest sequence numbers, how long the oldest event has waited,
@@ -95,6 +96,10 @@ func inspectCmd(args []string, e *env) int {
 		return usageErr(e, "inspect", "--dump must be 0 or more, not %d", *dump)
 	case *raw && !*deadLetters:
 		return usageErr(e, "inspect", "--raw goes with --dead-letters")
+	case *deadLetters && (*asJSON || *dump > 0):
+		// The dead-letter list is text or, with --raw, bytes: a flag it
+		// would ignore is refused.
+		return usageErr(e, "inspect", "--dead-letters lists the dead letters as text (or their bytes with --raw): leave out --json and --dump")
 	}
 	if *deadLetters {
 		if err := printDeadLetters(e.stdout, *dir, *raw); err != nil {

@@ -108,10 +108,12 @@ func TestInspectErrors(t *testing.T) {
 		want int
 		says string
 	}{
-		"damaged":    {[]string{"--spool", damaged}, 1, "is damaged"},
-		"no spool":   {[]string{"--spool", filepath.Join(dir, "nothing")}, 1, "no spool in"},
-		"no --spool": {nil, 2, "--spool is required"},
-		"bad dump":   {[]string{"--spool", dir, "--dump", "-1"}, 2, "--dump must be 0 or more"},
+		"damaged":              {[]string{"--spool", damaged}, 1, "is damaged"},
+		"no spool":             {[]string{"--spool", filepath.Join(dir, "nothing")}, 1, "no spool in"},
+		"no --spool":           {nil, 2, "--spool is required"},
+		"bad dump":             {[]string{"--spool", dir, "--dump", "-1"}, 2, "--dump must be 0 or more"},
+		"dead letters as json": {[]string{"--spool", dir, "--dead-letters", "--json"}, 2, "leave out --json and --dump"},
+		"dead letters dumped":  {[]string{"--spool", dir, "--dead-letters", "--dump", "3"}, 2, "leave out --json and --dump"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
