@@ -92,10 +92,8 @@ func listHole(mb *bolt.Bucket, h SeqRange, path string) error {
 		}
 		h.Last = max(h.Last, n.Last)
 	}
-	for _, k := range joined { // not Cursor.Delete: its Next may skip a key
-		if err := mb.Delete(k); err != nil {
-			return err
-		}
+	if err := deleteKeys(mb, joined...); err != nil {
+		return err
 	}
 	return putMetaUint(mb, holeKey(h.First), h.Last)
 }
@@ -116,12 +114,7 @@ func pruneHoles(mb *bolt.Bucket, removed uint64, path string) error {
 		}
 		gone = append(gone, bytes.Clone(k))
 	}
-	for _, k := range gone {
-		if err := mb.Delete(k); err != nil {
-			return err
-		}
-	}
-	return nil
+	return deleteKeys(mb, gone...)
 }
 
 // putHoles lists holes in mb.

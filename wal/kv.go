@@ -85,6 +85,18 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 	})
 }
 
+// deleteKeys deletes keys from b. Callers gather the keys during a cursor
+// walk and delete them after it, not with Cursor.Delete: its Next may then
+// skip a key.
+func deleteKeys(b *bolt.Bucket, keys ...[]byte) error {
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // copyValues carries the user's values and the holes into a compacted
 // copy, as stored (the holes listed are those past the removal mark).
 func copyValues(src, mb *bolt.Bucket) error {

@@ -123,10 +123,8 @@ func tidyHoles(mb *bolt.Bucket, removed uint64, path string) error {
 			return err
 		}
 	}
-	for _, k := range [][]byte{keyHoleFirstV3, keyHoleLastV3} {
-		if err := mb.Delete(k); err != nil {
-			return err
-		}
+	if err := deleteKeys(mb, keyHoleFirstV3, keyHoleLastV3); err != nil {
+		return err
 	}
 	return pruneHoles(mb, removed, path)
 }

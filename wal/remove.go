@@ -218,10 +218,8 @@ func (st *state) dropAfter(eb, mb *bolt.Bucket, from uint64, need int64) (Counte
 		need -= val.cost()
 		keys = append(keys, bytes.Clone(val.key))
 	}
-	for _, k := range keys {
-		if err := eb.Delete(k); err != nil {
-			return gone, err
-		}
+	if err := deleteKeys(eb, keys...); err != nil {
+		return gone, err
 	}
 	st.pending -= gone.Events
 	st.payload -= gone.Bytes

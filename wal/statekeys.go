@@ -165,10 +165,8 @@ func (st *state) clearState(mb *bolt.Bucket, seq uint64) error {
 	for k, _ := c.Seek(statePrefix); k != nil && bytes.HasPrefix(k, statePrefix); k, _ = c.Next() {
 		names = append(names, bytes.Clone(k))
 	}
-	for _, k := range names { // not Cursor.Delete: its Next may skip a key
-		if err := mb.Delete(k); err != nil {
-			return err
-		}
+	if err := deleteKeys(mb, names...); err != nil {
+		return err
 	}
 	st.stateKeys, st.stateBytes = 0, 0
 	return putMetaUint(mb, stateClearKey, seq)
