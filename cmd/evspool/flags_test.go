@@ -262,3 +262,66 @@ func TestRunDialTimeout(t *testing.T) {
 		20*time.Second, 10*time.Millisecond)
 	require.Zero(t, value(t, scrape(t, long), "evspool_dial_errors_total"), "an attempt failed before --dial-timeout 1m")
 }
+
+// --state-clear: an event of that type retires every key before it, so the
+// spool keeps none (ignored, it would be a key of its own: 3).
+func TestRunStateClear(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	sent := []string{`{"type":"a"}`, `{"type":"b"}`, `{"type":"cache_clear"}`}
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false",
+		"--state-key", "type", "--state-clear", "cache_clear")
+	_, err := p.stdin.Write([]byte(joinLines(sent)))
+	require.NoError(t, err)
+	require.NoError(t, p.stdin.Close())
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.logs())
+	require.Equal(t, sent, waitLines(t, rcv, len(sent), 5*time.Second), "the clear is delivered in its place")
+	require.Zero(t, inspectJSON(t, "--spool", spool).StateKeys)
+}
+
+// --state-max-age: a new connection starts with the state, less the keys
+// no event renewed for that long.
+func TestRunStateMaxAge(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--metrics-addr", "127.0.0.1:0",
+		"--state-key", "k", "--state-max-age", "200ms")
+	addr := waitMetricsAddr(t, p)
+	old, fresh := `{"k":"old"}`, `{"k":"fresh"}`
+	_, err := p.stdin.Write([]byte(old + "\n"))
+	require.NoError(t, err)
+	waitLines(t, rcv, 1, 5*time.Second)
+	require.Eventually(t, func() bool { return value(t, scrape(t, addr), "evspool_spool_pending_events") == 0 },
+		10*time.Second, 5*time.Millisecond, "acknowledged: the state, not the backlog, carries it now")
+	require.NoError(t, rcv.Kill())
+	rcv.Reset()
+	_, err = p.stdin.Write([]byte(fresh + "\n"))
+	require.NoError(t, err)
+	// fresh waits in the spool; once it is 300ms old, old is older still.
+	require.Eventually(t, func() bool { return value(t, scrape(t, addr), "evspool_oldest_pending_age_seconds") >= 0.3 },
+		10*time.Second, 10*time.Millisecond)
+	require.NoError(t, rcv.Restart())
+	// The state comes first on the new connection: had it held old, old
+	// would arrive before fresh.
+	require.Equal(t, []string{fresh}, waitLines(t, rcv, 1, 5*time.Second))
+}
+
+// --release-idle closes a connection that carried nothing for that long,
+// and dials again for the next event.
+func TestRunReleaseIdle(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	rcv := startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--release-idle", "100ms")
+	_, err := p.stdin.Write([]byte("first\n"))
+	require.NoError(t, err)
+	waitLines(t, rcv, 1, 5*time.Second)
+	require.Eventually(t, func() bool { return rcv.Conns() == 0 }, 10*time.Second, 5*time.Millisecond,
+		"the idle connection is kept")
+	_, err = p.stdin.Write([]byte("second\n"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"first", "second"}, waitLines(t, rcv, 2, 5*time.Second))
+	require.Equal(t, 2, rcv.Accepted())
+}
