@@ -325,3 +325,47 @@ func TestRunReleaseIdle(t *testing.T) {
 	require.Equal(t, []string{"first", "second"}, waitLines(t, rcv, 2, 5*time.Second))
 	require.Equal(t, 2, rcv.Accepted())
 }
+
+var logLevelOf = regexp.MustCompile(`(?m)^time=\S+ level=(\w+) `)
+
+// --log-level: debug shows the debug lines (here the idle release's);
+// error shows only errors (here a refused line's loss), from run and exec.
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	refused := "before\n" + strings.Repeat("y", 2000) + "\nafter\n"
+	for _, tc := range []struct {
+		name, level, input string
+		args               []string
+		code               int
+		want               string
+	}{
+		{"run debug", "debug", "one\n", []string{"run", "--release-idle", "50ms"}, exitOK,
+			`level=DEBUG msg="released the idle connection"`},
+		{"run error", "error", refused, []string{"run", "--max-event-size", "1KiB"}, exitLost,
+			`level=ERROR msg="events were lost"`},
+		{"exec error", "error", refused, []string{"exec", "--max-event-size", "1KiB", "--", "cat"}, exitLost,
+			`level=ERROR msg="command exited; events were lost"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			sock, spool := paths(t)
+			startSink(t, sock)
+			p := start(t, append([]string{tc.args[0], "--socket", sock, "--spool", spool, "--fsync=false",
+				"--log-level", tc.level}, tc.args[1:]...)...)
+			_, err := p.stdin.Write([]byte(tc.input))
+			require.NoError(t, err)
+			if tc.level == "debug" { // released once idle, before the end of input
+				require.Eventually(t, func() bool { return strings.Contains(p.logs(), tc.want) }, 10*time.Second, 5*time.Millisecond,
+					"no debug line")
+			}
+			require.NoError(t, p.stdin.Close())
+			require.Equal(t, tc.code, p.wait(t, 20*time.Second), p.logs())
+			require.Contains(t, p.logs(), tc.want)
+			if tc.level == "error" {
+				for _, m := range logLevelOf.FindAllStringSubmatch(p.logs(), -1) {
+					require.Equal(t, "ERROR", m[1], p.logs())
+				}
+			}
+		})
+	}
+}
