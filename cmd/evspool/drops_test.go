@@ -77,3 +77,28 @@ func TestRunDropOldestLostIsMissing(t *testing.T) {
 	require.EqualValues(t, missing, rep.DroppedEvents)
 	require.Zero(t, rep.PendingEvents)
 }
+
+// Events that each fit a small spool are never refused for the size of the
+// batch run reads them in: a commit costing more than the spool holds is
+// refused whole, so run keeps its batches within the spool.
+func TestRunBatchesFitASmallSpool(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	var in strings.Builder
+	for i := range 150 {
+		fmt.Fprintf(&in, "big %03d %s\n", i, strings.Repeat("x", 16<<10))
+	}
+	cmd := exec.Command(binary, "run", "--socket", sock, "--spool", spool, "--max-spool-size", "1MiB",
+		"--on-full", "drop-newest", "--fsync=false", "--drain-timeout", "100ms")
+	cmd.Stdin = strings.NewReader(in.String())
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee, stderr.String())
+	require.Equal(t, exitLost, ee.ExitCode(), stderr.String())
+	require.Contains(t, stderr.String(), " not_spooled=0 ", "no event refused for its batch's size")
+	rep := inspectJSON(t, "--spool", spool)
+	require.Positive(t, rep.PendingEvents)
+	require.EqualValues(t, 150, rep.PendingEvents+rep.DroppedNewestEvents)
+}

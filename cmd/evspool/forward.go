@@ -120,7 +120,7 @@ func (f *forwarder) startBackground(st status) {
 func (f *forwarder) pump(ctx context.Context, r io.Reader) bool {
 	lines := make(chan [][]byte, 4)
 	refuse := func(err error) { f.em.Refuse(1, err) }
-	go readLines(r, int(f.rf.maxEvent), lines, ctx.Done(), refuse, f.logger)
+	go readLines(r, int(f.rf.maxEvent), batchBytes(f.rf.maxSpool), lines, ctx.Done(), refuse, f.logger)
 	return pump(ctx, f.em, lines, f.status.poke)
 }
 

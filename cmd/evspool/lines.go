@@ -16,15 +16,26 @@ const (
 	maxBatchBytes  = 1 << 20
 )
 
+// batchBytes bounds the events of a batch for a spool capped at maxSpool.
+// The spool refuses a commit that costs more than it can hold, whole,
+// whatever --on-full says (the events are lost), and an event costs at most
+// about twice its size (its share of whole pages): a sixteenth of the cap,
+// plus the line that closes the batch (at most a quarter: --max-event-size),
+// keeps a batch's cost within about five eighths of the cap, below the
+// three quarters the spool gives its events at the least.
+func batchBytes(maxSpool int64) int { return int(min(maxBatchBytes, maxSpool/16)) }
+
 // readLines reads events from r, one per line, and sends them in batches:
 // a batch closes when no more input is buffered, so a slow producer's events
 // go out one by one and a fast one's in groups (one spool commit each). A
+// batch holds at most maxBatchEvents events, and closes once it holds
+// maxBatch bytes or more (see batchBytes). A
 // line over maxEvent (its newline included) is skipped without holding it
 // in memory and handed to refuse, with an error that says how big it was
 // (the emitter counts it lost and logs it). The channel
 // is closed at end of input, and once stop is closed: then the lines read so
 // far are handed over (for at most stopGrace) and no more is read.
-func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struct{}, refuse func(error), logger *slog.Logger) {
+func readLines(r io.Reader, maxEvent, maxBatch int, out chan<- [][]byte, stop <-chan struct{}, refuse func(error), logger *slog.Logger) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, max(maxEvent, 64<<10))
 	var batch [][]byte
@@ -61,7 +72,7 @@ func readLines(r io.Reader, maxEvent int, out chan<- [][]byte, stop <-chan struc
 			handOver(out, batch)
 			return
 		}
-		if len(batch) > 0 && (br.Buffered() == 0 || len(batch) >= maxBatchEvents || size >= maxBatchBytes) {
+		if len(batch) > 0 && (br.Buffered() == 0 || len(batch) >= maxBatchEvents || size >= maxBatch) {
 			select {
 			case out <- batch:
 			case <-stop:
