@@ -21,6 +21,7 @@ type Stats struct {
 	PendingBytes  uint64    // their event bytes
 	FileBytes     int64     // size of the spool file
 	MaxBytes      int64     // the cap on FileBytes
+	Fsync         bool      // each commit is fsync'd (Options.NoSync unset)
 	FirstSeq      uint64    // oldest pending sequence number, 0 when empty
 	LastSeq       uint64    // newest sequence number ever appended, 0 if none
 	OldestTime    time.Time // when the oldest pending event was appended; zero when empty
@@ -55,7 +56,7 @@ func (w *WAL) Stats() Stats {
 	defer w.wmu.Unlock()
 	s := w.stats // the process's counters
 	s.PendingEvents, s.PendingBytes, s.FirstSeq, s.LastSeq = w.pending, w.payload, w.firstSeq, w.meta.nextSeq-1
-	s.FileBytes, s.MaxBytes = w.fileSize(), w.opts.MaxBytes
+	s.FileBytes, s.MaxBytes, s.Fsync = w.fileSize(), w.opts.MaxBytes, !w.opts.NoSync
 	s.DroppedOldest, s.DroppedNewest, s.Expired = w.meta.droppedOldest, w.meta.droppedNewest, w.meta.expired
 	s.Unreadable = w.meta.unreadable
 	s.StateKeys, s.StateRefused = w.stateKeys, w.stateRefused.Load()

@@ -125,6 +125,19 @@ func TestRunReplayWindowZero(t *testing.T) {
 	require.Equal(t, sent, waitLines(t, rcv, len(sent), 5*time.Second))
 }
 
+// --fsync=false turns the commits' fsync off, which the spool reports
+// (TestMetricsEndpoint sees 1 without the flag).
+func TestRunFsyncOff(t *testing.T) {
+	t.Parallel()
+	sock, spool := paths(t)
+	startSink(t, sock)
+	p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--metrics-addr", "127.0.0.1:0")
+	addr := waitMetricsAddr(t, p)
+	require.Equal(t, 0.0, value(t, scrape(t, addr), "evspool_spool_fsync"))
+	require.NoError(t, p.stdin.Close())
+	require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.logs())
+}
+
 // --max-attempts 1 sets a poison event aside at the first failure shown to
 // be its: a receiver that dies on it (closes its connection) dies twice,
 // once among other events (no evidence), once given it alone; the default

@@ -88,6 +88,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	require.Equal(t, 0.0, value(t, mfs, "evspool_oldest_pending_age_seconds"))
 	require.Equal(t, 1.0, value(t, mfs, "evspool_connected"))
 	require.Equal(t, float64(64<<20), value(t, mfs, "evspool_spool_max_bytes"))
+	require.Equal(t, 1.0, value(t, mfs, "evspool_spool_fsync"), "fsync is on unless --fsync=false")
 	require.Positive(t, value(t, mfs, "evspool_spool_file_bytes"))
 	require.Equal(t, 0.0, value(t, mfs, "evspool_spool_errors_total"))
 	require.Len(t, mfs["evspool_events_dropped_total"].GetMetric(), 2, "one per reason")

@@ -91,6 +91,8 @@ func statsMetrics() []metric {
 			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.Spool.FileBytes) }),
 		gauge("spool_max_bytes", "Cap on the size of the spool file on disk.",
 			func(s *emitter.Stats, _ time.Time) float64 { return float64(s.Spool.MaxBytes) }),
+		gauge("spool_fsync", "1 while each spool commit is fsync'd, 0 when fsync is off (--fsync=false, Options.NoSync).",
+			func(s *emitter.Stats, _ time.Time) float64 { return bool01(s.Spool.Fsync) }),
 		gauge("oldest_pending_age_seconds", "How long the oldest event in the spool has waited; 0 when the spool is empty.",
 			oldestAge),
 		gauge("connected", "1 while connected to the receiver, 0 otherwise.",

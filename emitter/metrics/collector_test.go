@@ -84,6 +84,7 @@ func TestCollectorDelivered(t *testing.T) {
 	require.Equal(t, 0.0, v["evspool_events_dropped_total{reason=drop_oldest}"].GetCounter().GetValue())
 	require.Equal(t, 0.0, v["evspool_events_dropped_total{reason=drop_newest}"].GetCounter().GetValue())
 	require.Equal(t, float64(64<<20), v["evspool_spool_max_bytes"].GetGauge().GetValue())
+	require.Equal(t, 0.0, v["evspool_spool_fsync"].GetGauge().GetValue(), "the collector's emitter runs with NoSync")
 	require.Positive(t, v["evspool_spool_file_bytes"].GetGauge().GetValue())
 	require.Equal(t, uint64(250), v["evspool_commit_duration_seconds"].GetHistogram().GetSampleCount())
 	for _, name := range []string{"evspool_events_expired_total", "evspool_preamble_errors_total", "evspool_writer_refused_lines_total",
@@ -114,7 +115,7 @@ func TestCollectorLint(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, problems)
 	n := testutil.CollectAndCount(metrics.NewCollector(em, nil))
-	require.Equal(t, 28, n, "25 figures, two drop reasons and build_info")
+	require.Equal(t, 29, n, "26 figures, two drop reasons and build_info")
 }
 
 // evspool_build_info is the library's: a daemon that registers only the
