@@ -111,7 +111,11 @@ func Validate(event []byte, maxSize int) ([]byte, error) {
 // nothing is emitted and all are counted as refused. If the spool fails or
 // the Emitter is closed, the events are still echoed and the error matches
 // ErrSpool (and ErrClosed after Close). Under the Block policy Emit waits
-// for space until ctx ends.
+// for space until ctx ends. The events of one call are committed whole or
+// not at all: events that together need more than the spool can ever hold
+// are refused (wal.ErrTooLarge, counted not spooled) even where each would
+// fit alone, so a caller batching into a small spool keeps each call to a
+// fraction of MaxSpoolBytes (evspool run: a sixteenth).
 func (e *Emitter) Emit(ctx context.Context, events ...[]byte) error {
 	clean, err := e.validateAll(events)
 	if err != nil {

@@ -51,7 +51,7 @@ func (w *WAL) reserve(ctx context.Context, req *appendReq) error {
 		budget := w.budget.Load()
 		if req.cost > budget {
 			g.mu.Unlock()
-			return errTooLarge(req.cost, budget)
+			return errTooLarge(len(req.events), req.cost, budget)
 		}
 		if w.cost.Load()+g.reserved+req.cost <= budget {
 			g.reserved += req.cost

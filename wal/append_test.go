@@ -519,6 +519,7 @@ func TestTooLarge(t *testing.T) {
 			}
 			_, err = w.Append(context.Background(), batch...)
 			require.ErrorIs(t, err, wal.ErrTooLarge)
+			require.ErrorContains(t, err, "20 events committed together", "a batch is told to be smaller")
 
 			s := w.Stats()
 			require.Equal(t, uint64(1), s.PendingEvents, "nothing was dropped for it")

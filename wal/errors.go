@@ -57,7 +57,14 @@ func (e *CorruptionError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrCorrupt.
 func (e *CorruptionError) Is(target error) bool { return target == ErrCorrupt }
 
-func errTooLarge(cost, budget int64) error {
-	return fmt.Errorf("%w: the events need %d bytes of spool (their share of its pages) and at most %d fit: raise the spool's size cap or send smaller events",
+// errTooLarge says why n events that are committed together could never
+// fit, and what to do: a batch is refused whole, even where each of its
+// events would fit alone.
+func errTooLarge(n int, cost, budget int64) error {
+	if n > 1 {
+		return fmt.Errorf("%w: %d events committed together need %d bytes of spool (their share of its pages) and at most %d fit: emit them in smaller batches, or raise the spool's size cap",
+			ErrTooLarge, n, cost, budget)
+	}
+	return fmt.Errorf("%w: the event needs %d bytes of spool (its share of its pages) and at most %d fit: raise the spool's size cap or send smaller events",
 		ErrTooLarge, cost, budget)
 }

@@ -82,7 +82,7 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 	fr := framer{eb: eb, mem: newArena(batch)}
 	for _, r := range batch {
 		if r.cost > st.budget {
-			r.err = errTooLarge(r.cost, st.budget)
+			r.err = errTooLarge(len(r.events), r.cost, st.budget)
 			continue
 		}
 		if st.cost+fr.cost+fr.priced+r.cost > st.budget {
