@@ -48,7 +48,9 @@ inherit NOTIFY_SOCKET. See 'man evspool' for the packaged unit.
 Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
 (echoed but not spooled, refused, dropped by --on-full, expired,
 dead-lettered, unreadable in a damaged spool file; the final log line gives
-the counts): a loss never exits 0. 127 if COMMAND was
+the counts): a loss never exits 0; 5 where COMMAND exited 0 and nothing was
+lost, but some events were acknowledged without proof that the receiver
+handled them (--network tcp: its kernel took them). 127 if COMMAND was
 not found, 126 if it could not be started; 1 if the spool could not be
 opened (COMMAND is then not started); 2 bad usage.
 
