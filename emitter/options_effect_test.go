@@ -1,7 +1,11 @@
 package emitter_test
 
 import (
+	"bytes"
 	"fmt"
+	"net"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +87,65 @@ func TestOptionReplayWindowSize(t *testing.T) {
 			assert.True(t, verify.Check(sent, got).OK())
 		})
 	}
+}
+
+// BatchEvents and BatchBytes bound what one write carries: the drainer
+// writes a batch, waits until the receiver read it, then writes the next,
+// so a receiver's read never holds more than one batch.
+func TestOptionBatchBounds(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	sent := events("batch", n)
+	data := len(sent[0]) // BatchBytes counts the events' bytes, without newlines
+	tests := map[string]struct {
+		opts emitter.Options
+		most int // lines in the largest read
+	}{
+		"one event":               {emitter.Options{BatchEvents: 1}, 1},
+		"three events":            {emitter.Options{BatchEvents: 3}, 3},
+		"two events' bytes":       {emitter.Options{BatchBytes: 2 * data}, 2},
+		"bytes bound before all":  {emitter.Options{BatchEvents: 5, BatchBytes: 4 * data}, 4},
+		"events bound before all": {emitter.Options{BatchEvents: 2, BatchBytes: 4 * data}, 2},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			reads := readsOf(t, tc.opts, sent)
+			assert.Equal(t, tc.most, slices.Max(reads), "lines per read: %v", reads)
+		})
+	}
+	t.Run("defaults batch more", func(t *testing.T) {
+		t.Parallel() // the rig sees batches: a default batch is a 2 KiB chunk at a time
+		reads := readsOf(t, emitter.Options{}, sent)
+		assert.Less(t, len(reads), n/4, "lines per read: %v", reads)
+	})
+}
+
+// readsOf spools sent, then starts a receiver that reads with a large
+// buffer and returns the lines each of its reads held.
+func readsOf(t *testing.T, opts emitter.Options, sent []string) []int {
+	t.Helper()
+	r := newRig(t, nil, &opts)
+	r.emitAll(sent) // before the receiver is there: every write is the drainer's
+	ln, err := net.Listen("unix", r.sock)
+	require.NoError(t, err)
+	defer ln.Close()
+	conn, err := ln.Accept()
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	var reads []int
+	var got bytes.Buffer
+	buf := make([]byte, 64<<10)
+	for total := 0; total < len(sent); {
+		k, err := conn.Read(buf)
+		require.NoError(t, err, "after %d lines", total)
+		lines := bytes.Count(buf[:k], []byte{'\n'})
+		reads, total = append(reads, lines), total+lines
+		got.Write(buf[:k])
+	}
+	requireDelivered(t, sent, strings.Split(strings.TrimSuffix(got.String(), "\n"), "\n"))
+	return reads
 }
 
 // statsUntil waits until em's Stats satisfy cond, and fails with the last
