@@ -2,10 +2,18 @@ package emitter_test
 
 import (
 	"bytes"
+	"cmp"
+	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,6 +22,7 @@ import (
 
 	"github.com/evspool/evspool/emitter"
 	"github.com/evspool/evspool/internal/refrecv"
+	"github.com/evspool/evspool/internal/testkit/clocktest"
 	"github.com/evspool/evspool/internal/verify"
 )
 
@@ -146,6 +155,63 @@ func readsOf(t *testing.T, opts emitter.Options, sent []string) []int {
 	}
 	requireDelivered(t, sent, strings.Split(strings.TrimSuffix(got.String(), "\n"), "\n"))
 	return reads
+}
+
+// MinBackoff and MaxBackoff bound the pauses between refused dials: the
+// first is about MinBackoff, they grow, and none passes MaxBackoff.
+func TestOptionBackoffBounds(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct{ min, max time.Duration }{
+		"defaults":        {0, 0},
+		"a second to 8 s": {time.Second, 8 * time.Second},
+		"1 min to 10 min": {time.Minute, 10 * time.Minute},
+		"fixed 3 s":       {3 * time.Second, 3 * time.Second},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			lo, hi := cmp.Or(tc.min, emitter.DefaultMinBackoff), cmp.Or(tc.max, emitter.DefaultMaxBackoff)
+			gaps := dialGaps(t, emitter.Options{MinBackoff: tc.min, MaxBackoff: tc.max}, 12)
+			t.Logf("pauses between refused dials: %v", gaps)
+			// backoff/v4's jitter is ±50 %, and MaxBackoff caps it.
+			assert.GreaterOrEqual(t, gaps[0], lo/2, "the first pause")
+			assert.LessOrEqual(t, gaps[0], min(lo*3/2, hi), "the first pause")
+			assert.LessOrEqual(t, slices.Max(gaps), hi, "no pause passes MaxBackoff")
+			assert.GreaterOrEqual(t, slices.Max(gaps), hi/2, "the pauses grow up to MaxBackoff")
+			assert.GreaterOrEqual(t, slices.Min(gaps), min(lo/2, hi), "no pause is shorter than MinBackoff jittered")
+		})
+	}
+}
+
+// dialGaps opens an emitter on a fake clock whose every dial is refused and
+// returns the emitter time between its first dials.
+func dialGaps(t *testing.T, opts emitter.Options, dials int) []time.Duration {
+	t.Helper()
+	clk := clocktest.NewFake(time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC))
+	var mu sync.Mutex
+	var at []time.Time
+	opts.Dial = func(context.Context, string, string) (net.Conn, error) {
+		mu.Lock()
+		at = append(at, clk.Now())
+		mu.Unlock()
+		return nil, &net.OpError{Op: "dial", Net: "unix", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	opts.Clock, opts.NoSync, opts.Stdout, opts.Logger = clk, true, io.Discard, slog.New(slog.DiscardHandler)
+	ctx, stop := context.WithCancel(context.Background())
+	go clk.Leap(ctx, 50*time.Microsecond)
+	em, err := emitter.Open(filepath.Join(t.TempDir(), "events.sock"), t.TempDir(), &opts)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(at) > dials },
+		20*time.Second, time.Millisecond, "dials on the fake clock")
+	require.NoError(t, em.Close(context.Background()))
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	gaps := make([]time.Duration, dials)
+	for i := range gaps {
+		gaps[i] = at[i+1].Sub(at[i])
+	}
+	return gaps
 }
 
 // statsUntil waits until em's Stats satisfy cond, and fails with the last
