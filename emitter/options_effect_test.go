@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/testkit/clocktest"
 	"github.com/evspool/evspool/internal/verify"
@@ -214,6 +215,38 @@ func dialGaps(t *testing.T, opts emitter.Options, dials int) []time.Duration {
 	return gaps
 }
 
+// MaxDeadLetterBytes: a dead-letter file that would outgrow it is rotated
+// to dead-letters.1 before the next event set aside is appended.
+func TestOptionMaxDeadLetterBytes(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		max             int64
+		current, before int // records in dead-letters and dead-letters.1
+	}{
+		"default: one file":          {0, 2, 0},
+		"a record's size: rotated":   {100, 1, 1},
+		"room for both: not rotated": {4 << 10, 2, 0},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			em, rcv, spool, _ := cepRig(t, refrecv.CEPConfig{}, emitter.Options{ReplayLinger: time.Second, MaxDeadLetterBytes: tc.max})
+			good := events("dl", 6)
+			for _, ev := range []string{good[0], good[1], refrecv.DefaultRestartLine, good[2], good[3], refrecv.DefaultRestartLine, good[4], good[5]} {
+				require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+			}
+			statsUntil(t, em, "both restart lines set aside", func(st emitter.Stats) bool { return st.DeadLettered == 2 })
+			require.Eventually(t, func() bool { return verify.Check(good, rcv.Lines()).OK() }, 10*time.Second, 5*time.Millisecond)
+			assert.Equal(t, tc.current, deadLetterRecords(t, filepath.Join(spool, ledger.DeadLetterFile)), "in dead-letters")
+			assert.Equal(t, tc.before, deadLetterRecords(t, filepath.Join(spool, ledger.DeadLetterFile+".1")), "in dead-letters.1")
+			dls, err := ledger.ReadDeadLetters(spool)
+			require.NoError(t, err)
+			require.Len(t, dls, tc.current+tc.before)
+			assert.Equal(t, refrecv.DefaultRestartLine, string(dls[len(dls)-1].Data), "the newest is kept in either case")
+		})
+	}
+}
+
 // statsUntil waits until em's Stats satisfy cond, and fails with the last
 // ones seen if they do not within 20 s.
 func statsUntil(t *testing.T, em *emitter.Emitter, what string, cond func(emitter.Stats) bool) {
@@ -231,4 +264,15 @@ func statsUntil(t *testing.T, em *emitter.Emitter, what string, cond func(emitte
 		}
 		<-tick.C
 	}
+}
+
+// deadLetterRecords counts the records of a dead-letter file; 0 if missing.
+func deadLetterRecords(t *testing.T, path string) int {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if os.IsNotExist(err) {
+		return 0
+	}
+	require.NoError(t, err)
+	return bytes.Count(b, []byte(ledger.DeadLetterMagic+" "))
 }
