@@ -33,7 +33,8 @@ const (
 
 // Options tunes an Emitter. The zero value, or a nil *Options, means
 // defaults. Open refuses a negative count, size or duration where a field
-// gives none a meaning, with an error naming the field.
+// gives none a meaning, and bounds that contradict, with an error naming
+// the field.
 type Options struct {
 	// Network is "unix" (default) or "tcp".
 	Network string
@@ -59,8 +60,8 @@ type Options struct {
 	WriteTimeout time.Duration
 	// StallTimeout is how long a receiver may read nothing before it is
 	// frozen, counted as an outage. It keeps its connection and nothing is
-	// resent, so events never arrive out of order. Default 30 s, at least
-	// WriteTimeout.
+	// resent, so events never arrive out of order. Default 30 s, or
+	// WriteTimeout if longer; one set below WriteTimeout is refused.
 	StallTimeout time.Duration
 	// BatchEvents and BatchBytes bound one batch read from the spool; it is
 	// written in chunks of at most 2 KiB that end at a line's end.
@@ -69,7 +70,8 @@ type Options struct {
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the jittered exponential pause between
 	// refused connection attempts, which never give up. Defaults 10 ms and
-	// 100 ms. On Linux a Unix socket's path appearing cuts the pause short.
+	// 100 ms; a MinBackoff above MaxBackoff is refused. On Linux a Unix
+	// socket's path appearing cuts the pause short.
 	// A receiver that keeps failing before it handles anything is dialled
 	// less and less often, up to every 5 s (or MaxBackoff, if longer),
 	// unless it was down at least 250 ms before its path appeared.
@@ -193,7 +195,7 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.MaxEventSize, DefaultMaxEventSize)
 	setDefault(&c.DialTimeout, DefaultDialTimeout)
 	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
-	setDefault(&c.StallTimeout, DefaultStallTimeout)
+	setDefault(&c.StallTimeout, max(DefaultStallTimeout, c.WriteTimeout))
 	setDefault(&c.BatchEvents, DefaultBatchEvents)
 	setDefault(&c.BatchBytes, DefaultBatchBytes)
 	setDefault(&c.MinBackoff, DefaultMinBackoff)
@@ -207,7 +209,6 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.check(); err != nil {
 		return c, err
 	}
-	c.StallTimeout = max(c.StallTimeout, c.WriteTimeout)
 	setDefault(&c.Stdout, io.Writer(os.Stdout))
 	setDefault(&c.Logger, slog.New(slog.DiscardHandler))
 	setDefault(&c.Clock, clock.System())
@@ -220,9 +221,9 @@ func (o *Options) withDefaults() (Options, error) {
 
 // check refuses, with defaults filled (a value left 0 is the default by
 // then), what no field means: a negative count, size or duration where the
-// field gives none a meaning. The error names the field, the value and
-// what to give instead. OnFull and MaxStateKeys, passed on as they are,
-// are the spool's to check (wal.Options).
+// field gives none a meaning, and bounds that contradict. The error names
+// the field, the value and what to give instead. OnFull and MaxStateKeys,
+// passed on as they are, are the spool's to check (wal.Options).
 func (c *Options) check() error {
 	if c.Network != "unix" && c.Network != "tcp" {
 		return fmt.Errorf("emitter: network %q is not supported: use unix or tcp", c.Network)
@@ -255,6 +256,14 @@ func (c *Options) check() error {
 	if err := c.checkDurations(); err != nil {
 		return err
 	}
+	if c.StallTimeout < c.WriteTimeout {
+		return fmt.Errorf("emitter: StallTimeout %v is below WriteTimeout %v: a receiver is slow (WriteTimeout) before it is frozen; "+
+			"give at least WriteTimeout, or 0 for 30 s, or WriteTimeout if longer", c.StallTimeout, c.WriteTimeout)
+	}
+	if c.MinBackoff > c.MaxBackoff {
+		return fmt.Errorf("emitter: MinBackoff %v is above MaxBackoff %v, which caps every pause: give MaxBackoff at least MinBackoff",
+			c.MinBackoff, c.MaxBackoff)
+	}
 	return nil
 }
 
@@ -267,7 +276,7 @@ func (c *Options) checkDurations() error {
 	}{
 		{"DialTimeout", c.DialTimeout, "the default 1 s"},
 		{"WriteTimeout", c.WriteTimeout, "the default 5 s"},
-		{"StallTimeout", c.StallTimeout, "the default 30 s"},
+		{"StallTimeout", c.StallTimeout, "30 s, or WriteTimeout if longer"},
 		{"MinBackoff", c.MinBackoff, "the default 10 ms"},
 		{"MaxBackoff", c.MaxBackoff, "the default 100 ms"},
 		{"WarnInterval", c.WarnInterval, "the default 30 s"},

@@ -14,7 +14,7 @@ import (
 )
 
 // Open refuses a value no field means (a negative count, size or duration
-// where the field gives none a meaning) with an
+// where the field gives none a meaning, bounds that contradict) with an
 // error that names the field, says what is wrong and what to give instead,
 // rather than clamping it or taking the default.
 func TestOpenRefusesOptions(t *testing.T) {
@@ -40,20 +40,28 @@ func TestOpenRefusesOptions(t *testing.T) {
 		"DialTimeout":          {emitter.Options{DialTimeout: -time.Second}, []string{"DialTimeout -1s is negative", "or 0"}},
 		"WriteTimeout":         {emitter.Options{WriteTimeout: -time.Second}, []string{"WriteTimeout -1s is negative", "or 0"}},
 		"StallTimeout":         {emitter.Options{StallTimeout: -time.Second}, []string{"StallTimeout -1s is negative", "or 0"}},
-		"BatchEvents":          {emitter.Options{BatchEvents: -1}, []string{"BatchEvents -1 is negative", "or 0"}},
-		"BatchBytes":           {emitter.Options{BatchBytes: -1}, []string{"BatchBytes -1 is negative", "or 0"}},
-		"MinBackoff":           {emitter.Options{MinBackoff: -time.Second}, []string{"MinBackoff -1s is negative", "or 0"}},
-		"MaxBackoff":           {emitter.Options{MaxBackoff: -time.Second}, []string{"MaxBackoff -1s is negative", "or 0"}},
-		"WarnInterval":         {emitter.Options{WarnInterval: -time.Second}, []string{"WarnInterval -1s is negative", "or 0"}},
-		"MaxAge":               {emitter.Options{MaxAge: -time.Second}, []string{"MaxAge -1s is negative", "or 0"}},
-		"MaxHold":              {emitter.Options{MaxHold: -time.Second}, []string{"MaxHold -1s is negative", "or 0"}},
-		"ReplayLinger":         {emitter.Options{ReplayLinger: -time.Second}, []string{"ReplayLinger -1s is negative", "or 0"}},
-		"MaxDeadLetterBytes":   {emitter.Options{MaxDeadLetterBytes: -1}, []string{"MaxDeadLetterBytes -1 is negative", "or 0"}},
-		"MaxStateKeys":         {emitter.Options{MaxStateKeys: -1}, []string{"MaxStateKeys -1 is negative", "or 0"}},
-		"StateMaxAge":          {emitter.Options{StateMaxAge: -time.Second}, []string{"StateMaxAge -1s is negative", "or 0"}},
-		"ReleaseIdle":          {emitter.Options{ReleaseIdle: -time.Second}, []string{"ReleaseIdle -1s is negative", "or 0"}},
-		"MaxReceiveLine < 0":   {emitter.Options{MaxReceiveLine: -1}, []string{"MaxReceiveLine -1", "give at least 2", "or 0"}},
-		"MaxReceiveLine 1":     {emitter.Options{MaxReceiveLine: 1}, []string{"MaxReceiveLine 1", "give at least 2", "or 0"}},
+		"StallTimeout < WriteTimeout": {emitter.Options{StallTimeout: time.Second, WriteTimeout: 2 * time.Second},
+			[]string{"StallTimeout 1s is below WriteTimeout 2s", "give at least WriteTimeout", "or 0"}},
+		"StallTimeout < default WriteTimeout": {emitter.Options{StallTimeout: time.Second},
+			[]string{"StallTimeout 1s is below WriteTimeout 5s"}},
+		"BatchEvents": {emitter.Options{BatchEvents: -1}, []string{"BatchEvents -1 is negative", "or 0"}},
+		"BatchBytes":  {emitter.Options{BatchBytes: -1}, []string{"BatchBytes -1 is negative", "or 0"}},
+		"MinBackoff":  {emitter.Options{MinBackoff: -time.Second}, []string{"MinBackoff -1s is negative", "or 0"}},
+		"MaxBackoff":  {emitter.Options{MaxBackoff: -time.Second}, []string{"MaxBackoff -1s is negative", "or 0"}},
+		"MinBackoff > MaxBackoff": {emitter.Options{MinBackoff: 2 * time.Second, MaxBackoff: time.Second},
+			[]string{"MinBackoff 2s is above MaxBackoff 1s", "give MaxBackoff at least MinBackoff"}},
+		"MinBackoff > default MaxBackoff": {emitter.Options{MinBackoff: time.Second},
+			[]string{"MinBackoff 1s is above MaxBackoff 100ms"}},
+		"WarnInterval":       {emitter.Options{WarnInterval: -time.Second}, []string{"WarnInterval -1s is negative", "or 0"}},
+		"MaxAge":             {emitter.Options{MaxAge: -time.Second}, []string{"MaxAge -1s is negative", "or 0"}},
+		"MaxHold":            {emitter.Options{MaxHold: -time.Second}, []string{"MaxHold -1s is negative", "or 0"}},
+		"ReplayLinger":       {emitter.Options{ReplayLinger: -time.Second}, []string{"ReplayLinger -1s is negative", "or 0"}},
+		"MaxDeadLetterBytes": {emitter.Options{MaxDeadLetterBytes: -1}, []string{"MaxDeadLetterBytes -1 is negative", "or 0"}},
+		"MaxStateKeys":       {emitter.Options{MaxStateKeys: -1}, []string{"MaxStateKeys -1 is negative", "or 0"}},
+		"StateMaxAge":        {emitter.Options{StateMaxAge: -time.Second}, []string{"StateMaxAge -1s is negative", "or 0"}},
+		"ReleaseIdle":        {emitter.Options{ReleaseIdle: -time.Second}, []string{"ReleaseIdle -1s is negative", "or 0"}},
+		"MaxReceiveLine < 0": {emitter.Options{MaxReceiveLine: -1}, []string{"MaxReceiveLine -1", "give at least 2", "or 0"}},
+		"MaxReceiveLine 1":   {emitter.Options{MaxReceiveLine: 1}, []string{"MaxReceiveLine 1", "give at least 2", "or 0"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
