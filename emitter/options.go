@@ -31,7 +31,10 @@ const (
 	DefaultMaxAttempts  = 3
 )
 
-// Options tunes an Emitter. The zero value, or a nil *Options, means defaults.
+// Options tunes an Emitter. The zero value, or a nil *Options, means
+// defaults. Open refuses a negative count, size or duration where a field
+// gives none a meaning, and bounds that contradict, with an error naming
+// the field.
 type Options struct {
 	// Network is "unix" (default) or "tcp".
 	Network string
@@ -57,8 +60,8 @@ type Options struct {
 	WriteTimeout time.Duration
 	// StallTimeout is how long a receiver may read nothing before it is
 	// frozen, counted as an outage. It keeps its connection and nothing is
-	// resent, so events never arrive out of order. Default 30 s, at least
-	// WriteTimeout.
+	// resent, so events never arrive out of order. Default 30 s, or
+	// WriteTimeout if longer; one set below WriteTimeout is refused.
 	StallTimeout time.Duration
 	// BatchEvents and BatchBytes bound one batch read from the spool; it is
 	// written in chunks of at most 2 KiB that end at a line's end.
@@ -67,7 +70,8 @@ type Options struct {
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the jittered exponential pause between
 	// refused connection attempts, which never give up. Defaults 10 ms and
-	// 100 ms. On Linux a Unix socket's path appearing cuts the pause short.
+	// 100 ms; a MinBackoff above MaxBackoff is refused. On Linux a Unix
+	// socket's path appearing cuts the pause short.
 	// A receiver that keeps failing before it handles anything is dialled
 	// less and less often, up to every 5 s (or MaxBackoff, if longer),
 	// unless it was down at least 250 ms before its path appeared.
@@ -188,14 +192,10 @@ func (o *Options) withDefaults() (Options, error) {
 		c = *o
 	}
 	setDefault(&c.Network, DefaultNetwork)
-	if c.Network != "unix" && c.Network != "tcp" {
-		return c, fmt.Errorf("emitter: network %q is not supported: use unix or tcp", c.Network)
-	}
 	setDefault(&c.MaxEventSize, DefaultMaxEventSize)
 	setDefault(&c.DialTimeout, DefaultDialTimeout)
 	setDefault(&c.WriteTimeout, DefaultWriteTimeout)
-	setDefault(&c.StallTimeout, DefaultStallTimeout)
-	c.StallTimeout = max(c.StallTimeout, c.WriteTimeout)
+	setDefault(&c.StallTimeout, max(DefaultStallTimeout, c.WriteTimeout))
 	setDefault(&c.BatchEvents, DefaultBatchEvents)
 	setDefault(&c.BatchBytes, DefaultBatchBytes)
 	setDefault(&c.MinBackoff, DefaultMinBackoff)
@@ -204,34 +204,93 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.ReplayLinger, DefaultReplayLinger)
 	setDefault(&c.MaxAttempts, DefaultMaxAttempts)
 	setDefault(&c.MaxDeadLetterBytes, ledger.DefaultMaxDeadLetterBytes)
-	if c.ReplayLinger < 0 {
-		return c, fmt.Errorf("emitter: ReplayLinger %v is negative: give a positive duration", c.ReplayLinger)
+	setDefault(&c.MaxStateKeys, wal.DefaultMaxStateKeys)
+	setDefault(&c.MaxReceiveLine, DefaultMaxEventSize)
+	if err := c.check(); err != nil {
+		return c, err
 	}
 	setDefault(&c.Stdout, io.Writer(os.Stdout))
 	setDefault(&c.Logger, slog.New(slog.DiscardHandler))
 	setDefault(&c.Clock, clock.System())
-	if c.MaxHold < 0 {
-		return c, fmt.Errorf("emitter: MaxHold %v is negative: give a positive duration, or 0 for holds that last until Release", c.MaxHold)
-	}
-	setDefault(&c.MaxStateKeys, wal.DefaultMaxStateKeys)
-	setDefault(&c.MaxReceiveLine, DefaultMaxEventSize)
-	if c.StateMaxAge < 0 || c.ReleaseIdle < 0 {
-		return c, fmt.Errorf("emitter: StateMaxAge %v or ReleaseIdle %v is negative: give a positive duration, or 0 for none", c.StateMaxAge, c.ReleaseIdle)
-	}
-	if c.MaxReceiveLine < 2 {
-		return c, fmt.Errorf("emitter: MaxReceiveLine %d is too small", c.MaxReceiveLine)
-	}
-	if c.MaxAge < 0 {
-		return c, fmt.Errorf("emitter: MaxAge %v is negative: give a positive age, or 0 for none", c.MaxAge)
-	}
 	if c.Dial == nil {
 		d := &net.Dialer{Timeout: c.DialTimeout}
 		c.Dial = d.DialContext
 	}
-	if c.MaxEventSize < 2 {
-		return c, fmt.Errorf("emitter: MaxEventSize %d is too small", c.MaxEventSize)
-	}
 	return c, nil
+}
+
+// check refuses, with defaults filled (a value left 0 is the default by
+// then), what no field means: a negative count, size or duration where the
+// field gives none a meaning, and bounds that contradict. The error names
+// the field, the value and what to give instead. OnFull and MaxStateKeys,
+// passed on as they are, are the spool's to check (wal.Options).
+func (c *Options) check() error {
+	if c.Network != "unix" && c.Network != "tcp" {
+		return fmt.Errorf("emitter: network %q is not supported: use unix or tcp", c.Network)
+	}
+	if c.MaxSpoolBytes != 0 && c.MaxSpoolBytes < wal.MinMaxBytes {
+		return fmt.Errorf("emitter: MaxSpoolBytes %d is below the spool's minimum: give at least %d (1 MiB), or 0 for the default 64 MiB",
+			c.MaxSpoolBytes, wal.MinMaxBytes)
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"MaxEventSize", c.MaxEventSize}, {"MaxReceiveLine", c.MaxReceiveLine}} {
+		if f.v < 2 {
+			return fmt.Errorf("emitter: %s %d is too small: give at least 2 (one byte and the newline), or 0 for the default 64 KiB", f.name, f.v)
+		}
+	}
+	for _, f := range []struct {
+		name       string
+		v          int64
+		unit, zero string
+	}{
+		{"BatchEvents", int64(c.BatchEvents), "count", "1000"},
+		{"BatchBytes", int64(c.BatchBytes), "size", "256 KiB"},
+		{"MaxDeadLetterBytes", c.MaxDeadLetterBytes, "size", "16 MiB"},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("emitter: %s %d is negative: give a positive %s, or 0 for the default %s", f.name, f.v, f.unit, f.zero)
+		}
+	}
+	if err := c.checkDurations(); err != nil {
+		return err
+	}
+	if c.StallTimeout < c.WriteTimeout {
+		return fmt.Errorf("emitter: StallTimeout %v is below WriteTimeout %v: a receiver is slow (WriteTimeout) before it is frozen; "+
+			"give at least WriteTimeout, or 0 for 30 s, or WriteTimeout if longer", c.StallTimeout, c.WriteTimeout)
+	}
+	if c.MinBackoff > c.MaxBackoff {
+		return fmt.Errorf("emitter: MinBackoff %v is above MaxBackoff %v, which caps every pause: give MaxBackoff at least MinBackoff",
+			c.MinBackoff, c.MaxBackoff)
+	}
+	return nil
+}
+
+// checkDurations refuses a negative duration where 0 is the default or off.
+func (c *Options) checkDurations() error {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+		zero string
+	}{
+		{"DialTimeout", c.DialTimeout, "the default 1 s"},
+		{"WriteTimeout", c.WriteTimeout, "the default 5 s"},
+		{"StallTimeout", c.StallTimeout, "30 s, or WriteTimeout if longer"},
+		{"MinBackoff", c.MinBackoff, "the default 10 ms"},
+		{"MaxBackoff", c.MaxBackoff, "the default 100 ms"},
+		{"WarnInterval", c.WarnInterval, "the default 30 s"},
+		{"ReplayLinger", c.ReplayLinger, "the default 2 s"},
+		{"MaxAge", c.MaxAge, "none"},
+		{"MaxHold", c.MaxHold, "holds that last until Release"},
+		{"StateMaxAge", c.StateMaxAge, "none"},
+		{"ReleaseIdle", c.ReleaseIdle, "a connection kept"},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("emitter: %s %v is negative: give a positive duration, or 0 for %s", f.name, f.v, f.zero)
+		}
+	}
+	return nil
 }
 
 func setDefault[T comparable](v *T, def T) {

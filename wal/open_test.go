@@ -97,14 +97,17 @@ func TestOpenOptions(t *testing.T) {
 	cases := []struct {
 		name string
 		opts *wal.Options
-		ok   bool
+		want []string // in the error; nil: Open succeeds
 	}{
-		{"nil", nil, true},
-		{"zero", &wal.Options{}, true},
-		{"min cap", &wal.Options{MaxBytes: wal.MinMaxBytes}, true},
-		{"cap too small", &wal.Options{MaxBytes: wal.MinMaxBytes - 1}, false},
-		{"negative cap", &wal.Options{MaxBytes: -1}, false},
-		{"bad policy", &wal.Options{OnFull: wal.Block + 1}, false},
+		{"nil", nil, nil},
+		{"zero", &wal.Options{}, nil},
+		{"min cap", &wal.Options{MaxBytes: wal.MinMaxBytes}, nil},
+		{"cap too small", &wal.Options{MaxBytes: wal.MinMaxBytes - 1}, []string{"wal: MaxBytes 1048575 is below the minimum", "give at least", "or 0"}},
+		{"negative cap", &wal.Options{MaxBytes: -1}, []string{"wal: MaxBytes -1 is below the minimum", "give at least", "or 0"}},
+		{"bad policy", &wal.Options{OnFull: wal.Block + 1}, []string{"wal: OnFull 3 is not a policy", "use DropOldest, DropNewest or Block"}},
+		{"negative policy", &wal.Options{OnFull: -1}, []string{"wal: OnFull -1 is not a policy"}},
+		{"negative lock timeout", &wal.Options{LockTimeout: -time.Second}, []string{"wal: LockTimeout -1s is negative", "or 0"}},
+		{"negative state keys", &wal.Options{MaxStateKeys: -1}, []string{"wal: MaxStateKeys -1 is negative", "or 0"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -112,9 +115,14 @@ func TestOpenOptions(t *testing.T) {
 			if tc.opts != nil {
 				before = *tc.opts
 			}
-			w, err := wal.Open(t.TempDir(), tc.opts)
-			if !tc.ok {
+			dir := filepath.Join(t.TempDir(), "spool")
+			w, err := wal.Open(dir, tc.opts)
+			if tc.want != nil {
 				require.Error(t, err)
+				for _, s := range tc.want {
+					require.ErrorContains(t, err, s)
+				}
+				require.NoDirExists(t, dir, "refused before the directory is made")
 				return
 			}
 			require.NoError(t, err)

@@ -54,6 +54,7 @@ const (
 )
 
 // Options tunes a spool. The zero value, or a nil *Options, means defaults.
+// Open refuses a negative value, naming the field.
 type Options struct {
 	// MaxBytes caps the size of the spool file on disk, bbolt's own overhead
 	// and its growth steps included. Default DefaultMaxBytes (64 MiB); values
@@ -121,14 +122,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
 	c.MaxStateKeys = cmp.Or(c.MaxStateKeys, DefaultMaxStateKeys)
-	if c.MaxBytes < MinMaxBytes {
-		return c, fmt.Errorf("wal: MaxBytes %d is below the minimum of %d bytes (1 MiB)", c.MaxBytes, MinMaxBytes)
-	}
-	if c.OnFull < DropOldest || c.OnFull > Block {
-		return c, fmt.Errorf("wal: unknown full-spool policy %d", c.OnFull)
-	}
-	if c.LockTimeout <= 0 {
-		c.LockTimeout = DefaultLockTimeout
+	c.LockTimeout = cmp.Or(c.LockTimeout, DefaultLockTimeout)
+	if err := c.check(); err != nil {
+		return c, err
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System()
@@ -142,4 +138,21 @@ func (o *Options) withDefaults() (Options, error) {
 		c.crashPoint = func(string) {}
 	}
 	return c, nil
+}
+
+// check refuses, with defaults filled, what no field means; the error names
+// the field, the value and what to give instead.
+func (c *Options) check() error {
+	switch {
+	case c.MaxBytes < MinMaxBytes:
+		return fmt.Errorf("wal: MaxBytes %d is below the minimum of %d bytes (1 MiB): give at least that, or 0 for the default 64 MiB",
+			c.MaxBytes, MinMaxBytes)
+	case c.OnFull < DropOldest || c.OnFull > Block:
+		return fmt.Errorf("wal: OnFull %d is not a policy: use DropOldest, DropNewest or Block", int(c.OnFull))
+	case c.LockTimeout < 0:
+		return fmt.Errorf("wal: LockTimeout %v is negative: give a positive duration, or 0 for the default 1 s", c.LockTimeout)
+	case c.MaxStateKeys < 0:
+		return fmt.Errorf("wal: MaxStateKeys %d is negative: give a positive count, or 0 for the default %d", c.MaxStateKeys, DefaultMaxStateKeys)
+	}
+	return nil
 }
