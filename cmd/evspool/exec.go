@@ -45,6 +45,9 @@ connected, delivered, lost) as STATUS= every 2 s, WATCHDOG=1 only while its
 drainer moves (WatchdogSec=), and STOPPING=1 at SIGTERM. COMMAND does not
 inherit NOTIFY_SOCKET. See 'man evspool' for the packaged unit.
 
+exec runs its Go code on one processor (GOMAXPROCS=1) unless the environment
+sets GOMAXPROCS; COMMAND's environment is left as it was.
+
 Exit status: COMMAND's, except 4 where COMMAND exited 0 but events were lost
 (echoed but not spooled, refused, dropped by --on-full, expired,
 dead-lettered, unreadable in a damaged spool file; the final log line gives
@@ -86,6 +89,7 @@ func execCmd(args []string, e *env) int {
 		return usageErr(e, "exec", "%v", err)
 	}
 	logger := newLogger(rf.logFormat, rf.logLevel, e.stderr)
+	oneProc() // COMMAND gets the environment as it was: GOMAXPROCS is not set for it
 	defer ignoreSIGPIPE()()
 	var childStdin *os.File // the read end COMMAND gets; evspool closes its copy once COMMAND started
 	if *toStdin {

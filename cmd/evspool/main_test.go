@@ -130,6 +130,11 @@ func startWith(t *testing.T, setup func(*exec.Cmd), args ...string) *proc {
 		p.err = p.cmd.Wait()
 	}()
 	t.Cleanup(func() {
+		// An exec'd COMMAND outlives a killed evspool in its own group and
+		// holds its stderr: its input ends first, or a failed test hangs.
+		if p.stdin != nil {
+			p.stdin.Close()
+		}
 		p.cmd.Process.Kill()
 		<-p.done
 	})

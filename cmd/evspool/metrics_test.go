@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -132,13 +133,30 @@ func TestRunOneProcUnlessTold(t *testing.T) {
 		env  string
 		want float64
 	}{{"GOMAXPROCS=", 1}, {"GOMAXPROCS=2", 2}} {
-		t.Run(c.env, func(t *testing.T) {
-			t.Parallel()
-			sock, spool := paths(t)
-			p := startEnv(t, []string{c.env}, "run", "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0")
-			mfs := scrape(t, waitMetricsAddr(t, p))
-			require.Equal(t, c.want, value(t, mfs, "go_sched_gomaxprocs_threads"))
-		})
+		for _, cmd := range []string{"run", "exec"} {
+			t.Run(cmd+" "+c.env, func(t *testing.T) {
+				t.Parallel()
+				sock, spool := paths(t)
+				startSink(t, sock)
+				args := []string{cmd, "--socket", sock, "--spool", spool, "--metrics-addr", "127.0.0.1:0"}
+				if cmd == "exec" {
+					// COMMAND's environment is left as it was.
+					args = append(args, "--", "sh", "-c", `echo "child sees [$GOMAXPROCS]"; exec cat`)
+				}
+				p := startEnv(t, []string{c.env}, args...)
+				mfs := scrape(t, waitMetricsAddr(t, p))
+				require.Equal(t, c.want, value(t, mfs, "go_sched_gomaxprocs_threads"))
+				if cmd == "exec" {
+					want := "child sees [" + c.env[len("GOMAXPROCS="):] + "]"
+					require.Eventually(t, func() bool { return slices.Contains(p.echoed(), want) },
+						5*time.Second, 5*time.Millisecond, "echoed: %q", p.echoed())
+				}
+				// COMMAND, in a group of its own, ends with its input, not with
+				// a killed evspool.
+				require.NoError(t, p.stdin.Close())
+				require.Equal(t, exitOK, p.wait(t, 20*time.Second), p.logs())
+			})
+		}
 	}
 }
 

@@ -193,11 +193,11 @@ func stateAttrs(st emitter.Stats) []any {
 		"receiver_lines", st.ReceivedLines, "state_requests", st.StateRequests}
 }
 
-// oneProc runs evspool run's Go code on one processor (GOMAXPROCS=1) unless
-// the environment sets GOMAXPROCS: it is a pipeline of goroutines that each
-// wait on a system call (read stdin, commit, write the socket), and with a
-// second processor every line wakes a second thread that finds nothing to
-// do. bench/README.md (cli-cost, e2e) has what it saves and what it costs.
+// oneProc runs evspool run's and exec's Go code on one processor
+// (GOMAXPROCS=1) unless the environment sets GOMAXPROCS: each is a pipeline
+// of goroutines that wait on a system call (read the input, commit, write
+// the socket), and with a second processor every line wakes a second thread
+// that finds nothing to do. bench/README.md (cli-cost, e2e) has what it saves and what it costs.
 func oneProc() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)
