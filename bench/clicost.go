@@ -27,12 +27,20 @@ const (
 	// control, as evspool run runs on one P unless told otherwise; what
 	// that saves.
 	cliEvspoolP2 = "evspool run --fsync=false, GOMAXPROCS=2"
+	// cliExec is `evspool exec --fsync=false -- cat`: the packaged unit's
+	// way, the lines read from COMMAND's stdout (cat passes the generator's
+	// pipe on); cat's CPU is its own, not counted.
+	cliExec = "evspool exec --fsync=false"
+	// cliExecP2 is cliExec with GOMAXPROCS=2 in its environment: a control
+	// for exec's one P.
+	cliExecP2 = "evspool exec --fsync=false, GOMAXPROCS=2"
 )
 
 // cliPairs are the ratios cli-cost gives: evspool run / syslog-ng as an
 // SRE runs them, and the controls: a pipe already non-blocking, two Ps.
 var cliPairs = [][2]string{{cliEvspool, cliSyslog}, {cliEvspoolNB, cliSyslog}, {cliEvspoolNB, cliEvspool},
-	{cliEvspoolP2, cliSyslog}, {cliEvspoolP2, cliEvspool}}
+	{cliEvspoolP2, cliSyslog}, {cliEvspoolP2, cliEvspool},
+	{cliExec, cliSyslog}, {cliExecP2, cliExec}}
 
 // cliCostPlan is how long cli-cost looks at each rate: the emitters start,
 // the generator runs Warmup, then the CPU window, Window.

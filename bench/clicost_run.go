@@ -90,6 +90,8 @@ func startCLISides(bin, dir string) ([]*cliEmitter, error) {
 		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliEvspoolP2, "GOMAXPROCS=2") },
 		func() (*cliEmitter, error) { return startCLISyslog(dir) },
 		func() (*cliEmitter, error) { return startCLIEvspoolNonblock(bin, dir) },
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliExec) },
+		func() (*cliEmitter, error) { return startCLIEvspool(bin, dir, cliExecP2, "GOMAXPROCS=2") },
 	} {
 		s, err := start()
 		if err != nil {

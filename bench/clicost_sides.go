@@ -14,7 +14,8 @@ import (
 
 // startCLIEvspool starts `evspool run --fsync=false` on a spool of its own,
 // its echo to /dev/null, as a unit file or a shell pipe runs it, with env
-// added to the environment.
+// added to the environment; or, for the exec sides, `evspool exec
+// --fsync=false -- cat`, cat reading the generator's pipe.
 func startCLIEvspool(bin, dir, side string, env ...string) (*cliEmitter, error) {
 	dir = filepath.Join(dir, slug(side))
 	if err := os.Mkdir(dir, 0o700); err != nil {
@@ -37,7 +38,11 @@ func startCLIEvspool(bin, dir, side string, env ...string) (*cliEmitter, error) 
 	}
 	defer devNull.Close()
 	stderr := &lockedBuffer{}
-	cmd := exec.Command(bin, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn")
+	args := []string{"run", "--socket", sock, "--spool", spool, "--fsync=false", "--log-level", "warn"}
+	if side == cliExec || side == cliExecP2 {
+		args = append([]string{"exec"}, append(args[1:], "--", "cat")...)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr, cmd.Env = devNull, stderr, append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	in, err := cmd.StdinPipe()
@@ -62,13 +67,13 @@ func closeAndWait(in io.Closer, cmd *exec.Cmd, stderr *lockedBuffer) error {
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("evspool run: %w: %s", err, stderr.tail())
+			return fmt.Errorf("evspool %s: %w: %s", cmd.Args[1], err, stderr.tail())
 		}
 		return nil
 	case <-time.After(cliDrainBound):
 		_ = cmd.Process.Kill()
 		<-done
-		return fmt.Errorf("evspool run did not exit %v after its input ended (killed): %s", cliDrainBound, stderr.tail())
+		return fmt.Errorf("evspool %s did not exit %v after its input ended (killed): %s", cmd.Args[1], cliDrainBound, stderr.tail())
 	}
 }
 
