@@ -1,6 +1,7 @@
 package emitter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -48,7 +49,8 @@ type Options struct {
 	NoSync bool
 
 	// MaxEventSize is the largest event accepted, its newline included.
-	// Default 64 KiB, the longest line cloud-event-proxy reads.
+	// Default 64 KiB, the longest line cloud-event-proxy reads; at most a
+	// quarter of MaxSpoolBytes.
 	MaxEventSize int
 
 	// DialTimeout bounds each connection attempt. Default 1 s.
@@ -239,6 +241,10 @@ func (c *Options) check() error {
 		if f.v < 2 {
 			return fmt.Errorf("emitter: %s %d is too small: give at least 2 (one byte and the newline), or 0 for the default 64 KiB", f.name, f.v)
 		}
+	}
+	if spool := cmp.Or(c.MaxSpoolBytes, wal.DefaultMaxBytes); int64(c.MaxEventSize) > spool/4 {
+		return fmt.Errorf("emitter: MaxEventSize %d is over a quarter of MaxSpoolBytes %d: events that size would not fit the spool beside others; "+
+			"give at most %d, or raise MaxSpoolBytes", c.MaxEventSize, spool, spool/4)
 	}
 	for _, f := range []struct {
 		name       string
