@@ -164,3 +164,68 @@ func TestPoisonNotInState(t *testing.T) {
 		require.Equal(t, other, l, "the state: j alone, k's newest was the poison")
 	}
 }
+
+// A receiver that closes its connection at once when it reads a line too
+// long for it (refrecv does): the hang-up comes with the long line unread
+// and no sign that the receiver read into it, just after the line before it
+// was read alone. That one must never be set aside; the long line must be,
+// within a few receiver failures, and everything after it delivered.
+func TestPoisonLongLineClosedAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, attempts := range []int{1, 3} {
+		t.Run(fmt.Sprintf("max attempts %d", attempts), func(t *testing.T) {
+			t.Parallel()
+			r := newRig(t, &refrecv.Options{}, &emitter.Options{MaxEventSize: 128 << 10, MaxAttempts: attempts})
+			before, after := events("before", 20), events("after", 20)
+			long := "long " + strings.Repeat("x", 70000)
+			for _, ev := range append(append(append([]string{}, before...), long), after...) {
+				require.NoError(t, r.em.Emit(context.Background(), []byte(ev)))
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			requireFlushDeadLettered(t, r.em.Flush(ctx), 1, r.em)
+			dls, err := ledger.ReadDeadLetters(r.spool)
+			require.NoError(t, err)
+			require.Len(t, dls, 1)
+			assert.EqualValues(t, 21, dls[0].Seq, "the long line, not the one before it")
+			assert.Equal(t, long, string(dls[0].Data), "bytes exact")
+			res := verify.Check(append(append([]string{}, before...), after...), r.rcv.Lines())
+			assert.True(t, res.OK(), res.String())
+			failures := len(r.rcv.ConnErrors())
+			t.Logf("the receiver failed on the long line %d times", failures)
+			assert.LessOrEqual(t, failures, attempts+2, "a few receiver failures")
+		})
+	}
+}
+
+// The same across an evspool restart: the strikes kept in the spool count
+// on, and the line before the long one is still never set aside.
+func TestPoisonLongLineClosedAtOnceAcrossRestart(t *testing.T) {
+	t.Parallel()
+	// A linger long enough that the next strike, which waits for it, comes
+	// after the Close.
+	opts := &emitter.Options{MaxEventSize: 128 << 10, MaxAttempts: 3, ReplayLinger: 200 * time.Millisecond}
+	r := newRig(t, &refrecv.Options{}, opts)
+	before, after := events("before", 20), events("after", 20)
+	long := "long " + strings.Repeat("x", 70000)
+	for _, ev := range append(append(append([]string{}, before...), long), after...) {
+		require.NoError(t, r.em.Emit(context.Background(), []byte(ev)))
+	}
+	const strike = "receiver failed on an event; isolating it"
+	require.Eventually(t, func() bool { return r.logs.count(slog.LevelWarn, strike) > 0 }, 30*time.Second, time.Millisecond)
+	require.NoError(t, r.em.Close(context.Background()))
+	seq, ok := r.logs.attr(strike, "seq")
+	require.True(t, ok)
+	require.EqualValues(t, 21, seq.Uint64(), "the long line's strike")
+	r.open(opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	requireFlushDeadLettered(t, r.em.Flush(ctx), -1, r.em)
+	dls, err := ledger.ReadDeadLetters(r.spool)
+	require.NoError(t, err)
+	require.Len(t, dls, 1)
+	assert.EqualValues(t, 21, dls[0].Seq)
+	assert.Equal(t, long, string(dls[0].Data))
+	res := verify.Check(append(append([]string{}, before...), after...), r.rcv.Lines())
+	assert.True(t, res.OK(), res.String())
+}

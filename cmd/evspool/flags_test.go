@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/evspool/evspool/emitter"
+	"github.com/evspool/evspool/internal/ledger"
 	"github.com/evspool/evspool/internal/refrecv"
 	"github.com/evspool/evspool/internal/verify"
 )
@@ -379,6 +380,36 @@ func TestLogLevel(t *testing.T) {
 					require.Equal(t, "ERROR", m[1], p.logs())
 				}
 			}
+		})
+	}
+}
+
+// --max-attempts with a receiver that closes its connection at once when it
+// reads a line too long for it (evspool sink does): the long line is set
+// aside, never the line before it, and run does not wait forever.
+func TestRunMaxAttemptsLongLineClosedAtOnce(t *testing.T) {
+	t.Parallel()
+	for _, attempts := range []string{"1", "3"} {
+		t.Run(attempts, func(t *testing.T) {
+			t.Parallel()
+			sock, spool := paths(t)
+			rcv := startSink(t, sock)
+			before, after := lines("before", 0, 20), lines("after", 0, 20)
+			long := "long " + strings.Repeat("x", 70000)
+			p := start(t, "run", "--socket", sock, "--spool", spool, "--fsync=false", "--max-attempts", attempts,
+				"--max-event-size", "128KiB")
+			_, err := p.stdin.Write([]byte(joinLines(append(append(append([]string{}, before...), long), after...))))
+			require.NoError(t, err)
+			require.NoError(t, p.stdin.Close())
+			require.Equal(t, exitLost, p.wait(t, 30*time.Second), p.logs())
+			require.Contains(t, p.logs(), "dead_lettered=1")
+			dls, err := ledger.ReadDeadLetters(spool)
+			require.NoError(t, err)
+			require.Len(t, dls, 1)
+			require.Equal(t, long, string(dls[0].Data))
+			res := verify.Check(append(before, after...), rcv.Lines())
+			require.True(t, res.OK(), res.String())
+			require.EqualValues(t, 1, inspectJSON(t, "--spool", spool).DeadLetteredEvents)
 		})
 	}
 }

@@ -4,8 +4,10 @@ import "time"
 
 // Blame only on evidence: an event earns a strike only when the receiver
 // handled the line before it and then died on it alone, or stopped inside
-// it. A crash-looping or frozen receiver earns none. docs/delivery.md,
-// "Poison events and the dead-letter file" and "Frozen and crash-looping
+// it. Where a hang-up cannot tell which of two lines it followed, nobody is
+// blamed: the later becomes the suspect, tried alone next time. A
+// crash-looping or frozen receiver earns none. docs/delivery.md, "Poison
+// events and the dead-letter file" and "Frozen and crash-looping
 // receivers", gives the rules.
 
 // crashLoopNote is how many empty connections in a row log a crash loop.
@@ -40,11 +42,8 @@ func (d *Delivery) hungUp(now time.Time, reset bool) {
 		d.hungUpTCP(c)
 	}
 	if k, last, ok := c.oldest(); ok {
-		// k read alone, or begun and stopped inside, by a read that began
-		// where the line before it ended: that one was handled, k was not.
-		alone, inside := c.read == k.end && !c.partial, c.partial && c.read == k.start
-		if !d.kernelReads() && d.isolating() && k.start > 0 && c.lastFrom == k.start && (alone || inside) {
-			d.strike(k.seq)
+		if !d.kernelReads() && d.isolating() {
+			d.blame(c, k, reset)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)
 	}
@@ -58,6 +57,32 @@ func (d *Delivery) hungUp(now time.Time, reset bool) {
 	}
 	d.backOff(now, !c.handled)
 	d.conn, d.cursor = nil, 0
+}
+
+// shortLine is the longest line no receiver fails inside: it fits the
+// smallest buffer a line reader starts with (bufio's 4 KiB), so bytes of it
+// left unread at a hang-up were never begun.
+const shortLine = 4 << 10
+
+// blame judges a hang-up while isolating on a socket that shows reads; k
+// is the oldest event not known handled, reset a hang-up with bytes unread.
+// A strike, for k: read alone, or begun and stopped inside, by a read that
+// began where the line before it ended (that one was handled, k was not);
+// or, the suspect, written alone once all before it was handled and left
+// unread by a receiver not frozen. A hang-up with a longer line unread,
+// which the receiver may have read into and failed on (its close took the
+// rest), tells neither: that line becomes the suspect instead.
+func (d *Delivery) blame(c *connState, k sentLine, reset bool) {
+	u, ok := c.firstUnread()
+	intoLong := reset && ok && !u.witness && u.end-u.start > shortLine
+	alone, inside := c.read == k.end && !c.partial && !intoLong, c.partial && c.read == k.start
+	given := k.proven && k.seq == d.suspect && reset && c.read == k.start && c.written == k.end && !c.frozen
+	switch {
+	case k.start > 0 && c.lastFrom == k.start && (alone || inside), given:
+		d.strike(k.seq)
+	case intoLong:
+		d.suspect = u.seq
+	}
 }
 
 // tick is the clock: lines read linger ago by a receiver still connected

@@ -158,6 +158,16 @@ func (c *connState) oldest() (first, last sentLine, ok bool) {
 	return sentLine{}, sentLine{}, false
 }
 
+// firstUnread returns the first line not read whole.
+func (c *connState) firstUnread() (sentLine, bool) {
+	for _, l := range c.lines {
+		if l.end > c.read {
+			return l, true
+		}
+	}
+	return sentLine{}, false
+}
+
 // finState is a connection's FIN, over TCP.
 type finState struct {
 	seen    bool   // the receiver closed having read all its kernel took

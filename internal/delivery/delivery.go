@@ -15,6 +15,7 @@ type Delivery struct {
 	isolateTo uint64 // while anything up to it is unhandled, one event a write
 	witness   uint64 // newest acknowledged sequence the caller can resend, 0: none
 	strikes   Strikes
+	suspect   uint64       // written alone once all before it is handled; see isolationHold
 	tcp       tcpIsolation // see tcpIsolation
 	empty     int          // connections in a row that failed before handling anything
 	conn      *connState
@@ -99,7 +100,9 @@ func (d *Delivery) restore(oldest uint64, s Strikes) {
 	if s.Seq >= oldest && s.N > 0 {
 		d.strikes = s
 		d.isolateTo = max(d.isolateTo, s.Seq)
-		d.tcp.stopAt = s.Seq
+		if d.kernelReads() {
+			d.suspect = s.Seq // a Unix socket's next hang-up names it again
+		}
 		if s.Witness != 0 && s.Witness+1 == oldest {
 			d.witness = s.Witness
 		}

@@ -117,7 +117,7 @@ func (d *Delivery) wakeAt() (time.Time, bool) {
 		}
 		return c.lastMove.Add(slices.Min(next[:n])), true
 	}
-	hold, held := d.tcpHold(time.Time{}) // the time only
+	hold, held := d.isolationHold(time.Time{}) // the time only
 	for _, l := range c.lines {
 		if !l.witness && !l.readAt.IsZero() && d.cfg.Linger > 0 {
 			at := l.readAt.Add(d.cfg.Linger)

@@ -30,7 +30,7 @@ type State struct {
 	Strikes   Strikes       // the suspect, to persist
 	Connected bool          // delivery has a connection
 	Isolating bool          // the next write carries one event
-	Suspect   uint64        // over TCP, the event to write alone once all before it is handled; 0: none
+	Suspect   uint64        // the event to write alone once all before it is handled; 0: none
 	Unread    int           // the last SIOCOUTQ reading on this connection
 	InFlight  int           // payload bytes written on this connection and not known read
 	Frozen    bool          // the receiver reads nothing, connected
@@ -90,7 +90,7 @@ func (d *Delivery) Advance() {
 // state refreshes the Ready's state at now.
 func (d *Delivery) state(now time.Time) {
 	r := &d.rd.State
-	r.Acked, r.Strikes, r.Isolating, r.Suspect = d.acked, d.strikes, d.isolating(), d.tcp.stopAt
+	r.Acked, r.Strikes, r.Isolating, r.Suspect = d.acked, d.strikes, d.isolating(), d.suspect
 	r.WantsFin, r.DialAt = d.wantsFin(), d.dial.at
 	r.Connected, r.Unread, r.Frozen, r.Reading, r.InFlight, r.Poll = false, 0, false, false, 0, 0
 	if c := d.conn; c != nil {

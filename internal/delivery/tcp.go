@@ -12,10 +12,10 @@ import "time"
 // tcpPace is the first pause between two isolated events over TCP.
 const tcpPace = 10 * time.Millisecond
 
-// tcpIsolation is what isolating over TCP keeps across connections.
+// tcpIsolation is what isolating over TCP keeps across connections, beside
+// the suspect (Delivery.suspect).
 type tcpIsolation struct {
-	stopAt uint64        // the suspect: written alone, after all before it is handled
-	pace   time.Duration // between two isolated events; 0: tcpPace
+	pace time.Duration // between two isolated events; 0: tcpPace
 }
 
 func (d *Delivery) kernelReads() bool { return d.cfg.Mode == KernelTook }
@@ -27,22 +27,25 @@ func (d *Delivery) pace() time.Duration {
 	return d.tcp.pace
 }
 
-// tcpHold says whether the next isolated event over TCP must wait at now,
-// and until when: the pace, or until what was written before (or the
-// suspect itself) is handled.
-func (d *Delivery) tcpHold(now time.Time) (time.Time, bool) {
+// isolationHold says whether the next isolated event must wait at now, and
+// until when: over TCP the pace; on any socket the suspect, until what was
+// written before it is handled, and what follows it, until it is handled
+// too.
+func (d *Delivery) isolationHold(now time.Time) (time.Time, bool) {
 	c := d.conn
-	if !d.kernelReads() || !d.isolating() || c == nil || c.written == 0 {
+	if !d.isolating() || c == nil || c.written == 0 {
 		return time.Time{}, false
 	}
 	next := d.oldestPending()
 	if d.cursor != 0 {
 		next = d.cursor
 	}
-	switch s := d.tcp.stopAt; {
-	case s == 0:
+	switch s := d.suspect; {
+	case s == 0 && d.kernelReads():
 		at := c.lastWrite.Add(d.pace())
 		return at, now.Before(at)
+	case s == 0:
+		return time.Time{}, false
 	case c.has(s):
 		return c.lingered(d.cfg.Linger), true
 	case next == s:
@@ -81,18 +84,18 @@ func (d *Delivery) hungUpTCP(c *connState) {
 	if !d.isolating() || !ok || !c.tookEvent() {
 		return // it took nothing: it says nothing of any event
 	}
-	switch s := d.tcp.stopAt; {
+	switch s := d.suspect; {
 	case s != 0 && c.has(s):
 		if c.fin.seen && k.seq == s && last.seq == s && k.proven && k.end == c.fin.read {
 			d.strike(s)
 		}
 		return
 	case s != 0:
-		d.tcp.stopAt = 0
+		d.suspect = 0
 	case c.fin.seen:
 		for i := len(c.lines) - 1; i >= 0; i-- {
 			if l := c.lines[i]; !l.witness && l.end <= c.fin.read {
-				d.tcp.stopAt = l.seq
+				d.suspect = l.seq
 				return
 			}
 		}

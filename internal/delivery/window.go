@@ -16,7 +16,7 @@ func (d *Delivery) next(now time.Time) (Send, bool) {
 	if !c.allRead() {
 		return Send{}, false
 	}
-	if _, hold := d.tcpHold(now); hold {
+	if _, hold := d.isolationHold(now); hold {
 		return Send{}, false
 	}
 	if c.written == 0 && d.witness != 0 && d.witness+1 == d.oldestPending() {
@@ -39,8 +39,10 @@ func (d *Delivery) wrote(now time.Time, lines []Line, mem int) {
 	if c == nil || len(lines) == 0 {
 		return
 	}
-	// One event after every event here was handled: evidence for a strike.
-	proven := d.kernelReads() && d.isolating() && len(lines) == 1 && c.settled(now, d.cfg.Linger)
+	// One event after every event here was handled: evidence for a strike
+	// (over TCP any such event; on a Unix socket the suspect).
+	proven := d.isolating() && len(lines) == 1 && (d.kernelReads() || lines[0].Seq == d.suspect) &&
+		c.settled(now, d.cfg.Linger)
 	c.add(lines, mem, d.acked)
 	c.lastWrite = now
 	c.lines[len(c.lines)-1].proven = proven
@@ -56,10 +58,13 @@ func (d *Delivery) setAsideDone(seq uint64) {
 	}
 	d.acked = seq
 	d.rd.SaveStrikes = d.clearStrikes(seq) || d.rd.SaveStrikes
+	if d.suspect <= seq {
+		d.suspect = 0
+	}
 	if d.kernelReads() {
 		// The receiver died on it each time, so it handled nothing after
 		// it: the isolation over TCP ends.
-		d.isolateTo, d.tcp = min(d.isolateTo, seq), tcpIsolation{}
+		d.isolateTo, d.tcp, d.suspect = min(d.isolateTo, seq), tcpIsolation{}, 0
 	}
 	if d.conn != nil {
 		d.conn.dropThrough(seq)
@@ -75,8 +80,8 @@ func (d *Delivery) ackedThrough(seq uint64, witness bool) bool {
 	if witness {
 		d.witness = seq
 	}
-	if d.tcp.stopAt <= seq {
-		d.tcp.stopAt = 0
+	if d.suspect <= seq {
+		d.suspect = 0
 	}
 	if d.conn != nil {
 		d.conn.dropThrough(seq)
