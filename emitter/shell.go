@@ -321,8 +321,14 @@ func (d *drainer) logNote(n delivery.Note) {
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.Seq, "stalled_for", stalled.Round(time.Millisecond).String())
 	case delivery.NoteCrashLoop:
+		// The event the receiver gets first: the one to look at if it dies
+		// on that one alone (no handled event before it is evidence).
+		attrs := []any{"addr", d.addr, "pending_events", d.spool.Len()}
+		if es, err := d.spool.Read(d.spool.FirstSeq(), 1, 0); err == nil && len(es) == 1 {
+			attrs = append(attrs, "oldest_seq", es[0].Seq, "oldest_first_bytes", fmt.Sprintf("%.80q", es[0].Data))
+		}
 		d.logs.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.N),
-			"addr", d.addr, "pending_events", d.spool.Len())
+			attrs...)
 	case delivery.NoteStrike:
 		d.opts.Logger.Warn("receiver failed on an event; isolating it", "seq", n.Seq, "strikes", n.N,
 			"max_attempts", d.opts.MaxAttempts)

@@ -2,6 +2,7 @@ package emitter_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -164,6 +165,11 @@ func TestVirtualTimeCrashLoop(t *testing.T) {
 	assert.True(t, res.OK(), res.String())
 	assert.Zero(t, res.Duplicates)
 	assert.Zero(t, st.DeadLettered, "a receiver that dies on everything has no poison event")
+	seq, ok := r.logs.attr("receiver crash-looping: failed 3 times in a row before handling an event; backing off", "oldest_seq")
+	require.True(t, ok, "the crash loop is logged, naming the event the receiver gets first")
+	assert.EqualValues(t, 1, seq.Uint64())
+	first, _ := r.logs.attr("receiver crash-looping: failed 3 times in a row before handling an event; backing off", "oldest_first_bytes")
+	assert.Equal(t, fmt.Sprintf("%.80q", sent[0]), first.String(), "its first 80 bytes")
 }
 
 // A hold never released is released by MaxHold, on the emitter's clock:
