@@ -72,7 +72,8 @@ type Options struct {
 	BatchBytes  int
 	// MinBackoff and MaxBackoff bound the jittered exponential pause between
 	// refused connection attempts, which never give up. Defaults 10 ms and
-	// 100 ms; a MinBackoff above MaxBackoff is refused. On Linux a Unix
+	// 100 ms (MinBackoff left 0 is never above MaxBackoff); a MinBackoff above
+	// MaxBackoff is refused. On Linux a Unix
 	// socket's path appearing cuts the pause short.
 	// A receiver that keeps failing before it handles anything is dialled
 	// less and less often, up to every 5 s (or MaxBackoff, if longer),
@@ -200,8 +201,10 @@ func (o *Options) withDefaults() (Options, error) {
 	setDefault(&c.StallTimeout, max(DefaultStallTimeout, c.WriteTimeout))
 	setDefault(&c.BatchEvents, DefaultBatchEvents)
 	setDefault(&c.BatchBytes, DefaultBatchBytes)
-	setDefault(&c.MinBackoff, DefaultMinBackoff)
 	setDefault(&c.MaxBackoff, DefaultMaxBackoff)
+	if c.MinBackoff == 0 && c.MaxBackoff > 0 { // the default, never above MaxBackoff
+		c.MinBackoff = min(DefaultMinBackoff, c.MaxBackoff)
+	}
 	setDefault(&c.WarnInterval, DefaultWarnInterval)
 	setDefault(&c.ReplayLinger, DefaultReplayLinger)
 	setDefault(&c.MaxAttempts, DefaultMaxAttempts)

@@ -21,7 +21,7 @@ func TestOpenRefusesOptions(t *testing.T) {
 	t.Parallel()
 	tests := map[string]struct {
 		opts emitter.Options
-		want []string // in the error, in order; nil: Open succeeds
+		want []string // each in the error; nil: Open succeeds
 	}{
 		"zero":                                       {emitter.Options{}, nil},
 		"negative ReplayWindow: no window":           {emitter.Options{ReplayWindow: -1}, nil},
@@ -29,6 +29,7 @@ func TestOpenRefusesOptions(t *testing.T) {
 		"StallTimeout = WriteTimeout":                {emitter.Options{WriteTimeout: time.Second, StallTimeout: time.Second}, nil},
 		"WriteTimeout past the default StallTimeout": {emitter.Options{WriteTimeout: time.Minute}, nil},
 		"MinBackoff = MaxBackoff":                    {emitter.Options{MinBackoff: time.Second, MaxBackoff: time.Second}, nil},
+		"MaxBackoff below the default MinBackoff":    {emitter.Options{MaxBackoff: 5 * time.Millisecond}, nil},
 		"smallest spool":                             {emitter.Options{MaxSpoolBytes: wal.MinMaxBytes}, nil},
 
 		"network":              {emitter.Options{Network: "udp"}, []string{"network", `"udp"`, "use unix or tcp"}},

@@ -42,7 +42,7 @@ func (d *Delivery) hungUp(now time.Time, reset bool) {
 		d.hungUpTCP(c)
 	}
 	if k, last, ok := c.oldest(); ok {
-		if !d.kernelReads() && d.isolating() {
+		if !d.kernelReads() && c.reads && d.isolating() {
 			d.blame(c, k, reset)
 		}
 		d.isolateTo = max(d.isolateTo, last.seq)
@@ -64,7 +64,8 @@ func (d *Delivery) hungUp(now time.Time, reset bool) {
 // left unread at a hang-up were never begun.
 const shortLine = 4 << 10
 
-// blame judges a hang-up while isolating on a socket that shows reads; k
+// blame judges a hang-up while isolating on a socket that shows the
+// receiver's reads (not TCP's, whatever the window mode); k
 // is the oldest event not known handled, reset a hang-up with bytes unread.
 // A strike, for k: read alone, or begun and stopped inside, by a read that
 // began where the line before it ended (that one was handled, k was not);

@@ -100,8 +100,8 @@ func (d *Delivery) restore(oldest uint64, s Strikes) {
 	if s.Seq >= oldest && s.N > 0 {
 		d.strikes = s
 		d.isolateTo = max(d.isolateTo, s.Seq)
-		if d.kernelReads() {
-			d.suspect = s.Seq // a Unix socket's next hang-up names it again
+		if d.kernelReads() { // on a Unix socket the next hang-up names the suspect again
+			d.suspect = s.Seq
 		}
 		if s.Witness != 0 && s.Witness+1 == oldest {
 			d.witness = s.Witness

@@ -163,3 +163,31 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 		assert.Zero(t, d.rd.Strikes.N)
 	})
 }
+
+// Over TCP a read is the peer's kernel's, whatever the window mode: with
+// --replay-window SIZE a hang-up after an event read alone is no evidence
+// that the receiver died on it.
+func TestDeliveryBlameNeedsReads(t *testing.T) {
+	cfg := testConfig(delivery.FixedBytes)
+	cfg.WindowBytes = 200
+	d := newRig(t, cfg)
+	tcp := func(ms int) { d.step(delivery.Input{Kind: delivery.Connected, Now: at(ms), Reads: false}) }
+	d.restore(1, delivery.Strikes{})
+	tcp(0)
+	d.writeRead(0, lines(1, 10, 100))
+	d.hungUp(1, false)
+	require.True(t, d.rd.Isolating)
+	tcp(10)
+	for ms := 10; ; ms++ {
+		p, ok := d.next(ms)
+		require.True(t, ok)
+		if p.ResendWitness != 0 {
+			d.writeRead(ms, []delivery.Line{{Seq: p.ResendWitness, Size: 100}})
+			continue
+		}
+		d.writeRead(ms, lines(d.rd.Acked+1, 1, 100)) // read alone
+		break
+	}
+	d.hungUp(100, false)
+	assert.Zero(t, d.rd.Strikes.N, "no strike on a kernel's reads")
+}

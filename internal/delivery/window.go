@@ -3,7 +3,8 @@ package delivery
 import "time"
 
 // next says what to write at now; ok false means nothing: not connected,
-// frozen, or isolating and the last write is unread (or held, over TCP).
+// frozen, or isolating and the last write is unread (or held: the pace over
+// TCP, the suspect on any socket).
 func (d *Delivery) next(now time.Time) (Send, bool) {
 	c := d.conn
 	if c == nil || c.frozen {
