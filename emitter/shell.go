@@ -262,11 +262,14 @@ func (d *drainer) deadLetter(seq uint64) bool {
 		return false
 	}
 	d.opts.Logger.Error("event set aside in the dead-letter file: the receiver failed on it repeatedly",
-		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", fmt.Sprintf("%.80q", e.Data),
+		"seq", seq, "attempts", attempts, "bytes", len(e.Data), "first_bytes", excerpt(e.Data),
 		"file", path, "hint", "list with 'evspool inspect --spool DIR --dead-letters'; re-inject with '--dead-letters --raw | evspool run ...'")
 	d.progressed(func(*linkStats) {})
 	return true
 }
+
+// excerpt is how a log line shows an event: its first 80 bytes, quoted.
+func excerpt(data []byte) string { return fmt.Sprintf("%.80q", data) }
 
 // saveStrikes keeps delivery's strike record, and the witness, in the spool.
 func (d *drainer) saveStrikes() {
@@ -321,11 +324,11 @@ func (d *drainer) logNote(n delivery.Note) {
 		d.opts.Logger.Warn("receiver stopped reading inside an event (a line too long for it?); abandoning the connection",
 			"addr", d.addr, "seq", n.Seq, "stalled_for", stalled.Round(time.Millisecond).String())
 	case delivery.NoteCrashLoop:
-		// The event the receiver gets first: the one to look at if it dies
-		// on that one alone (no handled event before it is evidence).
+		// The oldest pending event: the one to look at if the receiver dies
+		// on it alone (no handled event before it is evidence).
 		attrs := []any{"addr", d.addr, "pending_events", d.spool.Len()}
 		if es, err := d.spool.Read(d.spool.FirstSeq(), 1, 0); err == nil && len(es) == 1 {
-			attrs = append(attrs, "oldest_seq", es[0].Seq, "oldest_first_bytes", fmt.Sprintf("%.80q", es[0].Data))
+			attrs = append(attrs, "oldest_seq", es[0].Seq, "oldest_first_bytes", excerpt(es[0].Data))
 		}
 		d.logs.delivery.warn(d.opts.Logger, fmt.Sprintf("receiver crash-looping: failed %d times in a row before handling an event; backing off", n.N),
 			attrs...)

@@ -13,9 +13,10 @@ var (
 	// (the events are counted as dropped), or under Block when ctx ended.
 	ErrFull = errors.New("wal: spool is full")
 
-	// ErrTooLarge is returned by Append for an event that could never fit in
-	// the spool, whatever was dropped.
-	ErrTooLarge = errors.New("wal: event larger than the spool can hold")
+	// ErrTooLarge is returned by Append for an event, or the events of one
+	// Append together, that could never fit in the spool, whatever was
+	// dropped.
+	ErrTooLarge = errors.New("wal: too large for the spool")
 
 	// ErrLocked is returned by Open when another process holds the spool.
 	ErrLocked = errors.New("wal: spool is in use by another process")

@@ -18,11 +18,12 @@ const (
 
 // batchBytes bounds the events of a batch for a spool capped at maxSpool.
 // The spool refuses a commit that costs more than it can hold, whole,
-// whatever --on-full says (the events are lost), and an event costs at most
-// about twice its size (its share of whole pages): a sixteenth of the cap,
-// plus the line that closes the batch (at most a quarter: --max-event-size),
-// keeps a batch's cost within about five eighths of the cap, below the
-// three quarters the spool gives its events at the least.
+// whatever --on-full says (the events are lost). A small event costs at
+// most about twice its size (its share of a page), a large one its size
+// and a page: a sixteenth of the cap, plus the line that closes the batch
+// (at most a quarter: --max-event-size), costs at most about three eighths
+// of the cap, below the least the spool gives its events (about seven
+// sixteenths, once it lowered its budget for a file that outgrew the cap).
 func batchBytes(maxSpool int64) int { return int(min(maxBatchBytes, maxSpool/16)) }
 
 // readLines reads events from r, one per line, and sends them in batches:

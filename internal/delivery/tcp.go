@@ -27,33 +27,6 @@ func (d *Delivery) pace() time.Duration {
 	return d.tcp.pace
 }
 
-// isolationHold says whether the next isolated event must wait at now, and
-// until when: over TCP the pace; on any socket the suspect, until what was
-// written before it is handled, and what follows it, until it is handled
-// too.
-func (d *Delivery) isolationHold(now time.Time) (time.Time, bool) {
-	c := d.conn
-	if !d.isolating() || c == nil || c.written == 0 {
-		return time.Time{}, false
-	}
-	next := d.oldestPending()
-	if d.cursor != 0 {
-		next = d.cursor
-	}
-	switch s := d.suspect; {
-	case s == 0 && d.kernelReads():
-		at := c.lastWrite.Add(d.pace())
-		return at, now.Before(at)
-	case s == 0:
-		return time.Time{}, false
-	case c.has(s):
-		return c.lingered(d.cfg.Linger), true
-	case next == s:
-		return c.lingered(d.cfg.Linger), !c.settled(now, d.cfg.Linger)
-	}
-	return time.Time{}, false
-}
-
 // wantsFin reports whether the caller should look for the receiver's FIN.
 func (d *Delivery) wantsFin() bool {
 	c := d.conn
