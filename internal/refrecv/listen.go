@@ -31,6 +31,10 @@ func wrapListen(network, addr string, err error) error {
 	return fmt.Errorf("refrecv: listen on %s %s: %w", network, addr, err)
 }
 
+// staleGrace is how long a socket path may go on answering after its
+// listener closed before it is taken for a live one.
+const staleGrace = 2 * time.Second
+
 // removeStale removes path if it is a socket that refuses connections.
 func removeStale(path string) error {
 	fi, err := os.Lstat(path)
@@ -40,10 +44,19 @@ func removeStale(path string) error {
 	if fi.Mode().Type() != os.ModeSocket {
 		return fmt.Errorf("refrecv: listen on unix %s: the path exists and is not a socket; remove it", path)
 	}
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err == nil {
+	// A listener just closed can still answer for a moment: a process
+	// forked meanwhile holds a copy of its descriptor until it execs (the
+	// test process starts evspool children in parallel). Live means it
+	// still answers after staleGrace.
+	for deadline := time.Now().Add(staleGrace); ; time.Sleep(10 * time.Millisecond) {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err != nil {
+			break
+		}
 		_ = c.Close()
-		return fmt.Errorf("refrecv: listen on unix %s: %w", path, ErrAddrInUse)
+		if time.Now().After(deadline) {
+			return fmt.Errorf("refrecv: listen on unix %s: %w", path, ErrAddrInUse)
+		}
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("refrecv: remove stale socket %s: %w", path, err)
