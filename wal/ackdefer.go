@@ -22,33 +22,36 @@ func ackDebtMax(budget int64) int64 {
 }
 
 // AcksPending reports whether acknowledged entries may await a committed
-// deletion. It never waits: while a commit runs it reports true.
+// deletion, or values StoreLater kept a commit. It never waits: while a
+// commit runs it reports true.
 func (w *WAL) AcksPending() bool {
 	if !w.wmu.TryLock() {
 		return true
 	}
 	defer w.wmu.Unlock()
-	return w.acked.Load() > w.meta.removedSeq
+	return w.acked.Load() > w.meta.removedSeq || len(w.later) > 0
 }
 
 // FlushAcks commits the deletion of the entries acknowledged since the last
-// commit, if no commit has been made for at least idle (0: whatever the
-// time). A caller that drains without appending calls it when idle, so the
-// space is given back and a power loss replays less.
+// commit, and the values StoreLater kept, if no commit has been made for at
+// least idle (0: whatever the time). A caller that drains without appending
+// calls it when idle, so the space is given back and a power loss replays
+// less.
 func (w *WAL) FlushAcks(idle time.Duration) error {
 	return w.locked(func() error {
-		if w.acked.Load() <= w.meta.removedSeq || w.opts.Clock.Boot()-w.lastCommit < idle {
+		if w.acked.Load() <= w.meta.removedSeq && len(w.later) == 0 || w.opts.Clock.Boot()-w.lastCommit < idle {
 			return nil
 		}
 		return w.flushAcksLocked()
 	})
 }
 
-// flushAcksLocked commits the deletion of every acked entry. It needs wmu.
+// flushAcksLocked commits the deletion of every acked entry, and the values
+// StoreLater kept. It needs wmu.
 func (w *WAL) flushAcksLocked() error {
 	upTo := w.acked.Load()
 	if upTo <= w.meta.removedSeq {
-		return nil
+		return w.flushLaterLocked()
 	}
 	st := w.snapshot()
 	w.dbmu.RLock()

@@ -65,24 +65,73 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 	}
 	return w.locked(func() error {
 		err := w.metaTx(true, func(mb *bolt.Bucket) error {
-			for k, v := range values {
-				var err error
-				if v == nil {
-					err = mb.Delete([]byte(k))
-				} else {
-					err = putMeta(mb, []byte(k), v)
-				}
-				if err != nil {
-					return err
-				}
+			if err := putValues(mb, w.later); err != nil {
+				return err
 			}
-			return nil
+			return putValues(mb, values)
 		})
 		if err != nil {
 			return fmt.Errorf("wal: store values in %s: %w", w.path, err)
 		}
+		clear(w.later)
 		return nil
 	})
+}
+
+// StoreLater stores v under key as SetValues does, but with the spool's next
+// commit rather than one of its own: an Append's, the deletion of
+// acknowledged entries (Ack, FlushAcks, Close), a SetValues. Until then a
+// later call for the key replaces v, and a crash loses it. It keeps v: the
+// caller must not change it. It is for a small value that changes with
+// every acknowledgement, worth storing only in a commit made anyway.
+func (w *WAL) StoreLater(key string, v []byte) error {
+	if !userKey([]byte(key)) || isStateName([]byte(key)) {
+		return fmt.Errorf("%w: %q", errValueKey, key)
+	}
+	return w.locked(func() error {
+		if w.later == nil {
+			w.later = make(map[string][]byte, 1)
+		}
+		w.later[key] = v
+		return nil
+	})
+}
+
+// putLater stores the values StoreLater kept, in the commit st is for.
+func (st *state) putLater(mb *bolt.Bucket) error {
+	if len(st.later) == 0 {
+		return nil
+	}
+	st.laterPut = true
+	return putValues(mb, st.later)
+}
+
+// flushLaterLocked commits the values StoreLater kept, alone. It needs wmu.
+func (w *WAL) flushLaterLocked() error {
+	if len(w.later) == 0 {
+		return nil
+	}
+	if err := w.metaTx(true, func(mb *bolt.Bucket) error { return putValues(mb, w.later) }); err != nil {
+		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
+	}
+	clear(w.later)
+	return nil
+}
+
+// putValues stores values in mb; a nil value removes its key.
+func putValues(mb *bolt.Bucket, values map[string][]byte) error {
+	for k, v := range values {
+		var err error
+		if v == nil {
+			err = mb.Delete([]byte(k))
+		} else {
+			err = putMeta(mb, []byte(k), v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // deleteKeys deletes keys from b. Callers gather the keys during a cursor

@@ -133,6 +133,9 @@ func (w *WAL) commitRemoval(db *bolt.DB, st *state, upTo uint64, into *Counter) 
 			if err := st.deleteHidden(eb, mb); err != nil {
 				return err
 			}
+			if err := st.putLater(mb); err != nil {
+				return err
+			}
 			return st.meta.store(mb)
 		})
 	})

@@ -30,10 +30,12 @@ type state struct {
 	appended uint64
 	// maxStateKeys bounds stateKeys; stateRefused counts the keys it kept out.
 	maxStateKeys, stateRefused uint64
-	maxStateBytes              int64      // bounds stateBytes (stateShare)
-	out                        *handedOut // what Read handed out: DropOldest keeps it
-	outHeld                    bool       // out.mu is held by this commit (see holdForDrop)
-	path                       string     // the spool file, for errors
+	maxStateBytes              int64             // bounds stateBytes (stateShare)
+	out                        *handedOut        // what Read handed out: DropOldest keeps it
+	later                      map[string][]byte // StoreLater's values (putLater)
+	laterPut                   bool              // this commit stored them
+	outHeld                    bool              // out.mu is held by this commit (see holdForDrop)
+	path                       string            // the spool file, for errors
 }
 
 // snapshot starts a working copy of the counters. It needs wmu (or a WAL
@@ -42,7 +44,7 @@ type state struct {
 func (w *WAL) snapshot() *state {
 	w.scratch = state{counts: w.counts, prev: w.meta, cost: w.cost.Load(), budget: w.budget.Load(),
 		policy: w.opts.OnFull, acked: w.acked.Load(), path: w.path, maxStateKeys: uint64(w.opts.MaxStateKeys),
-		maxStateBytes: w.opts.MaxBytes / stateShare, out: &w.out}
+		maxStateBytes: w.opts.MaxBytes / stateShare, out: &w.out, later: w.later}
 	return &w.scratch
 }
 
@@ -53,6 +55,9 @@ func (w *WAL) restore(st *state) {
 	w.acked.Store(st.acked)
 	w.stats.Appended += st.appended
 	w.stateRefused.Add(st.stateRefused)
+	if st.laterPut {
+		clear(w.later)
+	}
 }
 
 // hidden is the number through which entries are removed or acked.
@@ -118,6 +123,9 @@ func (st *state) apply(tx *bolt.Tx, batch []*appendReq, now stamp) error {
 		r.last, r.err = st.meta.nextSeq+fr.n-1, nil
 	}
 	if err := st.put(&fr, now); err != nil {
+		return err
+	}
+	if err := st.putLater(mb); err != nil {
 		return err
 	}
 	return st.meta.storeChanged(mb, &st.prev)

@@ -40,10 +40,11 @@ type WAL struct {
 	// acked: entries up to it are hidden even while the file holds them
 	// (ackdefer.go). Written under wmu, read by Read without it.
 	acked      atomic.Uint64
-	debt       int64         // wmu: the cost of entries Ack hid that no commit has deleted yet
-	scratch    state         // wmu: the working copy snapshot hands out
-	out        handedOut     // what Read handed out, which DropOldest keeps (handedout.go)
-	lastCommit time.Duration // wmu: Clock.Boot() when a commit last deleted or appended
+	debt       int64             // wmu: the cost of entries Ack hid that no commit has deleted yet
+	scratch    state             // wmu: the working copy snapshot hands out
+	out        handedOut         // what Read handed out, which DropOldest keeps (handedout.go)
+	lastCommit time.Duration     // wmu: Clock.Boot() when a commit last deleted or appended
+	later      map[string][]byte // wmu: values StoreLater keeps for the next commit (kv.go)
 
 	// cost and budget (see entryCost) change under wmu but are atomics for
 	// Block's waiters, which hold the group's lock and must not take wmu.
