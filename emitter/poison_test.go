@@ -235,3 +235,75 @@ func TestPoisonLongLineClosedAtOnceAcrossRestart(t *testing.T) {
 	res := verify.Check(append(append([]string{}, before...), after...), r.rcv.Lines())
 	assert.True(t, res.OK(), res.String())
 }
+
+// A poison event that comes after an evspool restart: the events before it
+// were handled by the process that stopped, and the next one must still
+// have a witness to resend, so the poison is set aside within a few
+// receiver failures and nothing else is.
+func TestPoisonAfterRestart(t *testing.T) {
+	t.Parallel()
+	t.Run("receiver dies on it", func(t *testing.T) {
+		t.Parallel()
+		opts := emitter.Options{ReplayLinger: 200 * time.Millisecond}
+		em, rcv, spool, _ := cepRig(t, refrecv.CEPConfig{}, opts)
+		before, after := events("before", 20), events("after", 20)
+		emitFlushed(t, em, before)
+		require.NoError(t, em.Close(context.Background()))
+		opts.NoSync, opts.Stdout = true, io.Discard
+		em, err := emitter.Open(filepath.Join(filepath.Dir(spool), "s.sock"), spool, &opts)
+		require.NoError(t, err)
+		t.Cleanup(func() { em.Close(context.Background()) })
+		starts := rcv.Starts()
+		dl := requirePoisonSetAside(t, em, spool, refrecv.DefaultRestartLine, after)
+		assert.EqualValues(t, 21, dl.Seq)
+		res := verify.Check(append(append([]string{}, before...), after...), rcv.Lines())
+		assert.True(t, res.OK(), res.String())
+		t.Logf("receiver restarts after the evspool restart: %d", rcv.Starts()-starts)
+		assert.LessOrEqual(t, rcv.Starts()-starts, 4, "a few receiver restarts")
+	})
+	t.Run("long line closed at once", func(t *testing.T) {
+		t.Parallel()
+		opts := &emitter.Options{MaxEventSize: 128 << 10}
+		r := newRig(t, &refrecv.Options{}, opts)
+		before, after := events("before", 20), events("after", 20)
+		emitFlushed(t, r.em, before)
+		require.NoError(t, r.em.Close(context.Background()))
+		r.open(opts)
+		failed := len(r.rcv.ConnErrors())
+		long := "long " + strings.Repeat("x", 70000)
+		dl := requirePoisonSetAside(t, r.em, r.spool, long, after)
+		assert.EqualValues(t, 21, dl.Seq)
+		res := verify.Check(append(append([]string{}, before...), after...), r.rcv.Lines())
+		assert.True(t, res.OK(), res.String())
+		t.Logf("receiver failures after the evspool restart: %d", len(r.rcv.ConnErrors())-failed)
+		assert.LessOrEqual(t, len(r.rcv.ConnErrors())-failed, 5, "a few receiver failures")
+	})
+}
+
+// emitFlushed emits evs and waits until all are delivered.
+func emitFlushed(t *testing.T, em *emitter.Emitter, evs []string) {
+	t.Helper()
+	for _, ev := range evs {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, em.Flush(ctx))
+}
+
+// requirePoisonSetAside emits poison then after, flushes, and requires
+// poison, alone, in the dead-letter file, bytes exact.
+func requirePoisonSetAside(t *testing.T, em *emitter.Emitter, spool, poison string, after []string) ledger.DeadLetter {
+	t.Helper()
+	for _, ev := range append([]string{poison}, after...) {
+		require.NoError(t, em.Emit(context.Background(), []byte(ev)))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	requireFlushDeadLettered(t, em.Flush(ctx), 1, em)
+	dls, err := ledger.ReadDeadLetters(spool)
+	require.NoError(t, err)
+	require.Len(t, dls, 1, "the poison alone set aside")
+	assert.Equal(t, poison, string(dls[0].Data), "bytes exact")
+	return dls[0]
+}

@@ -177,6 +177,9 @@ func (d *drainer) ack(seq uint64, proven bool) error {
 		}
 	}
 	count(uint64(n))
+	if n > 0 {
+		d.keepWitness(d.w.sent[n-1]) // before the Ack: a deletion it commits keeps it
+	}
 	if err := d.spool.Ack(seq); err != nil {
 		count(-uint64(n)) // they are resent: duplicates
 		return err
@@ -274,23 +277,49 @@ func excerpt(data []byte) string { return fmt.Sprintf("%.80q", data) }
 // saveStrikes keeps delivery's strike record, and the witness, in the spool.
 func (d *drainer) saveStrikes() {
 	s := d.rd.Strikes
-	rec := ledger.Strikes{Seq: s.Seq, Count: s.N}
-	if s.Seq != 0 && s.Witness != 0 && d.w.witness.Seq == s.Witness {
-		rec.WitnessSeq, rec.Witness = s.Witness, d.w.witness.Data
-	}
-	if err := ledger.SaveStrikes(d.spool, rec); err != nil {
+	if err := ledger.SaveStrikes(d.spool, d.strikeRecord(d.w.witness, s.Seq != 0 && d.w.witness.Seq == s.Witness)); err != nil {
 		d.logs.deadLetter.warn(d.opts.Logger, "cannot save a suspect event's strikes; a restart counts them again",
 			"seq", s.Seq, "error", err.Error())
 	}
 }
 
-// restoreStrikes takes the strike record an earlier process saved.
+// keepWitness keeps w, about to be acknowledged, as the witness in the
+// spool's next commit, with the strikes: so that a restarted process can
+// blame a poison event that follows it. A witness over
+// ledger.MaxKeptWitness is kept only with a strike (saveStrikes).
+func (d *drainer) keepWitness(w wal.Entry) {
+	if len(w.Data) > ledger.MaxKeptWitness {
+		return
+	}
+	if err := ledger.KeepWitness(d.spool, d.strikeRecord(w, true)); err != nil {
+		d.logs.deadLetter.warn(d.opts.Logger, "cannot keep the newest handled event; a restart may not blame a poison event after it",
+			"seq", w.Seq, "error", err.Error())
+	}
+}
+
+// strikeRecord is delivery's strikes with w as the witness if keep, or if
+// it is small enough to keep (ledger.MaxKeptWitness).
+func (d *drainer) strikeRecord(w wal.Entry, keep bool) ledger.Strikes {
+	s := d.rd.Strikes
+	rec := ledger.Strikes{Seq: s.Seq, Count: s.N}
+	if w.Seq != 0 && (keep || len(w.Data) <= ledger.MaxKeptWitness) {
+		rec.WitnessSeq, rec.Witness = w.Seq, w.Data
+	}
+	return rec
+}
+
+// restoreStrikes takes the strike record, and the witness, an earlier
+// process saved.
 func (d *drainer) restoreStrikes() {
 	rec, err := ledger.LoadStrikes(d.spool)
 	if err != nil {
 		d.opts.Logger.Warn("cannot read the suspect event's strikes; counting them again", "error", err.Error())
 	}
-	d.step(delivery.Input{Kind: delivery.Restore, Seq: d.spool.FirstSeq(),
+	oldest := d.spool.FirstSeq()
+	if oldest == 0 {
+		oldest = d.spool.LastSeq() + 1 // none pending: the next one appended
+	}
+	d.step(delivery.Input{Kind: delivery.Restore, Seq: oldest,
 		Strikes: delivery.Strikes{Seq: rec.Seq, N: rec.Count, Witness: rec.WitnessSeq}})
 	if rec.WitnessSeq != 0 {
 		d.w.witness = wal.Entry{Seq: rec.WitnessSeq, Data: rec.Witness}

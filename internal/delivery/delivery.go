@@ -92,19 +92,22 @@ func (d *Delivery) stepMore(in Input) error {
 	return nil
 }
 
-// restore takes the spool's oldest pending sequence and saved strikes.
+// restore takes the spool's oldest pending sequence (with none, the next
+// one) and saved strikes. Their witness, kept with or without a suspect,
+// counts only if it comes just before the oldest: else it proves nothing
+// about it.
 func (d *Delivery) restore(oldest uint64, s Strikes) {
 	if oldest > 0 {
 		d.acked = oldest - 1
+	}
+	if s.Witness != 0 && s.Witness+1 == oldest {
+		d.witness = s.Witness
 	}
 	if s.Seq >= oldest && s.N > 0 {
 		d.strikes = s
 		d.isolateTo = max(d.isolateTo, s.Seq)
 		if d.kernelReads() { // on a Unix socket the next hang-up names the suspect again
 			d.suspect = s.Seq
-		}
-		if s.Witness != 0 && s.Witness+1 == oldest {
-			d.witness = s.Witness
 		}
 	}
 }

@@ -75,5 +75,5 @@ type Line struct {
 type Strikes struct {
 	Seq     uint64
 	N       int
-	Witness uint64 // the event before it, which the receiver handled
+	Witness uint64 // the newest event the receiver handled, suspect or not
 }

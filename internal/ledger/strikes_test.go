@@ -33,7 +33,7 @@ func TestStrikesSurviveReopenAndCompaction(t *testing.T) {
 	require.NoError(t, w.Ack(3))
 	s, err = LoadStrikes(w)
 	require.NoError(t, err)
-	assert.Zero(t, s, "the suspect left the spool")
+	assert.Equal(t, Strikes{WitnessSeq: 2, Witness: []byte("b")}, s, "the suspect left the spool, the witness is kept")
 	require.NoError(t, SaveStrikes(w, Strikes{}))
 	v, err := w.Value(keyStrikes)
 	require.NoError(t, err)
@@ -57,4 +57,29 @@ func TestStrikesDamagedRecordIsNone(t *testing.T) {
 	s, err = LoadStrikes(w)
 	require.NoError(t, err)
 	assert.Zero(t, s, "a lost strike count is a few more attempts")
+}
+
+// A witness kept with the acknowledgements, no suspect, reaches the next
+// process through the next commit (here Close's), with no commit of its own.
+func TestWitnessKeptWithoutStrikes(t *testing.T) {
+	dir := t.TempDir()
+	w, err := wal.Open(dir, &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	_, err = w.Append(t.Context(), []byte("a"), []byte("b"))
+	require.NoError(t, err)
+	want := Strikes{WitnessSeq: 2, Witness: []byte("b")}
+	require.NoError(t, KeepWitness(w, want))
+	s, err := LoadStrikes(w)
+	require.NoError(t, err)
+	assert.Zero(t, s, "not stored until a commit")
+	require.NoError(t, w.Ack(2))
+	require.NoError(t, w.Close())
+
+	w, err = wal.Open(dir, &wal.Options{NoSync: true})
+	require.NoError(t, err)
+	defer w.Close()
+	s, err = LoadStrikes(w)
+	require.NoError(t, err)
+	assert.Equal(t, want, s)
+	require.Zero(t, w.Len())
 }
