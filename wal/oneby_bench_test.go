@@ -27,35 +27,46 @@ import (
 // in one value under one key of the events bucket instead, after every
 // event key, so a commit rewrites it in the leaf it writes anyway. The
 // second is a layout no format here has: what it saves over the first is
-// what a format change could save.
+// what a format change could save. evspool+witness adds the emitter's
+// witness kept with each acknowledgement (wal.StoreLater).
 func BenchmarkOneByOne(b *testing.B) {
 	for _, sync := range []bool{false, true} {
 		name := map[bool]string{false: "fsync=off", true: "fsync=on"}[sync]
-		b.Run("evspool/"+name, func(b *testing.B) { benchOneByOne(b, sync) })
+		b.Run("evspool/"+name, func(b *testing.B) { benchOneByOne(b, sync, false) })
+		b.Run("evspool+witness/"+name, func(b *testing.B) { benchOneByOne(b, sync, true) })
 		b.Run("leastdurable/"+name, func(b *testing.B) { benchLeastDurable(b, sync, nil) })
 		b.Run("leastdurable+metabucket/"+name, func(b *testing.B) { benchLeastDurable(b, sync, metaBucketLayout) })
 		b.Run("leastdurable+statekey/"+name, func(b *testing.B) { benchLeastDurable(b, sync, stateKeyLayout) })
 	}
 }
 
-func benchOneByOne(b *testing.B, sync bool) {
+// benchOneByOne with witness keeps, before each Ack, the event acked as a
+// StoreLater value, as the emitter keeps its witness (ledger.KeepWitness).
+func benchOneByOne(b *testing.B, sync, witness bool) {
 	events := loadBenchEvents(b)
 	w, err := Open(b.TempDir(), &Options{NoSync: !sync})
 	require.NoError(b, err)
 	defer w.Close()
 	ctx := context.Background()
 	var prev uint64
+	var prevEvent []byte
 	step := func(i int) {
 		last, err := w.Append(ctx, events[i%len(events)])
 		if err != nil {
 			b.Fatal(err)
 		}
 		if prev > 0 {
+			if witness {
+				v := append(make([]byte, 24, 24+len(prevEvent)), prevEvent...) // a strike record's size
+				if err := w.StoreLater("poison_strikes", v); err != nil {
+					b.Fatal(err)
+				}
+			}
 			if err := w.Ack(prev); err != nil {
 				b.Fatal(err)
 			}
 		}
-		prev = last
+		prev, prevEvent = last, events[i%len(events)]
 	}
 	runCPU(b, step)
 }
