@@ -11,9 +11,68 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 )
 
-// load creates a new spool's buckets, or checks and counts an existing one.
+// load checks and counts an existing spool, then prepares it: creates a new
+// spool's buckets, stores an earlier format anew, tidies the holes.
+//
+// Nothing is written before the check passes. bbolt falls back on the older
+// meta page when the newer fails its checksum, and a commit on that tree
+// takes pages its freelist calls free: the newer tree's pages, which may hold
+// the only sound copy of records that a salvage of the damage would recover.
 func (w *WAL) load(db *bolt.DB) error {
-	if err := guard(w.path, func() error {
+	found, err := w.scanIfFound(db)
+	if err != nil {
+		return err
+	}
+	stored, err := w.prepare(db)
+	if err != nil {
+		return err
+	}
+	if !found || stored {
+		// Counted anew from what prepare wrote (a new file is empty).
+		if err := w.scanDB(db); err != nil {
+			return err
+		}
+	}
+	if err := w.applyRemovedMark(db); err != nil {
+		return err
+	}
+	// With fsync off the marks file may outlive spool.db's last commits:
+	// never hand out a number it says was acknowledged.
+	w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
+	w.debt = 0
+	w.acked.Store(w.meta.removedSeq)
+	return nil
+}
+
+// scanIfFound scans the spool if the file has both buckets: found tells.
+func (w *WAL) scanIfFound(db *bolt.DB) (found bool, err error) {
+	err = guard(w.path, func() error {
+		return db.View(func(tx *bolt.Tx) error {
+			found = tx.Bucket(eventsBucket) != nil && tx.Bucket(metaBucket) != nil
+			return nil
+		})
+	})
+	if err == nil && found {
+		err = w.scanDB(db)
+	}
+	return found, err
+}
+
+// scanDB runs scan in a read transaction, a panic or fault in it caught.
+func (w *WAL) scanDB(db *bolt.DB) error {
+	return guard(w.path, func() error {
+		if err := injected(w.opts.faults, "map"); err != nil {
+			return &CorruptionError{Path: w.path, Err: err}
+		}
+		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
+	})
+}
+
+// prepare creates a new spool's buckets and meta values, or stores an
+// earlier format's anew (stored tells which), or tidies the holes of a
+// current one.
+func (w *WAL) prepare(db *bolt.DB) (stored bool, err error) {
+	err = guard(w.path, func() error {
 		return db.Update(func(tx *bolt.Tx) error {
 			if _, err := tx.CreateBucketIfNotExists(eventsBucket); err != nil {
 				return err
@@ -34,31 +93,14 @@ func (w *WAL) load(db *bolt.DB) error {
 				return tidyHoles(mb, m.removedSeq, w.path)
 			}
 			// A new file, or an earlier format (migrate.go), stored anew.
+			stored = true
 			return m.store(mb)
 		})
-	}); err != nil {
-		if isDamage(err) {
-			return err
-		}
-		return fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
+	})
+	if err != nil && !isDamage(err) {
+		err = fmt.Errorf("wal: prepare spool file %s: %w", w.path, err)
 	}
-	if err := guard(w.path, func() error {
-		if err := injected(w.opts.faults, "map"); err != nil {
-			return &CorruptionError{Path: w.path, Err: err}
-		}
-		return db.View(func(tx *bolt.Tx) error { return w.scan(tx) })
-	}); err != nil {
-		return err
-	}
-	if err := w.applyRemovedMark(db); err != nil {
-		return err
-	}
-	// With fsync off the marks file may outlive spool.db's last commits:
-	// never hand out a number it says was acknowledged.
-	w.meta.nextSeq = max(w.meta.nextSeq, w.marks.removed+1)
-	w.debt = 0
-	w.acked.Store(w.meta.removedSeq)
-	return nil
+	return stored, err
 }
 
 // applyRemovedMark deletes what the marks file (or the file's own removal
