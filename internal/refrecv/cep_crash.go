@@ -43,11 +43,3 @@ func (c *CEP) signal(sig syscall.Signal) error {
 	}
 	return c.cmd.Process.Signal(sig)
 }
-
-// Forget marks the child gone after it exited by itself, so that Restart
-// starts a new one.
-func (c *CEP) Forget() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.cmd = nil
-}
