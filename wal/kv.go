@@ -63,19 +63,23 @@ func (w *WAL) SetValues(values map[string][]byte) error {
 			return fmt.Errorf("%w: %q", errValueKey, k)
 		}
 	}
-	return w.locked(func() error {
-		err := w.metaTx(true, func(mb *bolt.Bucket) error {
-			if err := putValues(mb, w.later); err != nil {
-				return err
-			}
-			return putValues(mb, values)
-		})
-		if err != nil {
-			return fmt.Errorf("wal: store values in %s: %w", w.path, err)
+	return w.locked(func() error { return w.storeValuesLocked(values) })
+}
+
+// storeValuesLocked commits the values StoreLater kept, then values, in a
+// transaction of its own. It needs wmu.
+func (w *WAL) storeValuesLocked(values map[string][]byte) error {
+	err := w.metaTx(true, func(mb *bolt.Bucket) error {
+		if err := putValues(mb, w.later); err != nil {
+			return err
 		}
-		clear(w.later)
-		return nil
+		return putValues(mb, values)
 	})
+	if err != nil {
+		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
+	}
+	clear(w.later)
+	return nil
 }
 
 // StoreLater stores v under key as SetValues does, but with the spool's next
@@ -111,11 +115,7 @@ func (w *WAL) flushLaterLocked() error {
 	if len(w.later) == 0 {
 		return nil
 	}
-	if err := w.metaTx(true, func(mb *bolt.Bucket) error { return putValues(mb, w.later) }); err != nil {
-		return fmt.Errorf("wal: store values in %s: %w", w.path, err)
-	}
-	clear(w.later)
-	return nil
+	return w.storeValuesLocked(nil)
 }
 
 // putValues stores values in mb; a nil value removes its key.
