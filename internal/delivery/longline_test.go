@@ -34,9 +34,7 @@ func TestDeliveryBlameReadAlone(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			d := newRig(t, testConfig(delivery.LastRead))
 			isolate(t, d)
-			d.connected(10)
-			d.writeRead(10, []delivery.Line{{Seq: 5, Size: 100}}) // the witness
-			d.writeRead(11, lines(6, 1, 100))
+			connectedThrough6(d, 10)
 			if tc.after > 0 {
 				p, ok := d.next(12)
 				require.True(t, ok)
@@ -63,9 +61,7 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 		cfg.MaxAttempts = maxAttempts
 		d := newRig(t, cfg)
 		isolate(t, d)
-		d.connected(10)
-		d.writeRead(10, []delivery.Line{{Seq: 5, Size: 100}})
-		d.writeRead(11, lines(6, 1, 100))
+		connectedThrough6(d, 10)
 		d.wrote(12, lines(7, 1, longLine), 0)
 		r := d.hungUp(13, true)
 		require.Zero(t, d.rd.Strikes.N)
@@ -113,9 +109,7 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 	})
 	t.Run("max attempts 1: the long line at the first clean try", func(t *testing.T) {
 		d := ambiguous(t, 1)
-		d.connected(1000)
-		d.writeRead(1000, []delivery.Line{{Seq: 5, Size: 100}})
-		d.writeRead(1001, lines(6, 1, 100))
+		connectedThrough6(d, 1000)
 		d.tick(3001)
 		d.wrote(3001, lines(7, 1, longLine), 0)
 		r := d.hungUp(3002, true)
@@ -123,9 +117,7 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 	})
 	t.Run("it dies on the event before, nothing after it written: that one's strike", func(t *testing.T) {
 		d := ambiguous(t, 3)
-		d.connected(1000)
-		d.writeRead(1000, []delivery.Line{{Seq: 5, Size: 100}})
-		d.writeRead(1001, lines(6, 1, 100))
+		connectedThrough6(d, 1000)
 		_, ok := d.next(1002)
 		require.False(t, ok, "held")
 		d.hungUp(1003, false)
@@ -134,9 +126,7 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 	})
 	t.Run("it handles the long line: the hold ends", func(t *testing.T) {
 		d := ambiguous(t, 3)
-		d.connected(1000)
-		d.writeRead(1000, []delivery.Line{{Seq: 5, Size: 100}})
-		d.writeRead(1001, lines(6, 1, 100))
+		connectedThrough6(d, 1000)
 		d.tick(3001)
 		d.writeRead(3001, lines(7, 1, longLine))
 		_, ok := d.next(3002)
@@ -150,9 +140,7 @@ func TestDeliveryBlameLongLineClosedAtOnce(t *testing.T) {
 	})
 	t.Run("a receiver frozen before it closes is not blamed", func(t *testing.T) {
 		d := ambiguous(t, 1)
-		d.connected(1000)
-		d.writeRead(1000, []delivery.Line{{Seq: 5, Size: 100}})
-		d.writeRead(1001, lines(6, 1, 100))
+		connectedThrough6(d, 1000)
 		d.tick(3001)
 		d.wrote(3001, lines(7, 1, longLine), 0)
 		d.read(3001, longLine)
@@ -190,4 +178,12 @@ func TestDeliveryBlameNeedsReads(t *testing.T) {
 	}
 	d.hungUp(100, false)
 	assert.Zero(t, d.rd.Strikes.N, "no strike on a kernel's reads")
+}
+
+// connectedThrough6 connects d at ms, resends the witness 5 and writes 6
+// alone, each read whole.
+func connectedThrough6(d *rig, ms int) {
+	d.connected(ms)
+	d.writeRead(ms, []delivery.Line{{Seq: 5, Size: 100}})
+	d.writeRead(ms+1, lines(6, 1, 100))
 }
