@@ -73,8 +73,8 @@ type Options struct {
 	// MinBackoff and MaxBackoff bound the jittered exponential pause between
 	// refused connection attempts, which never give up. Defaults 10 ms and
 	// 100 ms (MinBackoff left 0 is never above MaxBackoff); a MinBackoff above
-	// MaxBackoff is refused. On Linux a Unix
-	// socket's path appearing cuts the pause short.
+	// MaxBackoff is refused. On Linux a Unix socket's path appearing cuts the
+	// pause short.
 	// A receiver that keeps failing before it handles anything is dialled
 	// less and less often, up to every 5 s (or MaxBackoff, if longer),
 	// unless it was down at least 250 ms before its path appeared.

@@ -30,12 +30,12 @@ func batchBytes(maxSpool int64) int { return int(min(maxBatchBytes, maxSpool/16)
 // a batch closes when no more input is buffered, so a slow producer's events
 // go out one by one and a fast one's in groups (one spool commit each). A
 // batch holds at most maxBatchEvents events, and closes once it holds
-// maxBatch bytes or more (see batchBytes). A
-// line over maxEvent (its newline included) is skipped without holding it
-// in memory and handed to refuse, with an error that says how big it was
-// (the emitter counts it lost and logs it). The channel
-// is closed at end of input, and once stop is closed: then the lines read so
-// far are handed over (for at most stopGrace) and no more is read.
+// maxBatch bytes or more (see batchBytes). A line over maxEvent (its
+// newline included) is skipped without holding it in memory and handed to
+// refuse, with an error that says how big it was (the emitter counts it
+// lost and logs it). The channel is closed at end of input, and once stop
+// is closed: then the lines read so far are handed over (for at most
+// stopGrace) and no more is read.
 func readLines(r io.Reader, maxEvent, maxBatch int, out chan<- [][]byte, stop <-chan struct{}, refuse func(error), logger *slog.Logger) {
 	defer close(out)
 	br := bufio.NewReaderSize(r, max(maxEvent, 64<<10))

@@ -197,7 +197,8 @@ func stateAttrs(st emitter.Stats) []any {
 // (GOMAXPROCS=1) unless the environment sets GOMAXPROCS: each is a pipeline
 // of goroutines that wait on a system call (read the input, commit, write
 // the socket), and with a second processor every line wakes a second thread
-// that finds nothing to do. bench/README.md (cli-cost, e2e) has what it saves and what it costs.
+// that finds nothing to do. bench/README.md (cli-cost, e2e) has what it
+// saves and what it costs.
 func oneProc() {
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)

@@ -65,8 +65,8 @@ func (d *Delivery) hungUp(now time.Time, reset bool) {
 const shortLine = 4 << 10
 
 // blame judges a hang-up while isolating on a socket that shows the
-// receiver's reads (not TCP's, whatever the window mode); k
-// is the oldest event not known handled, reset a hang-up with bytes unread.
+// receiver's reads (not TCP's, whatever the window mode); k is the oldest
+// event not known handled, reset a hang-up with bytes unread.
 // A strike, for k: read alone, or begun and stopped inside, by a read that
 // began where the line before it ended (that one was handled, k was not);
 // or, the suspect, written alone once all before it was handled and left
